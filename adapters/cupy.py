@@ -1,0 +1,66 @@
+"""CuPy arrays: pointers from ``x.data.ptr``, CuPy's current stream, CuPy's memory pool."""
+
+from __future__ import annotations
+
+import contextlib
+
+import cupy
+import numpy
+
+from cutematmul.operand import ArrayAdapter, Operand
+
+
+def _dtype_names() -> dict:
+    names = {numpy.dtype(n): n for n in ("float32", "float16")}
+    try:
+        import ml_dtypes
+
+        names[numpy.dtype(ml_dtypes.bfloat16)] = "bfloat16"
+    except ImportError:
+        pass
+    return names
+
+
+_NAMES = _dtype_names()  # dtype object -> name; `dtype.name` is slow on the hot path
+
+
+class CupyAdapter(ArrayAdapter):
+    name = "cupy"
+
+    def describe(self, x) -> Operand:
+        itemsize = x.itemsize
+        data = x.data
+        return Operand(
+            x, data.ptr, x.shape, tuple([s // itemsize for s in x.strides]),
+            _NAMES.get(x.dtype) or x.dtype.name, itemsize, data.device_id,
+        )
+
+    def current_stream(self, device: int) -> int:
+        return cupy.cuda.get_current_stream(device).ptr
+
+    def stream_handle(self, stream):
+        if isinstance(stream, cupy.cuda.Stream) or isinstance(stream, cupy.cuda.ExternalStream):
+            return stream.ptr
+        return None
+
+    def empty(self, shape, like):
+        return cupy.empty(shape, dtype=like.dtype)
+
+    def copy(self, dst, src) -> None:
+        cupy.copyto(dst, src)
+
+    def fill_zero(self, x) -> None:
+        x.fill(0)
+
+    def on_device(self, device: int):
+        if cupy.cuda.runtime.getDevice() == device:
+            return contextlib.nullcontext()
+        return cupy.cuda.Device(device)
+
+    def on_stream(self, handle: int, device: int):
+        if cupy.cuda.get_current_stream(device).ptr == handle:
+            return contextlib.nullcontext()
+        return cupy.cuda.ExternalStream(handle, device)
+
+
+ADAPTER = CupyAdapter()

@@ -1,0 +1,1 @@
+"""Benchmark against cuBLAS (filled in below)."""

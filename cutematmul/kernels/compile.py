@@ -1,0 +1,37 @@
+"""Compile a kernel object once, against fake pointers and symbolic sizes.
+
+The result is a TVM-FFI function ``f(a_ptr, b_ptr, c_ptr, m, n, k, batch, lda, batch_stride_a, ldb,
+batch_stride_b, ldc, batch_stride_c, stream)`` taking plain integers, so a new size, leading dimension
+or batch stride never recompiles.  Works without a GPU when ``CUTE_DSL_ARCH`` names the target.
+"""
+
+from __future__ import annotations
+
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.runtime import make_fake_stream, make_ptr
+
+from .entry import gemm_from_pointers
+
+# Address used for the fake pointers: any value with the declared alignment.
+_FAKE_ADDRESS = 1 << 20
+
+
+def compile_gemm(kernel, *, keep_ptx: bool = False):
+    """Compile ``kernel`` behind the pointer entry; returns the TVM-FFI callable.
+
+    ``kernel`` carries ``dtype`` (a cutlass numeric type), ``a_major``, ``b_major`` and alignments
+    ``align_a``/``align_b``/``align_c`` in elements.  With ``keep_ptx`` the PTX text is kept on the
+    result as ``__ptx__`` (used by the instruction checks in the tests).
+    """
+    itemsize = kernel.dtype.width // 8
+    ptrs = [
+        make_ptr(kernel.dtype, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=align * itemsize)
+        for align in (kernel.align_a, kernel.align_b, kernel.align_c)
+    ]
+    sizes = [cutlass.Int32(1)] * 4
+    strides = [cutlass.Int64(1)] * 6
+    options = "--enable-tvm-ffi" + (" --keep-ptx" if keep_ptx else "")
+    return cute.compile(
+        gemm_from_pointers, kernel, *ptrs, *sizes, *strides, make_fake_stream(), options=options
+    )

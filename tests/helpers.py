@@ -1,0 +1,89 @@
+"""The one reference check every test uses, and array makers for each library."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Relative Frobenius error bounds against a float64 product of the same (rounded) inputs.
+# float32 is true fp32 (TF32 would land near 3e-4); 16-bit outputs are dominated by the final
+# rounding to 11 (fp16) or 8 (bf16) significant bits.
+TOLERANCE = {"float32": 2e-5, "float16": 1e-3, "bfloat16": 8e-3}
+
+
+def to_numpy(x) -> np.ndarray:
+    """Any supported array -> NumPy float64 (on the host)."""
+    mod = type(x).__module__.split(".", 1)[0]
+    if mod == "cupy":
+        import cupy
+
+        return cupy.asnumpy(x.astype(cupy.float32)).astype(np.float64)
+    if mod == "torch":
+        return x.detach().float().cpu().numpy().astype(np.float64)
+    return np.asarray(x, dtype=np.float64)
+
+
+def relative_error(result, expected: np.ndarray) -> float:
+    got = to_numpy(result)
+    assert got.shape == expected.shape, f"shape {got.shape} != expected {expected.shape}"
+    assert np.isfinite(got).all(), "result has NaN/Inf: some output elements were not written"
+    denom = np.linalg.norm(expected)
+    diff = np.linalg.norm(got - expected)
+    return float(diff / denom) if denom else float(diff)
+
+
+def check_matmul(result, a, b, dtype: str) -> float:
+    """Assert ``result`` matches the float64 product of ``a`` and ``b``; returns the error."""
+    expected = np.matmul(to_numpy(a), to_numpy(b))
+    err = relative_error(result, expected)
+    assert err <= TOLERANCE[dtype], f"relative error {err:.3g} > {TOLERANCE[dtype]:g} for {dtype}"
+    return err
+
+
+class Maker:
+    """Fresh Gaussian arrays and NaN-poisoned outputs for one array library."""
+
+    def __init__(self, lib: str, seed: int = 0):
+        self.lib = lib
+        self.rng = np.random.default_rng(seed)
+        if lib == "cupy":
+            import cupy
+
+            self.xp = cupy
+        elif lib == "torch":
+            import torch
+
+            self.xp = torch
+        else:
+            self.xp = np
+
+    def dtype(self, name: str):
+        if self.lib == "torch":
+            import torch
+
+            return getattr(torch, name)
+        if name == "bfloat16":
+            import ml_dtypes
+
+            return ml_dtypes.bfloat16
+        return np.dtype(name)
+
+    def randn(self, shape, dtype: str):
+        host = self.rng.standard_normal(shape, dtype=np.float32)
+        if self.lib == "torch":
+            import torch
+
+            return torch.from_numpy(host).to("cuda").to(self.dtype(dtype))
+        if self.lib == "cupy":
+            if dtype == "bfloat16":
+                return self.xp.asarray(host).astype(self.dtype(dtype))
+            return self.xp.asarray(host.astype(dtype))
+        return host.astype(self.dtype(dtype))
+
+    def poisoned(self, shape, dtype: str):
+        if self.lib == "torch":
+            import torch
+
+            return torch.full(shape, float("nan"), dtype=self.dtype(dtype), device="cuda")
+        out = self.xp.empty(shape, dtype=self.dtype(dtype))
+        out.fill(np.nan)
+        return out

@@ -1,0 +1,185 @@
+"""GPU correctness: library x dtype x layout x shape, batched and broadcast, kernels, out=.
+
+Every check compares with a float64 product of the same inputs (``helpers.check_matmul``) on fresh
+Gaussian data, and writes into a NaN-poisoned ``out`` so an unwritten element fails.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cutematmul
+from conftest import require_module
+from helpers import Maker, check_matmul
+
+pytestmark = pytest.mark.gpu
+
+LIBS = ["cupy", "torch", "numpy"]
+DTYPES = ["float32", "float16", "bfloat16"]
+LAYOUTS = ["nn", "tn", "nt", "tt"]  # t: the operand is a transposed view (a.T / b.T)
+SHAPES = [  # (M, N, K)
+    (1, 1, 1), (1, 7, 3), (7, 1, 5), (2, 3, 1), (17, 33, 65), (64, 64, 64),
+    (127, 129, 131), (256, 512, 128), (300, 200, 1000), (8, 1024, 24),
+]
+
+
+def _lib(lib):
+    if lib != "numpy":
+        require_module(lib)
+    return Maker(lib)
+
+
+def _operands(mk, m, n, k, layout, dtype):
+    a = mk.randn((k, m), dtype).T if layout[0] == "t" else mk.randn((m, k), dtype)
+    b = mk.randn((n, k), dtype).T if layout[1] == "t" else mk.randn((k, n), dtype)
+    return a, b
+
+
+def _skip_unsupported(lib, dtype):
+    if lib == "cupy" and dtype == "bfloat16":
+        import cupy
+
+        try:
+            cupy.zeros(1, dtype=Maker("numpy").dtype("bfloat16"))
+        except Exception as exc:
+            pytest.skip(f"this CuPy cannot hold bfloat16 arrays ({exc})")
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lib", LIBS)
+def test_matmul_2d(lib, dtype, layout, shape):
+    mk = _lib(lib)
+    _skip_unsupported(lib, dtype)
+    m, n, k = shape
+    a, b = _operands(mk, m, n, k, layout, dtype)
+    out = mk.poisoned((m, n), dtype)
+    res = cutematmul.matmul(a, b, out=out)
+    assert res is out
+    check_matmul(res, a, b, dtype)
+    fresh = cutematmul.matmul(a, b)
+    assert type(fresh) is type(a)
+    check_matmul(fresh, a, b, dtype)
+
+
+@pytest.mark.parametrize("kernel", ["sm80", "sm90"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (33, 17, 9), (128, 256, 64), (257, 129, 520),
+                                   (1000, 1000, 1000)], ids=lambda s: "x".join(map(str, s)))
+def test_forced_kernel(kernel, dtype, layout, shape):
+    mk = _lib("torch")
+    m, n, k = shape
+    a, b = _operands(mk, m, n, k, layout, dtype)
+    out = mk.poisoned((m, n), dtype)
+    check_matmul(cutematmul.matmul(a, b, out=out, kernel=kernel), a, b, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_odd_large(dtype):
+    """4097 x 4095 x 4093: unaligned leading dimensions everywhere."""
+    mk = _lib("torch")
+    a, b = _operands(mk, 4097, 4095, 4093, "nn", dtype)
+    out = mk.poisoned((4097, 4095), dtype)
+    check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
+
+
+BATCHED = [  # (a shape, b shape)
+    ((3, 4, 5), (3, 5, 6)),
+    ((3, 4, 5), (5, 6)),
+    ((4, 5), (3, 5, 6)),
+    ((2, 1, 4, 5), (3, 5, 6)),
+    ((2, 3, 4, 5), (1, 3, 5, 6)),
+    ((5,), (3, 5, 6)),
+    ((3, 4, 5), (5,)),
+    ((5,), (5, 6)),
+    ((4, 5), (5,)),
+    ((5,), (5,)),
+    ((64, 128, 96), (64, 96, 72)),
+    ((0, 4, 5), (5, 6)),
+]
+
+
+@pytest.mark.parametrize("shapes", BATCHED, ids=lambda s: f"{s[0]}@{s[1]}")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lib", LIBS)
+def test_batched_broadcast(lib, dtype, shapes):
+    mk = _lib(lib)
+    _skip_unsupported(lib, dtype)
+    a, b = mk.randn(shapes[0], dtype), mk.randn(shapes[1], dtype)
+    expected = np.matmul(np.zeros(shapes[0]), np.zeros(shapes[1])).shape
+    out = mk.poisoned(expected, dtype)
+    res = cutematmul.matmul(a, b, out=out)
+    assert tuple(res.shape) == expected
+    if np.prod(expected):
+        check_matmul(res, a, b, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lib", ["cupy", "torch"])
+def test_strided_and_unaligned_views(lib, dtype):
+    mk = _lib(lib)
+    _skip_unsupported(lib, dtype)
+    big_a = mk.randn((70, 90), dtype)
+    big_b = mk.randn((90, 80), dtype)
+    cases = [
+        (big_a[:33, :45], big_b[:45, :31]),          # leading dims 90 / 80, odd extents
+        (big_a[1:34, 3:48], big_b[5:50, 7:38]),      # unaligned base pointers
+        (big_a[:, ::2], big_b[::2, :]),              # no unit stride: copied
+        (big_a[::3, :].T[:40], big_b[:70, ::2]),     # transposed and strided
+    ]
+    for a, b in cases:
+        check_matmul(cutematmul.matmul(a, b), a, b, dtype)
+
+
+@pytest.mark.parametrize("lib", ["cupy", "torch", "numpy"])
+def test_k_zero_gives_zeros(lib):
+    mk = _lib(lib)
+    a, b = mk.randn((5, 0), "float32"), mk.randn((0, 7), "float32")
+    out = mk.poisoned((5, 7), "float32")
+    res = cutematmul.matmul(a, b, out=out)
+    assert np.all(_np(res) == 0)
+
+
+def _np(x):
+    from helpers import to_numpy
+
+    return to_numpy(x)
+
+
+@pytest.mark.parametrize("lib", ["cupy", "torch"])
+def test_out_column_major_and_transposed(lib):
+    mk = _lib(lib)
+    a, b = mk.randn((37, 21), "float16"), mk.randn((21, 45), "float16")
+    out = mk.poisoned((45, 37), "float16").T  # column-major output view
+    res = cutematmul.matmul(a, b, out=out)
+    check_matmul(res, a, b, "float16")
+
+
+@pytest.mark.parametrize("lib", ["cupy", "torch"])
+def test_out_overlap_is_rejected(lib):
+    mk = _lib(lib)
+    a = mk.randn((8, 8), "float32")
+    with pytest.raises(ValueError, match="overlaps a"):
+        cutematmul.matmul(a, mk.randn((8, 8), "float32"), out=a)
+
+
+def test_mixed_libraries_rejected():
+    cupy = require_module("cupy")
+    torch = require_module("torch")
+    with pytest.raises(TypeError, match="same array library"):
+        cutematmul.matmul(cupy.ones((2, 2), "float32"), torch.ones(2, 2, device="cuda"))
+
+
+def test_compiled_kernels_are_reused_across_sizes():
+    torch = require_module("torch")
+    a, b = torch.randn(1000, 1000, device="cuda"), torch.randn(1000, 1000, device="cuda")
+    cutematmul.matmul(a, b)
+    before = cutematmul.cache_info()["misses"]
+    for m, n, k in [(1008, 992, 1016), (992, 1024, 984)]:
+        a = torch.randn(m, k, device="cuda")
+        b = torch.randn(k, n, device="cuda")
+        check_matmul(cutematmul.matmul(a, b), a, b, "float32")
+    assert cutematmul.cache_info()["misses"] == before
