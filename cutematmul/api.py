@@ -70,10 +70,12 @@ def matmul(a, b, /, *, out=None, stream=None, precision="highest", kernel="auto"
     shape = result_shape(da.shape, db.shape)
     dout = _check_out(adapter, out, shape, da, db) if out is not None else None
 
+    # An explicit stream is checked now; the default one is looked up on the operands' device.
+    handle = None if stream is None else resolve_stream(stream, adapter, da.device)
     if adapter.host:
         from .staging import matmul_on_host_arrays
 
-        return matmul_on_host_arrays(adapter, da, db, dout, shape, stream, kernel)
+        return matmul_on_host_arrays(adapter, da, db, dout, shape, handle, kernel)
 
     if da.device != db.device:
         raise ValueError(
@@ -82,8 +84,11 @@ def matmul(a, b, /, *, out=None, stream=None, precision="highest", kernel="auto"
         )
     info = _device.device_info(da.device)
     family = choose_family(da.dtype, info.capability, kernel)
-    handle = resolve_stream(stream, adapter, da.device)
-    stream_scope = _NO_SCOPE if stream is None else adapter.on_stream(handle, da.device)
+    if handle is None:
+        handle = adapter.current_stream(da.device)
+        stream_scope = _NO_SCOPE
+    else:
+        stream_scope = adapter.on_stream(handle, da.device)
     with adapter.on_device(da.device), stream_scope:
         if out is None:
             out = adapter.empty(shape, a)

@@ -16,7 +16,6 @@ from . import device as _device
 from .dispatch import choose_family
 from .launch import run_gemm
 from .operand import Operand
-from .streams import resolve_stream
 
 # cudaStreamPerThread: the calling thread's default stream, used when no stream is given.
 _PER_THREAD_STREAM = 2
@@ -59,8 +58,11 @@ def _upload(x: numpy.ndarray, stream: int, buffers: list) -> Operand:
 
 
 def matmul_on_host_arrays(adapter, da: Operand, db: Operand, dout: Operand | None, shape,
-                          stream, kernel: str):
-    """``matmul`` for NumPy operands (already validated); returns a NumPy array."""
+                          stream: int | None, kernel: str):
+    """``matmul`` for NumPy operands (already validated); returns a NumPy array.
+
+    ``stream`` is a resolved handle, or None for the calling thread's default stream.
+    """
     a = numpy.ascontiguousarray(da.array)
     b = numpy.ascontiguousarray(db.array)
     result = dout.array if dout is not None and dout.array.flags.c_contiguous else numpy.empty(shape, a.dtype)
@@ -72,7 +74,7 @@ def matmul_on_host_arrays(adapter, da: Operand, db: Operand, dout: Operand | Non
         device = _device.current_device() if _device.device_count() else 0
         info = _device.device_info(device)
         family = choose_family(da.dtype, info.capability, kernel)
-        handle = _PER_THREAD_STREAM if stream is None else resolve_stream(stream, adapter, device)
+        handle = _PER_THREAD_STREAM if stream is None else stream
         buffers: list[int] = []
         try:
             ga = _upload(a, handle, buffers)

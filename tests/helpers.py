@@ -87,3 +87,29 @@ class Maker:
         out = self.xp.empty(shape, dtype=self.dtype(dtype))
         out.fill(np.nan)
         return out
+
+
+def compile_in_child(arch: str, child_code: str, argument, tmp_path, prefix: str = "COUNTS=") -> dict:
+    """Run ``child_code`` in a fresh Python with ``CUTE_DSL_ARCH=arch``; return its ``prefix`` JSON.
+
+    The CuTe DSL fixes its target when imported, so each target gets its own process.  Nothing is
+    launched: the child only compiles and counts PTX instructions.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    env = dict(os.environ)
+    env["CUTE_DSL_ARCH"] = arch
+    env["CUTE_DSL_DUMP_DIR"] = str(tmp_path)  # --keep-ptx also writes files: keep them out of the repo
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, "-c", child_code, json.dumps(argument)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200,
+    )
+    assert proc.returncode == 0, f"compile child failed for {arch}:\n{proc.stdout}\n{proc.stderr}"
+    line = next(l for l in proc.stdout.splitlines() if l.startswith(prefix))
+    return json.loads(line[len(prefix):])

@@ -1,0 +1,69 @@
+"""The sm90 HGEMM compiles for sm_90a (no GPU needed) with TMA, wgmma, stmatrix and setmaxnreg.
+
+Each dtype x operand-major combination and the tile/cluster configurations the dispatcher can
+choose are compiled in a child Python with ``CUTE_DSL_ARCH=sm_90a``; the PTX is checked for the
+instructions the design rests on and for register spills.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from helpers import compile_in_child
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("cutlass") is None,
+    reason="nvidia-cutlass-dsl (module 'cutlass') is not installed; these tests compile kernels with it",
+)
+
+_CHILD = r"""
+import json, re, sys
+import cutlass
+from cutematmul.kernels.compile import compile_gemm
+from cutematmul.kernels.sm90_hgemm import Sm90Config, Sm90Hgemm
+
+PATTERNS = {
+    "wgmma": r"\bwgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.(?:bf16|f16)\.(?:bf16|f16)",
+    "wgmma_fence": r"\bwgmma\.fence\.sync\.aligned",
+    "tma_load": r"\bcp\.async\.bulk\.tensor\.\dd\.shared::(?:cta|cluster)\.global",
+    "tma_store": r"\bcp\.async\.bulk\.tensor\.\dd\.global\.shared::cta",
+    "stmatrix": r"\bstmatrix\.sync\.aligned",
+    "setmaxnreg": r"\bsetmaxnreg\.(?:inc|dec)\.sync\.aligned",
+    "mbarrier_wait": r"\bmbarrier\.try_wait",
+    "local": r"\.local\b",
+}
+out = {}
+for dtype, a_major, b_major, cfg in json.loads(sys.argv[1]):
+    kernel = Sm90Hgemm(Sm90Config(**cfg), getattr(cutlass, dtype), a_major, b_major, 8, 8, 8)
+    ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
+    out[f"{dtype}-{a_major}{b_major}-{kernel.config.name}"] = {
+        k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()
+    }
+print("COUNTS=" + json.dumps(out))
+"""
+
+CONFIGS = [
+    {"tile_m": 128, "tile_n": 256},
+    {"tile_m": 128, "tile_n": 128},
+    {"tile_m": 64, "tile_n": 128},
+    {"tile_m": 128, "tile_n": 256, "cluster_m": 2},
+]
+
+
+def test_sm90_compiles_with_tma_and_wgmma(tmp_path):
+    combos = [(d, am, bm, CONFIGS[0]) for d in ("Float16", "BFloat16")
+              for am in ("k", "m") for bm in ("k", "n")]
+    combos += [("Float16", "k", "n", cfg) for cfg in CONFIGS[1:]]
+    counts = compile_in_child("sm_90a", _CHILD, combos, tmp_path)
+    assert len(counts) == len(combos)
+    for name, c in counts.items():
+        assert c["wgmma"] >= 4, f"{name}: no wgmma.mma_async in the PTX: {c}"
+        assert c["wgmma_fence"] >= 1, name
+        assert c["tma_load"] >= 2, f"{name}: no TMA (cp.async.bulk.tensor) loads: {c}"
+        assert c["tma_store"] >= 1, f"{name}: the epilogue does not store with TMA: {c}"
+        assert c["stmatrix"] >= 1, name
+        assert c["setmaxnreg"] == 2, f"{name}: producer/consumer register split missing: {c}"
+        assert c["mbarrier_wait"] >= 1, name
+        assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
