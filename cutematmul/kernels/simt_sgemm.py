@@ -1,0 +1,525 @@
+"""True-fp32 SIMT SGEMM (no TF32, no tensor cores) for sm_80 and newer.
+
+What it computes
+    C[m, n, l] = sum_k A[m, k, l] * B[n, k, l] in fp32 with ``fma.rn.f32``, for any M, N >= 1,
+    K >= 0 (K == 0 writes zeros) and any batch count L (batch strides may be 0 to broadcast an
+    operand).
+    A is K-major (row-major math A) or M-major; B is N-major (row-major math B of shape (K, N)) or
+    K-major; C is always N-major (row-major).
+
+How
+    * CTA tile ``tile_m x tile_n x tile_k`` (default 128 x 128 x 16) computed by ``threads``
+      threads (default 256).  The lanes of a warp form a 4 (M) x 8 (N) grid and the warps a
+      ``warps_m x warps_n`` grid.  Every thread owns 4-wide runs of rows and columns repeated
+      across the tile, so with the default tile each thread accumulates an 8 x 8 micro-tile (2 x 2
+      blocks of 4 x 4, 64 rows / 64 columns apart) and reads each k-slice of its A and B values
+      with two 128-bit shared loads per operand.  A warp's 16 A values and 32 B values of one
+      such load are contiguous: one shared-memory wavefront each (broadcast, no bank conflicts).
+    * Global -> shared: ``stages``-deep ring (default 3) of cp.async copies, one commit group per
+      k-tile, ``cp.async.wait_group(stages - 2)`` plus one CTA barrier per k-tile.
+      Shared tiles are always M-major (N-major for B) so the micro-kernel can use 128-bit loads:
+        - M/N-major operand with ``align == 4``: 16-byte ``cp.async.cg``, issued through inline PTX
+          with an explicit source byte count, so the last partial vector of a row (M or N not a
+          multiple of 4) is zero-filled instead of read past the end of the array.
+        - K-major operand (the row-major A case): 4-byte ``cp.async.ca`` per element, a warp
+          reading 4 rows x 8 consecutive k (full 32-byte sectors) and writing them transposed
+          into the M-major tile.  The tile's k-rows are padded by 4 floats, which makes those
+          transposing stores conflict-free while keeping every k-row 16-byte aligned.  This keeps
+          the whole load path asynchronous and register-free; a 128-bit register load plus four
+          transposing shared stores would cost registers and a second software pipeline for a
+          saving of a few load instructions per thread and k-tile (noise next to 1024 FMAs).
+        - M/N-major operand with ``align == 1``: 4-byte cp.async, a warp reading 32 consecutive
+          elements (one 128-byte line) per instruction.
+    * Shared -> registers: the fragments of k-slice ``kb + 1`` are loaded while slice ``kb`` is
+      multiplied (register double buffering); the barrier sits at the last slice of a k-tile.
+    * K tail: the first k-tile is the partial one (the k origin is shifted back by the residue),
+      copied with a k >= 0 predicate; all later k-tiles are whole, so the main loop only carries
+      row predicates.  Predicated-off copies read no memory and zero-fill shared memory.
+    * Rasterization: a 1-D grid over (tile, batch); tiles are visited in groups of
+      ``raster_group`` tile-rows, column by column inside a group, so CTAs running together share
+      A and B tiles in L2.  The batch index is folded into the same grid dimension (no 65535 limit).
+    * Epilogue: straight from registers to global memory.  With ``align_c == 4`` each 4-wide run
+      is one 128-bit store when it lies fully inside N, else (and with ``align_c == 1``) scalar
+      predicated stores.
+    * Occupancy: ``min_blocks`` CTAs per SM are requested from ptxas (``.minnctapersm``); the
+      default 2 x 256 threads caps registers at 128 per thread.
+
+Constraints
+    fp32 only.  ``align_*`` in {1, 2, 4} elements (4 = 16 bytes; 2 is treated like 1).  Shapes,
+    leading dimensions and batch strides are runtime values.  See ``SimtConfig.validate`` for the
+    tile/thread combinations.
+
+Benchmark
+    python -m cutematmul.bench --dtypes float32 --kernel simt
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import cuda.bindings.driver as cuda
+
+import cutlass
+import cutlass.cute as cute
+
+# Lanes of one warp, as a 4 (M) x 8 (N) grid; lane = n_lane + 8 * m_lane.
+_LANES_M = 4
+_LANES_N = 8
+# fp32 elements per 128-bit access.
+_VEC = 4
+# Threads along K in the copy of a K-major operand (8 x 4 bytes = one 32-byte sector per row).
+_K_MAJOR_COPY_K = 8
+# Padding (floats) of every k-row of a shared tile filled from a K-major operand.
+_K_MAJOR_PAD = 4
+# Preferred shared-memory carveout (percent); passed explicitly so compiling needs no device query.
+_SMEM_CARVEOUT = 100
+# Per-SM limits of sm_80 / sm_90 that the occupancy hint must respect (shared memory: sm_90's).
+_MAX_CTAS_PER_SM = 32
+_MAX_THREADS_PER_SM = 2048
+_SMEM_PER_SM = 227 * 1024
+
+
+@dataclass(frozen=True)
+class SimtConfig:
+    """Tunables of the SIMT SGEMM family (frozen, hashable: usable as a cache key)."""
+
+    tile_m: int = 128
+    tile_n: int = 128
+    tile_k: int = 16
+    stages: int = 3
+    threads: int = 256
+    raster_group: int = 8
+    min_blocks: int = 2
+
+    @property
+    def name(self) -> str:
+        return (
+            f"simt_{self.tile_m}x{self.tile_n}x{self.tile_k}_s{self.stages}"
+            f"_t{self.threads}_g{self.raster_group}_b{self.min_blocks}"
+        )
+
+    @property
+    def warps_mn(self) -> tuple[int, int] | None:
+        """The (warps_m, warps_n) grid giving 4- or 8-wide micro-tiles, squarest first."""
+        warps = self.threads // 32
+        best = None
+        for wm in range(1, warps + 1):
+            if warps % wm:
+                continue
+            wn = warps // wm
+            per_m, per_n = _LANES_M * wm * _VEC, _LANES_N * wn * _VEC
+            if self.tile_m % per_m or self.tile_n % per_n:
+                continue
+            rep_m, rep_n = self.tile_m // per_m, self.tile_n // per_n
+            if rep_m > 2 or rep_n > 2:
+                continue
+            score = (abs(rep_m - rep_n), -(rep_m * rep_n))
+            if best is None or score < best[0]:
+                best = (score, (wm, wn))
+        return None if best is None else best[1]
+
+    @property
+    def micro_tile(self) -> tuple[int, int]:
+        """Accumulators per thread along M and N."""
+        wm, wn = self.warps_mn
+        return self.tile_m // (_LANES_M * wm), self.tile_n // (_LANES_N * wn)
+
+    def smem_bytes(self) -> int:
+        """Shared memory of one CTA (upper bound: both operands padded)."""
+        pad = _K_MAJOR_PAD
+        return 4 * self.stages * self.tile_k * (self.tile_m + pad + self.tile_n + pad)
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first rule this configuration breaks."""
+        t = self.threads
+        if t < 32 or t > 1024 or t % 32:
+            raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {t}.")
+        if self.tile_k not in (8, 16, 32):
+            raise ValueError(f"tile_k must be 8, 16 or 32, got {self.tile_k}.")
+        if self.stages < 2:
+            raise ValueError(f"stages must be at least 2, got {self.stages}.")
+        if self.raster_group < 1:
+            raise ValueError(f"raster_group must be at least 1, got {self.raster_group}.")
+        blocks = self.min_blocks
+        if not 1 <= blocks <= _MAX_CTAS_PER_SM or blocks * t > _MAX_THREADS_PER_SM:
+            raise ValueError(
+                f"min_blocks must be in [1, {_MAX_CTAS_PER_SM}] with min_blocks * threads <="
+                f" {_MAX_THREADS_PER_SM}, got {self.min_blocks} blocks of {t} threads."
+            )
+        if self.warps_mn is None:
+            raise ValueError(
+                f"a {self.tile_m}x{self.tile_n} tile cannot be split over {t} threads into 4- or"
+                " 8-wide micro-tiles per thread (warps are 4x8 lanes, each lane 4-wide runs)."
+            )
+        for name, tile in (("tile_m", self.tile_m), ("tile_n", self.tile_n)):
+            # K-major copy: threads laid out (t / 8) x 8 over (rows, k).
+            if tile % (t // _K_MAJOR_COPY_K):
+                raise ValueError(
+                    f"{name}={tile} must be a multiple of threads/8={t // _K_MAJOR_COPY_K} for the"
+                    " copy of a K-major operand."
+                )
+            # 128-bit copy: (tile / 4) threads along rows, the rest along k.
+            across = tile // _VEC
+            if t % across or self.tile_k % (t // across):
+                raise ValueError(
+                    f"{name}={tile} with {t} threads and tile_k={self.tile_k} does not tile the"
+                    " 128-bit copy of an M/N-major operand."
+                )
+            # 32-bit M/N-major copy: 32 threads along rows, the rest along k.
+            if tile % 32 or self.tile_k % (t // 32):
+                raise ValueError(
+                    f"{name}={tile} with {t} threads and tile_k={self.tile_k} does not tile the"
+                    " 32-bit copy of an M/N-major operand."
+                )
+        if self.smem_bytes() * self.min_blocks > _SMEM_PER_SM:
+            raise ValueError(
+                f"{self.smem_bytes()} bytes of shared memory per CTA do not fit {self.min_blocks}"
+                " CTAs on one SM."
+            )
+
+
+def supports(m, n, k, a_major, b_major, align_a, align_b, align_c, batch: int = 1) -> str | None:
+    """None when the SIMT SGEMM can run this problem, else the reason it cannot."""
+    if a_major not in ("k", "m"):
+        return f"a_major must be 'k' or 'm', got {a_major!r}."
+    if b_major not in ("k", "n"):
+        return f"b_major must be 'k' or 'n', got {b_major!r}."
+    for name, align in (("align_a", align_a), ("align_b", align_b), ("align_c", align_c)):
+        if align not in (1, 2, 4):
+            return f"{name} must be 1, 2 or 4 elements, got {align}."
+    if m < 1 or n < 1:
+        return f"the output is empty (m={m}, n={n}); there is nothing to launch."
+    if k < 0:
+        return f"k must be >= 0, got {k}."
+    if max(m, n, k) >= 2**31:
+        return f"extents must fit in int32, got m={m}, n={n}, k={k}."
+    if batch < 1:
+        return f"batch must be >= 1, got {batch}."
+    # One CTA per tile and batch in grid.x; the smallest tile is 32 x 32.
+    if -(-m // 32) * -(-n // 32) * batch >= 2**31:
+        return f"{m}x{n} outputs times batch {batch} need more CTAs than one launch allows."
+    return None
+
+
+# Candidate CTA tiles, largest first: (tile_m, tile_n, threads).  8x8 accumulators per thread,
+# except 8x4 for the 128x32 and 32x32 tiles.
+_LADDER = (
+    (128, 128, 256),
+    (128, 64, 128),
+    (64, 128, 128),
+    (64, 64, 64),
+    (32, 128, 64),
+    (128, 32, 128),
+    (32, 64, 32),
+    (32, 32, 32),
+)
+
+
+def _min_blocks(threads: int, smem_bytes: int) -> int:
+    """CTAs per SM to ask ptxas for: a 128-register cap, or what shared memory allows."""
+    return max(1, min(512 // threads, _MAX_CTAS_PER_SM, _SMEM_PER_SM // smem_bytes))
+
+
+def choose_config(m: int, n: int, k: int, batch: int, num_sms: int) -> SimtConfig:
+    """Largest tile that still gives every SM at least one CTA; skinny problems get thin tiles."""
+
+    def fits(tile: int, extent: int) -> bool:
+        # A tile longer than the extent rounded up to a power of two mostly computes padding.
+        return tile <= max(32, 1 << max(0, extent - 1).bit_length())
+
+    candidates = [c for c in _LADDER if fits(c[0], m) and fits(c[1], n)]
+    pick = candidates[-1]
+    for tm, tn, threads in candidates:
+        ctas = -(-m // tm) * -(-n // tn) * max(1, batch)
+        if ctas >= num_sms:
+            pick = (tm, tn, threads)
+            break
+    tm, tn, threads = pick
+    cfg = SimtConfig(tile_m=tm, tile_n=tn, threads=threads)
+    return replace(cfg, min_blocks=_min_blocks(threads, cfg.smem_bytes()))
+
+
+class SimtSgemm:
+    """One member of the family: a config, the operand majors and the operand alignments."""
+
+    def __init__(self, config: SimtConfig, a_major: str, b_major: str, align_a: int, align_b: int,
+                 align_c: int):
+        config.validate()
+        reason = supports(1, 1, 1, a_major, b_major, align_a, align_b, align_c)
+        if reason is not None:
+            raise ValueError(reason)
+        self.config = config
+        self.dtype = cutlass.Float32
+        self.a_major, self.b_major = a_major, b_major
+        self.align_a, self.align_b, self.align_c = align_a, align_b, align_c
+        # Which operands are K-major in global memory (shared tiles are never K-major).
+        self._a_k_major = a_major == "k"
+        self._b_k_major = b_major == "k"
+        # Which M/N-major operands are loaded with 16-byte copies.
+        self._a_vec = a_major == "m" and align_a == 4
+        self._b_vec = b_major == "n" and align_b == 4
+        self._c_vec = align_c == 4
+
+    # ---------------------------------------------------------------- host-side building blocks
+
+    def _smem_layout(self, rows: int, k_major_source: bool):
+        """(rows, tile_k, stages) shared tile, unit stride along rows, padded k-rows if needed."""
+        cfg = self.config
+        ld = rows + (_K_MAJOR_PAD if k_major_source else 0)
+        return cute.make_layout((rows, cfg.tile_k, cfg.stages), stride=(1, ld, ld * cfg.tile_k))
+
+    def _g2s_copy(self, rows: int, k_major_source: bool, vectorized: bool):
+        """Tiled cp.async copy of a (rows, tile_k) tile; threads follow the global unit stride."""
+        cfg = self.config
+        t = cfg.threads
+        if k_major_source:
+            atom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(), cutlass.Float32,
+                                       num_bits_per_copy=32)
+            thr = cute.make_layout((t // _K_MAJOR_COPY_K, _K_MAJOR_COPY_K),
+                                   stride=(_K_MAJOR_COPY_K, 1))
+            val = cute.make_layout((1, 1))
+        elif vectorized:
+            # Only used to partition: the copies themselves are issued as inline PTX.
+            atom = cute.make_copy_atom(
+                cute.nvgpu.cpasync.CopyG2SOp(cache_mode=cute.nvgpu.LoadCacheMode.GLOBAL),
+                cutlass.Float32, num_bits_per_copy=128)
+            across = rows // _VEC
+            thr = cute.make_layout((across, t // across), stride=(1, across))
+            val = cute.make_layout((_VEC, 1))
+        else:
+            # One warp per 32 consecutive rows: a thread's copies share one pointer per k-row.
+            atom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(), cutlass.Float32,
+                                       num_bits_per_copy=32)
+            thr = cute.make_layout((32, t // 32), stride=(1, 32))
+            val = cute.make_layout((1, 1))
+        return cute.make_tiled_copy_tv(atom, thr, val)
+
+    def _tiled_mma(self):
+        """FMA tiled MMA: 4x8-lane warps, each thread owning 4-wide runs along M and N."""
+        wm, wn = self.config.warps_mn
+        threads = cute.make_layout(
+            ((_LANES_M, wm), (_LANES_N, wn), 1),
+            stride=((_LANES_N, 32), (1, 32 * wm), 0),
+        )
+        # Thread i along M (N) takes elements 4i .. 4i+3, then the same 64 (or 128, ...) further on.
+        perm_m = cute.make_layout((_LANES_M * wm, _VEC), stride=(_VEC, 1))
+        perm_n = cute.make_layout((_LANES_N * wn, _VEC), stride=(_VEC, 1))
+        return cute.make_tiled_mma(
+            cute.nvgpu.MmaUniversalOp(cutlass.Float32), threads,
+            permutation_mnk=(perm_m, perm_n, None),
+        )
+
+    @cute.jit
+    def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, stream: cuda.CUstream):
+        cfg = self.config
+        sA_layout = self._smem_layout(cfg.tile_m, self._a_k_major)
+        sB_layout = self._smem_layout(cfg.tile_n, self._b_k_major)
+        copy_a = self._g2s_copy(cfg.tile_m, self._a_k_major, self._a_vec)
+        copy_b = self._g2s_copy(cfg.tile_n, self._b_k_major, self._b_vec)
+        tiled_mma = self._tiled_mma()
+
+        tiles_m = cute.ceil_div(mC.shape[0], cfg.tile_m)
+        tiles_n = cute.ceil_div(mC.shape[1], cfg.tile_n)
+        num_ctas = tiles_m * tiles_n * mC.shape[2]
+        self.kernel(mA, mB, mC, sA_layout, sB_layout, copy_a, copy_b, tiled_mma,
+                    tiles_m, tiles_n).launch(
+            grid=[num_ctas, 1, 1],
+            block=[cfg.threads, 1, 1],
+            stream=stream,
+            min_blocks_per_mp=cfg.min_blocks,
+            preferred_smem_carveout=_SMEM_CARVEOUT,
+        )
+
+    # ---------------------------------------------------------------- device-side helpers
+
+    @cute.jit
+    def _cta_coords(self, pid: cutlass.Int32, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+        """Grid index -> (tile row, tile column, batch), grouping raster_group tile-rows."""
+        group = self.config.raster_group
+        per_batch = tiles_m * tiles_n
+        batch = pid // per_batch
+        rest = pid - batch * per_batch
+        group_span = group * tiles_n
+        group_idx = rest // group_span
+        first_row = group_idx * group
+        rows = cutlass.min(tiles_m - first_row, group)
+        inside = rest - group_idx * group_span
+        return first_row + inside % rows, inside // rows, batch
+
+    @cute.jit
+    def _copy_guards(self, tXcX: cute.Tensor, extent: cutlass.Int32, vectorized: cutlass.Constexpr):
+        """Per-copy guards of this thread: for the first (k-residue) tile and for the others.
+
+        Scalar copies get Booleans (cute.copy zero-fills when false).  16-byte copies get source
+        byte counts in [0, 16]: the elements of the vector that lie inside ``extent``.
+        """
+        n_rows = cute.size(tXcX, mode=[1])
+        n_ks = cute.size(tXcX, mode=[2])
+        if cutlass.const_expr(vectorized):
+            dtype = cutlass.Int32
+        else:
+            dtype = cutlass.Boolean
+        # The main-loop guard depends on the row only: broadcast it along k.
+        main = cute.make_rmem_tensor(
+            cute.make_layout((1, n_rows, n_ks), stride=(0, 1, 0)), dtype)
+        first = cute.make_rmem_tensor(cute.make_layout((1, n_rows, n_ks)), dtype)
+        for i in cutlass.range_constexpr(n_rows):
+            row, _ = tXcX[0, i, 0, 0]
+            if cutlass.const_expr(vectorized):
+                main[0, i, 0] = cutlass.min(cutlass.max(extent - row, 0), _VEC) * 4
+            else:
+                main[0, i, 0] = cute.elem_less(row, extent)
+        for i in cutlass.range_constexpr(n_rows):
+            for j in cutlass.range_constexpr(n_ks):
+                row, kk = tXcX[0, i, j, 0]
+                if cutlass.const_expr(vectorized):
+                    first[0, i, j] = main[0, i, 0] if kk >= 0 else cutlass.Int32(0)
+                else:
+                    first[0, i, j] = cute.elem_less((row, cutlass.Int32(-1)), (extent, kk))
+        return main, first
+
+    @cute.jit
+    def _copy_tile(self, tiled_copy: cute.TiledCopy, vectorized: cutlass.Constexpr,
+                   src: cute.Tensor, dst: cute.Tensor, guard: cute.Tensor):
+        """Issue this thread's cp.async copies of one k-tile (no commit)."""
+        if cutlass.const_expr(vectorized):
+            for i in cutlass.range_constexpr(cute.size(src, mode=[1])):
+                for j in cutlass.range_constexpr(cute.size(src, mode=[2])):
+                    cute.arch.inline_ptx(
+                        "cp.async.cg.shared.global [{$r0}], [{$r1}], 16, {$r2};",
+                        read_only_args=[dst[None, i, j].iterator, src[None, i, j].iterator,
+                                        guard[0, i, j]],
+                    )
+        else:
+            cute.copy(tiled_copy, src, dst, pred=guard)
+
+    @cute.jit
+    def _store_c(self, acc: cute.Tensor, tCgC: cute.Tensor, tCcC: cute.Tensor, m_end: cutlass.Int32,
+                 n_end: cutlass.Int32):
+        """Write the accumulators to C, 128-bit where a run lies inside N and C is aligned."""
+        for i in cutlass.range_constexpr(cute.size(acc, mode=[1])):
+            # This thread's values of one row, split into its 4-wide runs: ((4), runs).
+            acc_runs = cute.zipped_divide(acc[0, i, None], (_VEC,))
+            g_runs = cute.zipped_divide(tCgC[0, i, None], (_VEC,))
+            c_runs = cute.zipped_divide(tCcC[0, i, None], (_VEC,))
+            for r in cutlass.range_constexpr(cute.size(acc_runs, mode=[1])):
+                row, col = c_runs[0, r]
+                row_ok = row < m_end
+                if cutlass.const_expr(self._c_vec):
+                    if row_ok & (col + _VEC <= n_end):
+                        g_runs[None, r].store(acc_runs[None, r].load())
+                    else:
+                        for e in cutlass.range_constexpr(_VEC):
+                            if row_ok & (col + e < n_end):
+                                g_runs[e, r] = acc_runs[e, r]
+                else:
+                    for e in cutlass.range_constexpr(_VEC):
+                        if row_ok & (col + e < n_end):
+                            g_runs[e, r] = acc_runs[e, r]
+
+    # ---------------------------------------------------------------- the kernel
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, sA_layout: cute.Layout,
+               sB_layout: cute.Layout, copy_a: cute.TiledCopy, copy_b: cute.TiledCopy,
+               tiled_mma: cute.TiledMma, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+        cfg = self.config
+        bm, bn, bk, stages = cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.stages
+        tid, _, _ = cute.arch.thread_idx()
+        pid, _, _ = cute.arch.block_idx()
+        tile_row, tile_col, batch = self._cta_coords(pid, tiles_m, tiles_n)
+        m_size, n_size, k_size = mC.shape[0], mC.shape[1], mA.shape[1]
+
+        # This CTA's slabs: (bm, bk, k_tiles), (bn, bk, k_tiles) and its (bm, bn) output tile,
+        # plus matching coordinate tensors for the guards.
+        gA = cute.local_tile(mA[None, None, batch], (bm, bk), (tile_row, None))
+        gB = cute.local_tile(mB[None, None, batch], (bn, bk), (tile_col, None))
+        gC = cute.local_tile(mC[None, None, batch], (bm, bn), (tile_row, tile_col))
+        cA = cute.local_tile(cute.make_identity_tensor((m_size, k_size)), (bm, bk),
+                             (tile_row, None))
+        cB = cute.local_tile(cute.make_identity_tensor((n_size, k_size)), (bn, bk),
+                             (tile_col, None))
+        cC = cute.local_tile(cute.make_identity_tensor((m_size, n_size)), (bm, bn),
+                             (tile_row, tile_col))
+        k_tiles = cute.size(gA, mode=[2])
+        # Shift the k origin back so that k-tile 0 is the partial one: k in [residue, residue+bk).
+        residue = k_size - bk * k_tiles
+        gA = cute.domain_offset((0, residue, 0), gA)
+        gB = cute.domain_offset((0, residue, 0), gB)
+        cA = cute.domain_offset((0, residue, 0), cA)
+        cB = cute.domain_offset((0, residue, 0), cB)
+
+        smem = cutlass.memory.SmemAllocator()
+        sA = smem.allocate_tensor(cutlass.Float32, sA_layout, byte_alignment=16)
+        sB = smem.allocate_tensor(cutlass.Float32, sB_layout, byte_alignment=16)
+
+        thr_copy_a = copy_a.get_slice(tid)
+        thr_copy_b = copy_b.get_slice(tid)
+        tAgA = thr_copy_a.partition_S(gA)  # (CPY, rows, ks, k_tiles)
+        tAsA = thr_copy_a.partition_D(sA)  # (CPY, rows, ks, stages)
+        tBgB = thr_copy_b.partition_S(gB)
+        tBsB = thr_copy_b.partition_D(sB)
+        guard_a, guard_a0 = self._copy_guards(thr_copy_a.partition_S(cA), m_size, self._a_vec)
+        guard_b, guard_b0 = self._copy_guards(thr_copy_b.partition_S(cB), n_size, self._b_vec)
+
+        thr_mma = tiled_mma.get_slice(tid)
+        tCsA = thr_mma.partition_A(sA)  # (1, micro_m, bk, stages)
+        tCsB = thr_mma.partition_B(sB)  # (1, micro_n, bk, stages)
+        tCgC = thr_mma.partition_C(gC)  # (1, micro_m, micro_n)
+        tCrA = tiled_mma.make_fragment_A(tCsA[None, None, None, 0])  # (1, micro_m, bk)
+        tCrB = tiled_mma.make_fragment_B(tCsB[None, None, None, 0])
+        acc = tiled_mma.make_fragment_C(tCgC)
+        acc.fill(0.0)
+
+        # Prologue: k-tiles 0 .. stages-2 into stages 0 .. stages-2, one commit group each.
+        for s in cutlass.range_constexpr(stages - 1):
+            ga = guard_a0 if s == 0 else guard_a
+            gb = guard_b0 if s == 0 else guard_b
+            if s < k_tiles:
+                self._copy_tile(copy_a, self._a_vec, tAgA[None, None, None, s],
+                                tAsA[None, None, None, s], ga)
+                self._copy_tile(copy_b, self._b_vec, tBgB[None, None, None, s],
+                                tBsB[None, None, None, s], gb)
+            cute.arch.cp_async_commit_group()
+
+        cute.arch.cp_async_wait_group(stages - 2)
+        cute.arch.barrier()
+        cute.autovec_copy(tCsA[None, None, 0, 0], tCrA[None, None, 0])
+        cute.autovec_copy(tCsB[None, None, 0, 0], tCrB[None, None, 0])
+
+        # Main loop over k-tiles.  Iteration t multiplies the tile in stage t % stages while the
+        # copy of tile t + stages - 1 fills the stage that iteration t - 1 finished reading.
+        read_stage = cutlass.Int32(0)
+        write_stage = cutlass.Int32(stages - 1)
+        fetch = cutlass.Int32(stages - 1)  # next k-tile to request
+        for _ in range(k_tiles):
+            for kb in cutlass.range_constexpr(bk):
+                if cutlass.const_expr(kb == bk - 1):
+                    # Before reading the next tile: it must have landed (our own copies), and
+                    # the barrier publishes everyone's copies and ends all reads of the stage
+                    # the next iteration's copies overwrite.
+                    cute.arch.cp_async_wait_group(stages - 2)
+                    cute.arch.barrier()
+                    read_stage = read_stage + 1
+                    if read_stage == stages:
+                        read_stage = cutlass.Int32(0)
+                nxt = (kb + 1) % bk
+                cute.autovec_copy(tCsA[None, None, nxt, read_stage], tCrA[None, None, nxt])
+                cute.autovec_copy(tCsB[None, None, nxt, read_stage], tCrB[None, None, nxt])
+                if cutlass.const_expr(kb == 0):
+                    # Past the last tile the group is committed empty to keep the count regular.
+                    if fetch < k_tiles:
+                        self._copy_tile(copy_a, self._a_vec, tAgA[None, None, None, fetch],
+                                        tAsA[None, None, None, write_stage], guard_a)
+                        self._copy_tile(copy_b, self._b_vec, tBgB[None, None, None, fetch],
+                                        tBsB[None, None, None, write_stage], guard_b)
+                    cute.arch.cp_async_commit_group()
+                cute.gemm(tiled_mma, acc, tCrA[None, None, kb], tCrB[None, None, kb], acc)
+                if cutlass.const_expr(kb == 0):
+                    fetch = fetch + 1
+                    write_stage = write_stage + 1
+                    if write_stage == stages:
+                        write_stage = cutlass.Int32(0)
+        cute.arch.cp_async_wait_group(0)
+
+        self._store_c(acc, tCgC, thr_mma.partition_C(cC), m_size, n_size)

@@ -1,0 +1,134 @@
+"""The SIMT SGEMM compiles for every operand major and alignment as true-fp32 FMA code.
+
+CPU only: the CuTe DSL fixes its target architecture when it is imported, so each target is
+compiled in a child Python with ``CUTE_DSL_ARCH`` set, which prints PTX instruction counts as
+JSON.  Nothing is launched.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from helpers import compile_in_child
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("cutlass") is None,
+    reason="nvidia-cutlass-dsl (module 'cutlass') is not installed; these tests compile with it",
+)
+
+# Runs in the child: compile each (a_major, b_major, align) of argv[1] and count instructions.
+_CHILD = r"""
+import json, re, sys
+from cutematmul.kernels.compile import compile_gemm
+from cutematmul.kernels.simt_sgemm import SimtConfig, SimtSgemm
+
+PATTERNS = {
+    "cp_async": r"\bcp\.async\.c[ag]\.shared\.global\b",
+    "cp_async_cg16": r"\bcp\.async\.cg\.shared\.global \[[^\]]+\], \[[^\]]+\], 16\b",
+    "fma": r"\bfma\.rn\.f32\b",
+    "ld_shared": r"\bld\.shared\.",
+    "ld_shared_v4": r"\bld\.shared\.v4\.",
+    "st_global_v4": r"\bst\.global\.v4\.",
+    "tf32": r"tf32",
+    "mma": r"\b(wg)?mma\.",
+    "local": r"\.local\b",
+}
+out = {}
+for a_major, b_major, align in json.loads(sys.argv[1]):
+    kernel = SimtSgemm(SimtConfig(), a_major, b_major, align, align, align)
+    ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
+    out[f"{a_major}{b_major}{align}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
+print("COUNTS=" + json.dumps(out))
+"""
+
+COMBOS = [(a, b, align) for a in ("k", "m") for b in ("k", "n") for align in (4, 1)]
+
+# Default config: 128x128x16 tile over 256 threads -> 8x8 accumulators per thread.
+FMA_PER_K_TILE = 8 * 8 * 16
+# Two 128-bit loads per operand and k-slice: 16 slices in the loop plus the first one before it.
+LDS_V4 = (2 + 2) * (16 + 1)
+
+
+def _check(name: str, counts: dict) -> None:
+    a_major, b_major, align = name[0], name[1], int(name[2:])
+    assert counts["fma"] == FMA_PER_K_TILE, f"{name}: {counts['fma']} fma.rn.f32"
+    assert counts["tf32"] == 0 and counts["mma"] == 0, f"{name}: tensor-core / TF32 instructions"
+    assert counts["ld_shared_v4"] == LDS_V4, f"{name}: {counts['ld_shared_v4']} ld.shared.v4"
+    assert counts["ld_shared"] == counts["ld_shared_v4"], f"{name}: scalar shared loads"
+    assert counts["cp_async"] > 0, f"{name}: no cp.async"
+    vector_operands = (align == 4) * ((a_major == "m") + (b_major == "n"))
+    if vector_operands == 0:
+        assert counts["cp_async_cg16"] == 0, f"{name}: 16-byte cp.async without alignment"
+    elif vector_operands == 2:
+        assert counts["cp_async_cg16"] == counts["cp_async"], f"{name}: a cp.async is not 16-byte"
+    else:
+        assert 0 < counts["cp_async_cg16"] < counts["cp_async"], f"{name}: want one 16-byte operand"
+    if align == 4:
+        assert counts["st_global_v4"] > 0, f"{name}: no 128-bit stores of C"
+    else:
+        assert counts["st_global_v4"] == 0, f"{name}: 128-bit stores without alignment"
+    assert counts["local"] == 0, f"{name}: local memory in the PTX"
+
+
+def test_simt_compiles_all_majors_and_alignments_sm80(tmp_path):
+    counts = compile_in_child("sm_80", _CHILD, COMBOS, tmp_path)
+    assert sorted(counts) == sorted(f"{a}{b}{al}" for a, b, al in COMBOS)
+    for name, c in counts.items():
+        _check(name, c)
+
+
+def test_simt_compiles_for_sm90a(tmp_path):
+    combos = [("k", "n", 4), ("m", "k", 1)]
+    for name, c in compile_in_child("sm_90a", _CHILD, combos, tmp_path).items():
+        _check(name, c)
+
+
+_CHILD_CONFIGS = r"""
+import json
+from cutematmul.kernels.simt_sgemm import SimtConfig, choose_config, supports
+
+bad = [
+    dict(threads=100), dict(tile_k=12), dict(stages=1), dict(raster_group=0), dict(min_blocks=9),
+    dict(tile_m=96), dict(tile_m=256, tile_n=256),
+    dict(tile_n=32, tile_k=8, threads=128, min_blocks=4),
+]
+errors = []
+for kw in bad:
+    try:
+        SimtConfig(**kw).validate()
+        errors.append(None)
+    except ValueError as e:
+        errors.append(str(e))
+chosen = {}
+for m, n, k, l in [(1, 1, 1, 1), (4096, 4096, 4096, 1), (1024, 1024, 1024, 1), (16, 8192, 512, 1),
+                   (33, 17, 5, 3)]:
+    cfg = choose_config(m, n, k, l, 132)
+    cfg.validate()
+    chosen[f"{m}x{n}x{k}x{l}"] = [cfg.tile_m, cfg.tile_n, cfg.threads]
+print("RESULT=" + json.dumps({
+    "errors": errors,
+    "default": SimtConfig().name,
+    "chosen": chosen,
+    "supports_ok": supports(5, 7, 0, "k", "n", 1, 4, 1),
+    "supports_major": supports(5, 7, 3, "n", "n", 4, 4, 4),
+    "supports_align": supports(5, 7, 3, "k", "n", 4, 8, 4),
+    "supports_empty": supports(0, 7, 3, "k", "n", 4, 4, 4),
+    "supports_batch": supports(2**20, 2**20, 3, "k", "n", 4, 4, 4, batch=4096),
+}))
+"""
+
+
+def test_simt_config_rules(tmp_path):
+    result = compile_in_child("sm_80", _CHILD_CONFIGS, None, tmp_path, prefix="RESULT=")
+    assert all(isinstance(e, str) and e.endswith(".") for e in result["errors"]), result["errors"]
+    assert result["default"] == "simt_128x128x16_s3_t256_g8_b2"
+    assert result["chosen"]["4096x4096x4096x1"] == [128, 128, 256]
+    assert result["chosen"]["1024x1024x1024x1"] == [64, 64, 64]  # 256 CTAs rather than 64
+    assert result["chosen"]["16x8192x512x1"][0] == 32  # thin tile for a skinny M
+    assert result["supports_ok"] is None
+    assert "a_major" in result["supports_major"]
+    assert "align_b" in result["supports_align"]
+    assert "empty" in result["supports_empty"]
+    assert "batch" in result["supports_batch"]
