@@ -81,19 +81,33 @@ def result_shape(a_shape: Shape, b_shape: Shape) -> Shape:
 
 
 def broadcast_shapes(x: Shape, y: Shape, a_shape: Shape = (), b_shape: Shape = ()) -> Shape:
-    """NumPy broadcasting of two batch shapes."""
+    """NumPy broadcasting of two batch shapes (JAX symbolic dimensions allowed)."""
     n = max(len(x), len(y))
-    x = (1,) * (n - len(x)) + x
-    y = (1,) * (n - len(y)) + y
+    x = (1,) * (n - len(x)) + tuple(x)
+    y = (1,) * (n - len(y)) + tuple(y)
     out = []
     for i, (p, q) in enumerate(zip(x, y)):
-        if p != q and p != 1 and q != 1:
+        if _is_one(p):
+            out.append(q)
+        elif _is_one(q) or _equal(p, q):
+            out.append(p)
+        else:
             raise ValueError(
                 f"matmul: batch dimensions do not broadcast: a has shape {a_shape} and b has shape "
                 f"{b_shape}; batch dimension {i} is {p} in one and {q} in the other."
             )
-        out.append(max(p, q) if min(p, q) != 0 else 0)
     return tuple(out)
+
+
+def _is_one(d) -> bool:
+    return isinstance(d, int) and d == 1
+
+
+def _equal(p, q) -> bool:
+    try:
+        return bool(p == q)
+    except Exception:  # symbolic dimensions whose equality cannot be decided
+        return False
 
 
 def _promote(shape: Shape, strides: Shape, is_a: bool) -> tuple[Shape, Shape]:

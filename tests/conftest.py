@@ -33,7 +33,8 @@ def require_module(name: str):
     try:
         return importlib.import_module(name)
     except Exception as exc:
-        pytest.skip(f"{name} is not importable here ({type(exc).__name__}: {exc})")
+        pytest.skip(f"{name} is not importable here ({type(exc).__name__}: {exc})",
+                    allow_module_level=True)
 
 
 @pytest.fixture

@@ -127,21 +127,26 @@ def supports(m, n, k, dtype_name, a_major, b_major, align_a, align_b, align_c):
     return None
 
 
-def choose_config(m: int, n: int, k: int, batch: int, num_sms: int) -> Sm90Config:
-    """Pick the tile shape: the largest tile that still gives every SM work.
+# Relative per-SM throughput of each tile shape when every SM is busy (larger tiles reuse more).
+_TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.9, (64, 128): 0.7}
 
-    The raster group is a fixed compile-time bound; the kernel clamps it to the number of tile
-    rows at run time, so it never causes a recompile per size.
+
+def choose_config(m: int, n: int, k: int, batch: int, num_sms: int) -> Sm90Config:
+    """Pick the tile shape that maximizes (tile efficiency) x (fraction of SM time used).
+
+    With persistent CTAs the last wave is what idles SMs: 128 tiles on 132 SMs use 97% of the
+    machine, 256 tiles use 97% of two waves, 140 tiles only 53%.  The raster group is a fixed
+    compile-time bound that the kernel clamps to the number of tile rows at run time, so it never
+    causes a recompile per size.
     """
 
-    def tiles(tm, tn):
-        return math.ceil(m / tm) * math.ceil(n / tn) * batch
+    def score(tm, tn):
+        tiles = math.ceil(m / tm) * math.ceil(n / tn) * max(batch, 1)
+        waves = math.ceil(tiles / num_sms)
+        return _TILE_EFFICIENCY[(tm, tn)] * tiles / (waves * num_sms)
 
-    if tiles(128, 256) >= num_sms:
-        return Sm90Config(tile_m=128, tile_n=256, raster_group=8)
-    if tiles(128, 128) >= num_sms // 2:
-        return Sm90Config(tile_m=128, tile_n=128, raster_group=8)
-    return Sm90Config(tile_m=64, tile_n=128, raster_group=8)
+    tm, tn = max(_TILE_EFFICIENCY, key=lambda t: score(*t))
+    return Sm90Config(tile_m=tm, tile_n=tn, raster_group=8)
 
 
 class Sm90Hgemm:
@@ -297,7 +302,7 @@ class Sm90Hgemm:
             cpasync.prefetch_descriptor(tma_b)
             cpasync.prefetch_descriptor(tma_c)
 
-        smem = cutlass.utils.SmemAllocator()
+        smem = cutlass.memory.SmemAllocator()
         storage = smem.allocate(self._storage)
         sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)
         sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)

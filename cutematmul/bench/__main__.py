@@ -1,0 +1,8 @@
+"""``python -m cutematmul.bench``: see ``cli`` for the options."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

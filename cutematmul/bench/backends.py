@@ -1,0 +1,48 @@
+"""The registry of benchmarked backends: name -> ``Backend``.
+
+    from cutematmul.bench import BACKENDS, get_backend
+    for name, backend in BACKENDS.items():
+        ok, why = backend.available()      # (False, reason) when its library or a GPU is missing
+
+Every backend is listed whether or not it can run here; registering imports no array library.
+To add one: subclass the ``*Arrays`` class of its library (``backends_cupy.CupyArrays``,
+``backends_torch.TorchArrays``, ``backends_jax.JaxArrays``), give it a ``name`` and a ``matmul``
+(JAX: a ``product``), and ``register`` an instance below.
+"""
+
+from __future__ import annotations
+
+from .backends_cupy import CupyMatmul, CutematmulCupy
+from .backends_jax import CutematmulJax, JaxMatmul
+from .backends_torch import CutematmulTorch, TorchMatmul
+from .base import Backend
+
+BACKENDS: dict[str, Backend] = {}
+
+
+def register(backend: Backend) -> Backend:
+    """Add ``backend`` under its name (replacing one of the same name)."""
+    BACKENDS[backend.name] = backend
+    return backend
+
+
+def get_backend(name: str, **options) -> Backend:
+    """The registered backend ``name``; with ``options`` (e.g. ``kernel="sm80"``), a new one so
+    configured."""
+    try:
+        backend = BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}.") from None
+    return backend.configure(**options) if options else backend
+
+
+def is_cutematmul(backend: Backend) -> bool:
+    return backend.name.startswith("cutematmul")
+
+
+register(CutematmulCupy())
+register(CutematmulTorch())
+register(CutematmulJax())
+register(CupyMatmul())
+register(TorchMatmul())
+register(JaxMatmul())

@@ -1,0 +1,122 @@
+"""PyTorch backends: ``torch`` (``torch.matmul``, i.e. cuBLAS) and ``cutematmul-torch``.
+
+PyTorch would run float32 products in TF32 when ``torch.backends.cuda.matmul.allow_tf32`` is on;
+the benchmark turns it off (and sets float32 matmul precision to "highest") the first time it
+finds PyTorch usable, so float32 means IEEE fp32 for every backend.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..api import matmul as cutematmul_matmul
+from .base import Backend, cutematmul_probe, cutematmul_supports, unavailable_import
+from .data import HostOperands, Sample
+
+
+@functools.cache
+def _torch():
+    import torch
+
+    return torch
+
+
+def true_fp32() -> None:
+    """No TF32 in PyTorch's float32 matmul (a process-wide PyTorch setting)."""
+    torch = _torch()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+
+
+class TorchArrays(Backend):
+    """PyTorch CUDA tensors on PyTorch's current stream (and caching allocator)."""
+
+    library = "torch"
+
+    def _probe(self):
+        try:
+            import torch
+        except Exception as exc:
+            return unavailable_import("torch", exc)
+        if not torch.cuda.is_available():
+            build = f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+            return False, f"PyTorch {torch.__version__} ({build}) sees no CUDA GPU"
+        true_fp32()
+        return True, ""
+
+    def device(self):
+        torch = _torch()
+        return torch.device("cuda", torch.cuda.current_device())
+
+    def upload(self, host: HostOperands):
+        torch = _torch()
+        true_fp32()
+        device = self.device()
+        dtype = getattr(torch, host.a.dtype)
+
+        def put(op):
+            storage = op.storage
+            if op.dtype == "bfloat16":  # bit patterns: move as int16, then reinterpret
+                x = torch.from_numpy(storage.view(np.int16)).to(device).view(torch.bfloat16)
+            else:
+                x = torch.from_numpy(storage).to(device)
+            return x.transpose(-1, -2) if op.transposed else x
+
+        out = torch.empty(host.out_shape, dtype=dtype, device=device)
+        self.poison(out)
+        return put(host.a), put(host.b), out
+
+    def poison(self, out):
+        if out is not None:
+            out.fill_(float("nan"))
+
+    def release(self):
+        _torch().cuda.empty_cache()
+
+    def synchronize(self):
+        _torch().cuda.current_stream().synchronize()
+
+    def stream_handle(self):
+        return _torch().cuda.current_stream().cuda_stream
+
+    def sample(self, result, sample: Sample):
+        torch = _torch()
+        r = result
+        index = functools.partial(torch.as_tensor, device=r.device, dtype=torch.long)
+        if sample.batches is not None:
+            r = r[index(sample.batches)]
+        r = r[..., index(sample.rows), :][..., index(sample.cols)]
+        return r.float().cpu().numpy().astype(np.float64)
+
+    def count_nonfinite(self, result):
+        return int((~_torch().isfinite(result)).sum().item())
+
+
+class TorchMatmul(TorchArrays):
+    name = "torch"
+    description = "cuBLAS through torch.matmul (TF32 off)"
+    cublas = True
+
+    def matmul(self, a, b, out):
+        return _torch().matmul(a, b, out=out)
+
+
+class CutematmulTorch(TorchArrays):
+    name = "cutematmul-torch"
+    description = "cutematmul.matmul on PyTorch tensors"
+
+    def __init__(self, kernel: str = "auto", **options):
+        super().__init__(kernel=kernel, **options)
+        self.kernel = kernel
+
+    def _probe(self):
+        ok, why = super()._probe()
+        return cutematmul_probe() if ok else (ok, why)
+
+    def supports(self, dtype):
+        return cutematmul_supports(self.kernel, dtype)
+
+    def matmul(self, a, b, out):
+        return cutematmul_matmul(a, b, out=out, kernel=self.kernel)

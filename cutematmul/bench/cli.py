@@ -1,0 +1,266 @@
+"""The command line: ``python -m cutematmul.bench [options]``, ``... host``, ``... report FILE``.
+
+    python -m cutematmul.bench                         # default suite, fp16/bf16/fp32, layout nn
+    python -m cutematmul.bench --shapes quick --dtypes fp16 --plot
+    python -m cutematmul.bench --shapes 8192x8192x8192,64x1024x1024x1024 --layouts all
+    python -m cutematmul.bench --backends cutematmul-torch,torch --kernel sm80 --markdown
+    python -m cutematmul.bench host                    # host time per 64x64 call
+    python -m cutematmul.bench report results/bench-XXXX.json --markdown --plot
+    python -m cutematmul.bench --list                  # which backends can run here, and why not
+
+Exit status: 0, or 1 when a cutematmul result was wrong (or nothing could run), 130 when
+interrupted (the results so far are still written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from . import host as host_mode
+from .backends import BACKENDS, get_backend, is_cutematmul
+from .environment import environment, header
+from .report import markdown, render_markdown, render_table, summary_line, text_table
+from .results import WRONG, Point, load_json, save_csv, save_json
+from .runner import Settings, run_suite
+from .shapes import LAYOUTS, SUITES, parse_dtypes, parse_layouts, parse_shapes
+
+KERNELS = ("auto", "sm90", "sm80", "simt")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def _backend_names(spec: str) -> list[str]:
+    if spec.strip().lower() == "all":
+        return list(BACKENDS)
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    unknown = [n for n in names if n not in BACKENDS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown backend(s) {', '.join(unknown) or spec!r}; known: {', '.join(BACKENDS)}")
+    return list(dict.fromkeys(names))
+
+
+def _add_backend_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backends", type=_backend_names, default=list(BACKENDS),
+                   help=f"comma-separated, or 'all' (default): {', '.join(BACKENDS)}")
+    p.add_argument("--kernel", choices=KERNELS, default="auto",
+                   help="kernel= passed to cutematmul.matmul (default auto)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m cutematmul.bench",
+        description="cutematmul beside cuBLAS (CuPy, PyTorch) and XLA (JAX): same process, same "
+                    "Gaussian data, CUDA-event timing in alternating rounds.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"named suites: {', '.join(SUITES)}; layouts: {', '.join(LAYOUTS)} "
+               "(t = that operand passed as a transposed view).\n"
+               "subcommands: 'host' (host time per small call), 'report FILE.json' (re-render).")
+    p.add_argument("--shapes", default="default",
+                   help="MxNxK or BxMxNxK shapes and suite names, comma-separated (default: default)")
+    p.add_argument("--dtypes", default="float16,bfloat16,float32",
+                   help="comma-separated: float16/fp16, bfloat16/bf16, float32/fp32, or all")
+    p.add_argument("--layouts", default="nn", help="comma-separated nn, tn, nt, tt, or all (default nn)")
+    _add_backend_options(p)
+    p.add_argument("--reps", type=_positive_int, default=None,
+                   help="products per timed burst (default: ~20 ms of GPU work, 1..100)")
+    p.add_argument("--rounds", type=_positive_int, default=5, help="alternating rounds (default 5)")
+    p.add_argument("--bursts", type=_positive_int, default=4,
+                   help="timed bursts per backend per round; a round's time is their median (default 4)")
+    p.add_argument("--heat", type=float, default=0.5,
+                   help="seconds of untimed load per point before the rounds (default 0.5)")
+    p.add_argument("--check", action=argparse.BooleanOptionalAction, default=True,
+                   help="check each result against a float64 reference (default on)")
+    p.add_argument("--max-gb", type=float, default=40.0,
+                   help="skip a point whose inputs need more device memory (default 40)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first input set (default 0)")
+    p.add_argument("--out", type=Path, default=Path("results"),
+                   help="directory for the JSON, CSV and PNG (default results/)")
+    p.add_argument("--plot", action="store_true", help="also write a PNG (needs matplotlib)")
+    p.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="tqdm progress bar (default: when stderr is a terminal and tqdm is installed)")
+    p.add_argument("--list", action="store_true", help="list the backends and whether they can run")
+
+    sub = p.add_subparsers(dest="command", metavar="{host,report}")
+    h = sub.add_parser("host", help="host time per call of a small product",
+                       description=host_mode.__doc__)
+    _add_backend_options(h)
+    h.add_argument("--dtypes", default="float16,float32", help="comma-separated (default fp16, fp32)")
+    h.add_argument("--size", type=_positive_int, default=64, help="M = N = K (default 64)")
+    h.add_argument("--calls", type=_positive_int, default=2000, help="timed calls (default 2000)")
+    h.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
+
+    r = sub.add_parser("report", help="print (and plot) a saved run's JSON")
+    r.add_argument("file", type=Path, help="a bench-*.json written by a run")
+    r.add_argument("--markdown", action="store_true", help="print Markdown instead of plain text")
+    r.add_argument("--plot", nargs="?", const=True, default=None, metavar="PNG",
+                   help="write a PNG (beside the JSON, or to PNG)")
+    return p
+
+
+def select_backends(names: list[str], kernel: str = "auto"):
+    """(backends that can run here, {name: why not} for the others)."""
+    ready, unavailable = [], {}
+    for name in names:
+        backend = get_backend(name, kernel=kernel) if is_cutematmul(BACKENDS[name]) else get_backend(name)
+        ok, why = backend.available()
+        if ok:
+            ready.append(backend)
+        else:
+            unavailable[name] = why
+    return ready, unavailable
+
+
+def _print_unavailable(unavailable: dict) -> None:
+    for name, why in unavailable.items():
+        print(f"[bench] {name}: not run ({why})", file=sys.stderr)
+
+
+def _progress(enabled: bool | None):
+    """(wrapper of the point iteration, function that prints a line): a tqdm bar on stderr
+    when wanted and installed, else plain lines on stderr."""
+
+    def plain(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        return None, plain
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None, plain
+
+    def wrap(points):
+        return tqdm(points, unit="point", dynamic_ncols=True, file=sys.stderr)
+
+    return wrap, lambda line: tqdm.write(line, file=sys.stderr)
+
+
+def _list(names: list[str], kernel: str) -> int:
+    ready, unavailable = select_backends(names, kernel)
+    for b in ready:
+        print(f"{b.name:18} ready        {b.description}")
+    for name, why in unavailable.items():
+        print(f"{name:18} unavailable  {why}")
+    return 0
+
+
+def _run(args, parser) -> int:
+    try:
+        shapes = parse_shapes(args.shapes)
+        dtypes = parse_dtypes(args.dtypes)
+        layouts = parse_layouts(args.layouts)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.list:
+        return _list(args.backends, args.kernel)
+    backends, unavailable = select_backends(args.backends, args.kernel)
+    _print_unavailable(unavailable)
+    if not backends:
+        print("[bench] no backend can run here; nothing measured.", file=sys.stderr)
+        return 1
+    settings = Settings(reps=args.reps, rounds=args.rounds, bursts=args.bursts, heat=args.heat,
+                        check=args.check, max_gb=args.max_gb, seed=args.seed)
+    points = [Point(s, d, lay) for d in dtypes for s in shapes for lay in layouts]
+    env = environment()
+    print(f"[bench] {header(env)}", file=sys.stderr)
+    print(f"[bench] {len(points)} points x {', '.join(b.name for b in backends)}", file=sys.stderr)
+    stem = args.out / time.strftime("bench-%Y%m%d-%H%M%S")
+    json_path, csv_path = stem.with_suffix(".json"), stem.with_suffix(".csv")
+    run_settings = {**settings.to_dict(), "kernel": args.kernel, "shapes": args.shapes,
+                    "dtypes": dtypes, "layouts": layouts}
+    wrap, write = _progress(args.progress)
+    done = []
+
+    def on_point(point, rows):
+        done.extend(rows)
+        write(f"[bench] {summary_line(rows)}")
+        save_json(json_path, env, run_settings, unavailable, done)
+
+    interrupted = False
+    try:
+        run_suite(points, backends, settings, progress=wrap, on_point=on_point)
+    except KeyboardInterrupt:
+        interrupted = True
+        print("\n[bench] interrupted; writing the results so far.", file=sys.stderr)
+    env = {**environment(), "date": env["date"]}  # now with the libraries' settings as used
+    save_json(json_path, env, run_settings, unavailable, done)
+    save_csv(csv_path, done)
+    print(text_table(done))
+    if args.markdown:
+        print()
+        print(markdown(done, env, unavailable))
+    print(f"\n[bench] wrote {json_path} and {csv_path}", file=sys.stderr)
+    if args.plot and done:
+        _plot(done, stem.with_suffix(".png"), header(env))
+    wrong = [r for r in done if r.status == WRONG and r.backend.startswith("cutematmul")]
+    for r in wrong:
+        print(f"[bench] WRONG RESULT: {r.backend} {r.shape} {r.dtype} {r.layout}: {r.note}",
+              file=sys.stderr)
+    return 130 if interrupted else (1 if wrong else 0)
+
+
+def _plot(results, path: Path, title: str) -> None:
+    try:
+        from .plot import plot
+    except ImportError as exc:  # matplotlib itself is imported inside plot()
+        print(f"[bench] no plot: {exc}", file=sys.stderr)
+        return
+    try:
+        print(f"[bench] wrote {plot(results, path, title)}", file=sys.stderr)
+    except ImportError as exc:
+        print(f"[bench] no plot: matplotlib is not installed ({exc})", file=sys.stderr)
+
+
+def _host(args, parser) -> int:
+    try:
+        dtypes = parse_dtypes(args.dtypes)
+    except ValueError as exc:
+        parser.error(str(exc))
+    backends, unavailable = select_backends(args.backends, args.kernel)
+    _print_unavailable(unavailable)
+    if not backends:
+        print("[bench] no backend can run here; nothing measured.", file=sys.stderr)
+        return 1
+    env = environment()
+    print(f"[bench] {header(env)}", file=sys.stderr)
+    results = [host_mode.measure_host(b, d, args.size, args.calls) for d in dtypes for b in backends]
+    table = host_mode.rows(results)
+    print(render_table(host_mode.HEADERS, table, {"host us/call"}))
+    if args.markdown:
+        print(f"\nMeasured {header(env)}.\n")
+        print(render_markdown(host_mode.HEADERS, table, {"host us/call"}))
+    return 0
+
+
+def _report(args, parser) -> int:
+    try:
+        env, _settings, unavailable, results = load_json(args.file)
+    except (OSError, ValueError, KeyError) as exc:
+        parser.error(f"cannot read {args.file}: {exc}")
+    print(markdown(results, env, unavailable) if args.markdown else text_table(results))
+    if args.plot:
+        path = args.file.with_suffix(".png") if args.plot is True else Path(args.plot)
+        _plot(results, path, header(env))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "host":
+        return _host(args, parser)
+    if args.command == "report":
+        return _report(args, parser)
+    return _run(args, parser)

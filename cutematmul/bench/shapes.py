@@ -1,0 +1,154 @@
+"""What to measure: GEMM shapes, named suites, dtypes and layouts, and what each point costs.
+
+A shape is written ``MxNxK`` (``8192x8192x1024``) or, for a batch of products, ``BxMxNxK``
+(``64x1024x1024x1024``: 64 products of 1024^3).  ``parse_shapes`` also takes a named suite
+(``default``, ``quick``, ``square``) and comma-separated mixes of both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+DTYPES = ("float16", "bfloat16", "float32")
+DTYPE_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32",
+                 "float": "float32", "single": "float32"}
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
+# t: that operand is passed as a transposed view (a.T / b.T); n: as stored, row-major.
+LAYOUTS = ("nn", "tn", "nt", "tt")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """C[batch, m, n] = A[batch, m, k] @ B[batch, k, n]; ``batch`` None means plain 2-D operands."""
+
+    m: int
+    n: int
+    k: int
+    batch: int | None = None
+
+    @property
+    def label(self) -> str:
+        """The spelling ``parse_shape`` reads back: ``MxNxK`` or ``BxMxNxK``."""
+        dims = (self.m, self.n, self.k) if self.batch is None else (self.batch, self.m, self.n, self.k)
+        return "x".join(map(str, dims))
+
+    @property
+    def count(self) -> int:
+        """Number of matrix products (1 without a batch)."""
+        return 1 if self.batch is None else self.batch
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k * self.count
+
+    def operand_bytes(self, dtype: str) -> int:
+        """Bytes of A, B and C together: the least a product must move."""
+        return (self.m * self.k + self.k * self.n + self.m * self.n) * self.count * ITEMSIZE[dtype]
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def parse_shape(text: str) -> Shape:
+    """``"8192x8192x1024"`` -> Shape(8192, 8192, 1024); ``"64x1024x1024x1024"`` -> a batch of 64."""
+    parts = text.strip().lower().replace("*", "x").split("x")
+    try:
+        dims = [int(p) for p in parts]
+    except ValueError:
+        dims = []
+    if len(dims) not in (3, 4) or any(d <= 0 for d in dims):
+        raise ValueError(
+            f"shape {text!r} is not MxNxK or BxMxNxK with positive integers "
+            "(e.g. 8192x8192x1024 or 64x1024x1024x1024)."
+        )
+    if len(dims) == 4:
+        return Shape(dims[1], dims[2], dims[3], batch=dims[0])
+    return Shape(*dims)
+
+
+def _squares(lo: int, hi: int) -> list[Shape]:
+    return [Shape(s, s, s) for s in (2**p for p in range(lo, hi + 1))]
+
+
+_OTHERS = [  # benchmarking.md's shape suite, beyond the powers of two
+    Shape(1000, 1000, 1000),
+    Shape(4097, 4095, 4093),
+    Shape(4096, 14336, 4096),
+    Shape(8192, 8192, 1024),
+    Shape(128, 8192, 8192),
+    Shape(16, 8192, 8192),
+    Shape(1024, 1024, 1024, batch=64),
+]
+
+SUITES: dict[str, list[Shape]] = {
+    "default": _squares(8, 14) + _OTHERS,
+    "square": _squares(8, 14),
+    "quick": [Shape(1024, 1024, 1024), Shape(4096, 4096, 4096), Shape(4097, 4095, 4093),
+              Shape(16, 8192, 8192), Shape(256, 256, 256, batch=8)],
+}
+
+
+def parse_shapes(spec: str) -> list[Shape]:
+    """Comma-separated shapes and suite names, in order, without repeats."""
+    shapes: list[Shape] = []
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        new = SUITES[item.lower()] if item.lower() in SUITES else [parse_shape(item)]
+        shapes.extend(s for s in new if s not in shapes)
+    if not shapes:
+        raise ValueError(f"--shapes {spec!r} names no shape; suites: {', '.join(SUITES)}.")
+    return shapes
+
+
+def parse_dtypes(spec: str) -> list[str]:
+    """``"fp16,bf16"`` -> ["float16", "bfloat16"]; ``"all"`` -> every dtype."""
+    if spec.strip().lower() == "all":
+        return list(DTYPES)
+    out = []
+    for item in (s.strip().lower() for s in spec.split(",") if s.strip()):
+        name = DTYPE_ALIASES.get(item, item)
+        if name not in DTYPES:
+            raise ValueError(f"dtype {item!r} is not one of {', '.join(DTYPES)} (or fp16/bf16/fp32).")
+        if name not in out:
+            out.append(name)
+    if not out:
+        raise ValueError(f"--dtypes {spec!r} names no dtype.")
+    return out
+
+
+def parse_layouts(spec: str) -> list[str]:
+    """``"nn,tn"`` -> ["nn", "tn"]; ``"all"`` -> nn, tn, nt, tt."""
+    if spec.strip().lower() == "all":
+        return list(LAYOUTS)
+    out = []
+    for item in (s.strip().lower() for s in spec.split(",") if s.strip()):
+        if item not in LAYOUTS:
+            raise ValueError(f"layout {item!r} is not one of {', '.join(LAYOUTS)} (or 'all').")
+        if item not in out:
+            out.append(item)
+    if not out:
+        raise ValueError(f"--layouts {spec!r} names no layout.")
+    return out
+
+
+# ---- how many input sets to rotate, and how much memory a point needs
+
+L2_BYTES = 60 * 2**20  # H200 L2; the rotated sets together must exceed it
+ROTATE_BYTES = 2 * L2_BYTES
+MIN_SETS = 3
+MAX_SETS = 512
+
+
+def input_sets(shape: Shape, dtype: str) -> int:
+    """How many (A, B, C) sets to rotate: at least 3, together more than twice the L2."""
+    need = math.ceil(ROTATE_BYTES / max(shape.operand_bytes(dtype), 1))
+    return max(MIN_SETS, min(MAX_SETS, need))
+
+
+def footprint_bytes(shape: Shape, dtype: str, libraries: int) -> int:
+    """Device memory of one point: the rotated sets per array library, plus one set of headroom
+    (cutematmul's staged copies of unaligned operands, JAX's fresh outputs)."""
+    per_library = (input_sets(shape, dtype) + 1) * shape.operand_bytes(dtype)
+    return per_library * max(libraries, 1)

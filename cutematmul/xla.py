@@ -1,0 +1,363 @@
+"""cutematmul inside JAX: a JAX primitive lowered to an XLA FFI custom call that runs our kernel.
+
+Inside ``jax.jit`` there are no pointers, so JAX arrays do not take the launch path of the other
+libraries.  Instead ``matmul`` binds ``cutematmul_p``, a primitive with
+
+* an abstract evaluation (shapes, dtypes; bad input raises at trace time with a sentence),
+* bilinear JVP and transpose rules, so ``grad``/``vjp``/``jvp``/``jacfwd``/``jacrev`` and higher
+  derivatives work and every backward product runs through cutematmul again, reading the
+  transposed operands in place (the ``trans_a``/``trans_b`` parameters) instead of copying them,
+* a batching rule, so ``vmap`` (nested too) becomes one batched kernel launch,
+* a CUDA lowering that calls ``jax.ffi.ffi_call`` with the CuTe DSL runtime's FFI target
+  (``cutlass.jax``) and the compiled kernel object embedded as an attribute.  XLA runs it on its own
+  stream, in CUDA graphs too, with no host callback and no copy of the operands.
+
+Compilation happens once per kernel configuration (``KernelKey`` plus the two broadcast flags),
+against placeholder shapes with explicit divisibility hints, so a new size never recompiles and a
+cache hit never regenerates IR.  The compiled objects live in ``_compiled`` (see ``cache_info``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+
+import jax
+import jax.extend
+import jax.numpy as jnp
+import numpy as np
+from jax.interpreters import batching, mlir
+not_mapped = None  # how JAX marks an operand that vmap does not map
+from jax._src.interpreters import ad
+
+from . import device as _device
+from .dispatch import KernelKey, choose_config, choose_family, build_kernel
+from .plan import broadcast_shapes
+
+_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
+
+cutematmul_p = jax.extend.core.Primitive("cutematmul_matmul")
+
+
+# ----------------------------------------------------------------------------- public entry
+
+
+def matmul(a, b, *, precision: str = "highest", kernel: str = "auto"):
+    """``jnp.matmul`` semantics on JAX arrays, computed by cutematmul (eagerly or under ``jit``)."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    _check_dtypes(a.dtype, b.dtype)
+    if a.ndim == 0 or b.ndim == 0:
+        which = "a" if a.ndim == 0 else "b"
+        raise ValueError(f"matmul: operand {which} must have at least 1 dimension, got a 0-dimensional array.")
+    a_vec, b_vec = a.ndim == 1, b.ndim == 1
+    if a_vec:
+        a = a[None, :]
+    if b_vec:
+        b = b[:, None]
+    a, trans_a = _untransposed(a)
+    b, trans_b = _untransposed(b)
+    out = cutematmul_p.bind(a, b, trans_a=trans_a, trans_b=trans_b, kernel=kernel)
+    if a_vec:
+        out = out[..., 0, :]
+    if b_vec:
+        out = out[..., 0]
+    return out
+
+
+def _check_dtypes(da, db) -> None:
+    for name, d in (("a", da), ("b", db)):
+        if np.dtype(d).name not in _DTYPES:
+            raise TypeError(
+                f"matmul: {name} must have dtype float32, float16 or bfloat16; got {np.dtype(d).name}."
+            )
+    if da != db:
+        raise TypeError(
+            f"matmul: a and b must have the same dtype; got a {np.dtype(da).name} and "
+            f"b {np.dtype(db).name} (cast one of them first)."
+        )
+
+
+def _untransposed(x):
+    """(source, True) when ``x`` was made under ``jit`` by swapping the last two axes of ``source``.
+
+    The kernel then reads ``source`` with the other major mode and the transpose is never
+    materialized (XLA drops it as dead code).  Looks at JAX's tracing internals; anything
+    unexpected falls back to using ``x`` as it is.
+    """
+    try:
+        parent = getattr(x, "parent", None)
+        if parent is None or getattr(parent.primitive, "name", "") != "transpose":
+            return x, False
+        perm = tuple(parent.params["permutation"])
+        n = len(perm)
+        if n >= 2 and perm == tuple(range(n - 2)) + (n - 1, n - 2):
+            return parent.in_tracers[0], True
+    except Exception:
+        pass
+    return x, False
+
+
+# ----------------------------------------------------------------------------- shape rules
+
+
+def _logical(shape, trans):
+    """(batch, rows, cols) of op(x) for x stored with ``shape``."""
+    rows, cols = shape[-2:]
+    return tuple(shape[:-2]), (cols, rows) if trans else (rows, cols)
+
+
+def _out_shape(a_shape, b_shape, trans_a, trans_b):
+    ba, (m, ka) = _logical(a_shape, trans_a)
+    bb, (kb, n) = _logical(b_shape, trans_b)
+    if not _same_dim(ka, kb):
+        raise ValueError(
+            f"matmul: the contracted dimensions differ: a has K={ka} but b has K={kb}; "
+            "expected a.shape[-1] == b.shape[-2]."
+        )
+    try:
+        batch = broadcast_shapes(ba, bb, a_shape, b_shape)
+    except ValueError:
+        raise
+    except Exception as exc:  # symbolic dims that cannot be compared
+        raise ValueError(f"matmul: cannot broadcast batch dimensions {ba} and {bb}: {exc}") from None
+    return batch + (m, n)
+
+
+def _same_dim(x, y) -> bool:
+    try:
+        return bool(x == y)
+    except Exception:
+        return x is y
+
+
+def _abstract_eval(a, b, *, trans_a, trans_b, kernel):
+    _check_dtypes(a.dtype, b.dtype)
+    return jax.core.ShapedArray(_out_shape(a.shape, b.shape, trans_a, trans_b), a.dtype)
+
+
+cutematmul_p.def_abstract_eval(_abstract_eval)
+cutematmul_p.def_impl(functools.partial(jax._src.dispatch.apply_primitive, cutematmul_p))
+
+
+# ----------------------------------------------------------------------------- autodiff
+
+
+def _unbroadcast(x, target_shape):
+    """Sum ``x`` over the batch dimensions that ``target_shape`` broadcast (its cotangent)."""
+    lead = x.ndim - len(target_shape)
+    axes = tuple(range(lead))
+    axes += tuple(lead + i for i, d in enumerate(target_shape[:-2]) if d == 1 and x.shape[lead + i] != 1)
+    if axes:
+        x = jnp.sum(x, axis=axes, keepdims=False)
+        x = x.reshape(target_shape)
+    return x
+
+
+def _transpose_lhs(ct, x, y, *, trans_a, trans_b, kernel):
+    if trans_a:  # x holds A^T: dA^T = op(B) dC^T
+        dx = cutematmul_p.bind(y, ct, trans_a=trans_b, trans_b=True, kernel=kernel)
+    else:  # dA = dC op(B)^T
+        dx = cutematmul_p.bind(ct, y, trans_a=False, trans_b=not trans_b, kernel=kernel)
+    return _unbroadcast(dx, x.aval.shape).astype(x.aval.dtype)
+
+
+def _transpose_rhs(ct, x, y, *, trans_a, trans_b, kernel):
+    if trans_b:  # y holds B^T: dB^T = dC^T op(A)
+        dy = cutematmul_p.bind(ct, x, trans_a=True, trans_b=trans_a, kernel=kernel)
+    else:  # dB = op(A)^T dC
+        dy = cutematmul_p.bind(x, ct, trans_a=not trans_a, trans_b=False, kernel=kernel)
+    return _unbroadcast(dy, y.aval.shape).astype(y.aval.dtype)
+
+
+ad.defbilinear(cutematmul_p, _transpose_lhs, _transpose_rhs)
+
+
+# ----------------------------------------------------------------------------- vmap
+
+
+def _batch_rule(args, dims, *, trans_a, trans_b, kernel):
+    """Move the mapped axis in front of the batch dims: one batched launch, no Python loop."""
+    a, b = args
+    da, db = dims
+    nb = max(a.ndim - (da is not not_mapped), b.ndim - (db is not not_mapped)) - 2
+
+    def lead(x, d):
+        if d is not_mapped:
+            x = x[None]
+        elif d != 0:
+            x = jnp.moveaxis(x, d, 0)
+        # Align the remaining batch dims to the right, as broadcasting expects.
+        missing = nb - (x.ndim - 3)
+        return x.reshape((x.shape[0],) + (1,) * missing + x.shape[1:]) if missing else x
+
+    out = cutematmul_p.bind(lead(a, da), lead(b, db), trans_a=trans_a, trans_b=trans_b, kernel=kernel)
+    return out, 0
+
+
+batching.primitive_batchers[cutematmul_p] = _batch_rule
+
+
+# ----------------------------------------------------------------------------- lowering
+
+_compiled: dict[tuple, object] = {}
+_compile_lock = threading.Lock()
+
+
+@functools.cache
+def _ffi_target() -> str:
+    from cutlass.jax import ffi as cutlass_ffi
+
+    version = cutlass_ffi.get_cutlass_call_ffi_version()
+    cutlass_ffi.register_ffi(version)
+    return cutlass_ffi.get_cutlass_call_ffi_name(True, version)
+
+
+def register_ffi_targets() -> None:
+    """Register the CuTe DSL runtime's XLA FFI targets (needed before running an exported
+    cutematmul function in a fresh process; done automatically when one is traced)."""
+    _ffi_target()
+
+
+def _xla_entry_fn():
+    """The ``(stream, a, b, c, **static)`` launcher that ``cutlass.jax`` compiles for XLA."""
+    import cutlass
+    import cutlass.cute as cute
+
+    @cute.jit
+    def xla_entry(stream, a, b, c, *, key: cutlass.Constexpr, bcast_a: cutlass.Constexpr,
+                  bcast_b: cutlass.Constexpr):
+        gemm = build_kernel(key)
+        batch = cute.size(c, mode=[2])
+        if cutlass.const_expr(bcast_a):
+            a = cute.make_tensor(a.iterator, cute.make_layout(
+                (a.shape[0], a.shape[1], batch), stride=(a.stride[0], a.stride[1], 0)))
+        if cutlass.const_expr(bcast_b):
+            b = cute.make_tensor(b.iterator, cute.make_layout(
+                (b.shape[0], b.shape[1], batch), stride=(b.stride[0], b.stride[1], 0)))
+        gemm(a, b, c, stream)
+
+    return xla_entry
+
+
+_entry = functools.cache(_xla_entry_fn)
+
+
+def _compile(key: KernelKey, bcast_a: bool, bcast_b: bool, trans_a: bool, trans_b: bool,
+             dtype, vector: tuple[int, int, int]):
+    """Compiled object (module bytes + fingerprint) for one configuration, compiled once."""
+    cache_key = (key, bcast_a, bcast_b)
+    hit = _compiled.get(cache_key)
+    if hit is not None:
+        return hit
+    with _compile_lock:
+        hit = _compiled.get(cache_key)
+        if hit is not None:
+            return hit
+        from cutlass.jax.compile import Arg, FunctionSpec, get_or_compile_kernel
+        from cutlass.jax.types import TensorSpec
+
+        # Placeholder shapes: the kernel reads every size at run time; only the divisibility
+        # hints (the alignment of the unit-stride dimension) are compiled in.
+        va, vb, vc = vector
+        shapes = [(1, 1, va), (1, 1, vb), (1, 1, vc)]
+        modes = [(2, 1, 0) if trans_a else (1, 2, 0),
+                 (1, 2, 0) if trans_b else (2, 1, 0),
+                 (1, 2, 0)]
+        specs = [TensorSpec(mode=mode, ptr_assumed_align=16, divisibility=(1, 1, v))
+                 for mode, v in zip(modes, vector)]
+        args = [Arg(i, s, dtype, sp) for i, (s, sp) in enumerate(zip(shapes, specs))]
+        spec = FunctionSpec(
+            in_args=tuple(args[:2]), input_tree=jax.tree.structure((0, 0)),
+            out_args=(Arg(0, shapes[2], dtype, specs[2]),), output_tree=jax.tree.structure((0,)),
+            input_output_aliases=(), input_spec=tuple(specs[:2]), output_spec=(specs[2],),
+            compile_options=None, use_static_tensors=False,
+            kwargs=(("key", key), ("bcast_a", bcast_a), ("bcast_b", bcast_b)),
+        )
+        result = get_or_compile_kernel(_entry(), spec, compile_key=("cutematmul-xla",) + cache_key)
+        _compiled[cache_key] = result
+        return result
+
+
+def _concrete(d) -> int | None:
+    try:
+        return int(d)
+    except Exception:
+        return None
+
+
+def _to_3d(x, batch_x, batch, mat_shape):
+    """(Lx, rows, cols) view of x: Lx is 1 (broadcast) or the full batch size."""
+    if all(_concrete(d) == 1 for d in batch_x):
+        return x.reshape((1,) + mat_shape), True
+    if tuple(batch_x) == tuple(batch) or len(batch_x) < len(batch) and all(
+            _concrete(d) == 1 for d in batch[: len(batch) - len(batch_x)]):
+        return x.reshape((-1,) + mat_shape), False
+    # A batch that broadcasts partially ((2, 1) against (1, 3)): materialized (documented).
+    full = jnp.broadcast_to(x, tuple(batch) + mat_shape)
+    return full.reshape((-1,) + mat_shape), False
+
+
+def _pad_last(x, multiple):
+    cols = x.shape[-1]
+    padded = -(-cols // multiple) * multiple
+    if padded == cols:
+        return x
+    return jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, padded - cols)])
+
+
+def _lowered(a, b, *, trans_a, trans_b, kernel):
+    dtype_name = np.dtype(a.dtype).name
+    batch_a, (m, k) = _logical(a.shape, trans_a)
+    batch_b, (_, n) = _logical(b.shape, trans_b)
+    batch = broadcast_shapes(batch_a, batch_b)
+    for name, d in (("M", m), ("N", n), ("K", k)):
+        if _concrete(d) is None:
+            raise ValueError(
+                f"matmul: cutematmul needs concrete matrix dimensions under jax.export; {name} is "
+                f"symbolic ({d}). Symbolic batch dimensions are supported."
+            )
+    out_shape = tuple(batch) + (m, n)
+    if m == 0 or n == 0 or any(_concrete(d) == 0 for d in batch):
+        return jnp.zeros(out_shape, a.dtype)
+    if k == 0:
+        return jnp.zeros(out_shape, a.dtype)
+
+    info = _device.device_info(0)
+    family = choose_family(dtype_name, info.capability, kernel)
+    itemsize = np.dtype(a.dtype).itemsize
+    vector_elems = 16 // itemsize
+    a3, bcast_a = _to_3d(a, batch_a, batch, tuple(a.shape[-2:]))
+    b3, bcast_b = _to_3d(b, batch_b, batch, tuple(b.shape[-2:]))
+    need = max(1, family.required_alignment // itemsize)
+    if need > 1:  # TMA / 128-bit cp.async: pad unit-stride rows to 16 bytes (a copy; documented)
+        a3, b3 = _pad_last(a3, need), _pad_last(b3, need)
+    n_out = -(-n // need) * need if need > 1 else n
+
+    def vec(cols):
+        return vector_elems if cols % vector_elems == 0 else 1
+
+    vector = (vec(a3.shape[-1]), vec(b3.shape[-1]), vec(n_out))
+    concrete_batch = math.prod(_concrete(d) or 1024 for d in batch)
+    config = choose_config(family, m, n_out, k, concrete_batch, info.num_sms)
+    from .kernel_cache import dsl_arch
+
+    key = KernelKey(family.name, dsl_arch(), dtype_name, "m" if trans_a else "k",
+                    "k" if trans_b else "n", *vector, config, info.num_sms)
+    compiled = _compile(key, bcast_a, bcast_b, trans_a, trans_b, a.dtype, vector)
+    rows = b3.shape[0] if bcast_a else a3.shape[0]  # the launch's batch size L
+    c_struct = jax.ShapeDtypeStruct((rows, m, n_out), a.dtype)
+    call = jax.ffi.ffi_call(_ffi_target(), result_shape_dtypes=(c_struct,))
+    (c3,) = call(a3, b3, module=compiled.module, key=compiled.fingerprint)
+    if n_out != n:
+        c3 = c3[..., :n]
+    return c3.reshape(out_shape)
+
+
+mlir.register_lowering(cutematmul_p, mlir.lower_fun(_lowered, multiple_results=False),
+                       platform="cuda")
+
+
+def cache_info() -> dict:
+    """Kernels compiled for XLA in this process (one per configuration, never per shape)."""
+    return {"entries": len(_compiled), "keys": list(_compiled)}

@@ -1,0 +1,503 @@
+"""CPU tests of ``cutematmul.bench``: shapes, counting, statistics, reports, the CLI, the registry
+and the runner (driven by a NumPy stand-in backend).  No GPU, no array library needed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from conftest import gpu_count
+from cutematmul.bench import BACKENDS, Backend, Point, Result, Settings, get_backend, run_point
+from cutematmul.bench import data, report, runner, stats, timing
+from cutematmul.bench.cli import build_parser, main
+from cutematmul.bench.results import ERROR, OK, SKIPPED, WRONG, load_json, save_csv, save_json
+from cutematmul.bench.shapes import (L2_BYTES, SUITES, Shape, footprint_bytes, input_sets,
+                                     parse_dtypes, parse_layouts, parse_shape, parse_shapes)
+
+# ---- shapes
+
+
+def test_parse_shape_plain_and_batch():
+    assert parse_shape("8192x8192x1024") == Shape(8192, 8192, 1024)
+    assert parse_shape(" 4097X4095x4093 ") == Shape(4097, 4095, 4093)
+    s = parse_shape("64x1024x1024x1024")
+    assert (s.batch, s.m, s.n, s.k) == (64, 1024, 1024, 1024)
+    assert s.label == "64x1024x1024x1024" and parse_shape(s.label) == s
+
+
+@pytest.mark.parametrize("bad", ["8192x8192", "1x2x3x4x5", "axbxc", "0x4x4", "-1x4x4", ""])
+def test_parse_shape_rejects(bad):
+    with pytest.raises(ValueError, match="MxNxK"):
+        parse_shape(bad)
+
+
+def test_named_suites():
+    default = parse_shapes("default")
+    squares = [Shape(s, s, s) for s in (256, 512, 1024, 2048, 4096, 8192, 16384)]
+    assert default[:7] == squares
+    for extra in ["1000x1000x1000", "4097x4095x4093", "4096x14336x4096", "8192x8192x1024",
+                  "128x8192x8192", "16x8192x8192", "64x1024x1024x1024"]:
+        assert parse_shape(extra) in default
+    assert parse_shapes("square") == squares
+    assert 0 < len(parse_shapes("quick")) < len(default)
+    assert set(SUITES) >= {"default", "quick", "square"}
+
+
+def test_parse_shapes_mixes_and_dedupes():
+    shapes = parse_shapes("8192x8192x8192, square,256x256x256,4097x4095x4093")
+    assert shapes[0] == Shape(8192, 8192, 8192)
+    assert shapes.count(Shape(256, 256, 256)) == 1
+    assert shapes[-1] == Shape(4097, 4095, 4093)
+    with pytest.raises(ValueError):
+        parse_shapes(" , ")
+
+
+def test_parse_dtypes_and_layouts():
+    assert parse_dtypes("fp16,bf16,float32,fp16") == ["float16", "bfloat16", "float32"]
+    assert parse_dtypes("all") == ["float16", "bfloat16", "float32"]
+    assert parse_layouts("all") == ["nn", "tn", "nt", "tt"]
+    assert parse_layouts("tn, nn") == ["tn", "nn"]
+    with pytest.raises(ValueError):
+        parse_dtypes("float64")
+    with pytest.raises(ValueError):
+        parse_layouts("nx")
+
+
+def test_flop_and_byte_counts():
+    assert Shape(8192, 8192, 1024).flops == 2 * 8192 * 8192 * 1024
+    assert Shape(1024, 1024, 1024, batch=64).flops == 64 * 2 * 1024**3
+    assert Shape(16, 8192, 8192).operand_bytes("float16") == (16 * 8192 + 8192 * 8192 + 16 * 8192) * 2
+    assert Shape(3, 5, 7, batch=2).operand_bytes("float32") == 2 * (21 + 35 + 15) * 4
+
+
+@pytest.mark.parametrize("shape", [Shape(256, 256, 256), Shape(16, 8192, 8192),
+                                   Shape(16384, 16384, 16384), Shape(1024, 1024, 1024, batch=64)])
+def test_rotation_exceeds_l2(shape):
+    sets = input_sets(shape, "float16")
+    assert sets >= 3
+    assert sets * shape.operand_bytes("float16") > L2_BYTES
+    assert footprint_bytes(shape, "float16", 2) == 2 * (sets + 1) * shape.operand_bytes("float16")
+
+
+def test_default_suite_fits_40gb_with_three_libraries():
+    for shape in SUITES["default"]:
+        for dtype in ("float16", "bfloat16", "float32"):
+            assert footprint_bytes(shape, dtype, 3) <= 40e9, (shape, dtype)
+
+
+# ---- statistics
+
+
+def test_median_spread_tflops():
+    assert stats.median([3.0, None, 1.0, 2.0]) == 2.0
+    assert stats.median([None]) is None
+    assert stats.spread([1.0, 1.1, 0.9]) == pytest.approx(0.2)
+    assert stats.spread([]) is None
+    assert stats.tflops(2 * 10**12, 0.5) == pytest.approx(4.0)
+    assert stats.tflops(10, None) is None and stats.tflops(10, 0.0) is None
+
+
+def test_ratio_is_median_of_per_round_ratios():
+    ref = [1.0, 2.0, 1.0, 4.0, None]
+    cand = [2.0, 2.0, 0.5, 2.0, 1.0]
+    # per round: 0.5, 1.0, 2.0, 2.0 (the last round is missing for the reference)
+    assert stats.ratio_to_reference(ref, cand) == pytest.approx(1.5)
+    # not the ratio of the medians
+    assert stats.ratio_to_reference(ref, cand) != stats.median(ref) / stats.median(cand)
+    assert stats.ratio_to_reference([None], [1.0]) is None
+    assert stats.ratio_to_reference(ref, ref) == 1.0
+
+
+def test_round_order_alternates():
+    assert [stats.round_order("AB", r) for r in range(4)] == [
+        ["A", "B"], ["B", "A"], ["A", "B"], ["B", "A"]]
+
+
+# ---- inputs and the reference
+
+
+def test_bfloat16_rounding_matches_ml_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.random.default_rng(1).standard_normal(10000, dtype=np.float32)
+    x = np.concatenate([x, np.float32([0.0, -0.0, 1.0, 1.00390625, 1.01171875, 3e38])])
+    bits = data.bfloat16_bits(x)
+    assert np.array_equal(bits, x.astype(ml_dtypes.bfloat16).view(np.uint16))
+    assert np.array_equal(data.bfloat16_values(bits), x.astype(ml_dtypes.bfloat16).astype(np.float32))
+
+
+def test_bfloat16_rounds_to_nearest_even():
+    ties = np.float32([1.00390625, 1.01171875])  # exactly between two bfloat16 values
+    assert list(data.bfloat16_values(data.bfloat16_bits(ties))) == [1.0, 1.015625]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
+def test_host_operands_same_seed_same_bits(dtype, layout):
+    shape = Shape(5, 7, 3, batch=2)
+    h1 = data.host_operands(shape, dtype, layout, seed=3)
+    h2 = data.host_operands(shape, dtype, layout, seed=3)
+    h3 = data.host_operands(shape, dtype, layout, seed=4)
+    assert np.array_equal(h1.a.storage, h2.a.storage) and np.array_equal(h1.b.storage, h2.b.storage)
+    assert not np.array_equal(h1.a.storage, h3.a.storage)
+    assert h1.a.values().shape == (2, 5, 3) and h1.b.values().shape == (2, 3, 7)
+    assert h1.a.storage.shape == ((2, 3, 5) if layout[0] == "t" else (2, 5, 3))
+    assert h1.out_shape == (2, 5, 7)
+    assert np.std(h1.a.values()) > 0.3  # Gaussian, not zeros
+
+
+@pytest.mark.parametrize("shape", [Shape(300, 200, 50), Shape(3, 4, 5), Shape(40, 30, 20, batch=9)])
+def test_reference_sample_matches_full_product(shape):
+    host = data.host_operands(shape, "float32", "tn", seed=0)
+    full = host.a.values() @ host.b.values()
+    sample = data.reference_sample(host, shape)
+    assert np.allclose(sample.take(full), sample.reference, rtol=1e-12, atol=1e-12)
+    assert sample.rows[0] == 0 and sample.rows[-1] == shape.m - 1
+    assert sample.cols[0] == 0 and sample.cols[-1] == shape.n - 1
+    assert data.relative_error(sample.take(full), sample.reference) < 1e-12
+    broken = full.copy()
+    broken[..., 0, 0] = np.nan
+    assert np.isnan(data.relative_error(sample.take(broken), sample.reference))
+
+
+# ---- the registry
+
+
+def test_registry_lists_backends():
+    assert {"cutematmul-cupy", "cutematmul-torch", "cupy", "torch", "jax"} <= set(BACKENDS)
+    for name, backend in BACKENDS.items():
+        assert isinstance(backend, Backend) and backend.name == name
+        assert backend.clock in ("events", "wall") and backend.library in ("cupy", "torch", "jax")
+    assert [b for b in BACKENDS.values() if b.cublas] == [BACKENDS["cupy"], BACKENDS["torch"]]
+
+
+def test_available_says_why_not_instead_of_raising():
+    for name, backend in BACKENDS.items():
+        ok, why = backend.available()
+        assert isinstance(ok, bool) and isinstance(why, str)
+        if not ok:
+            assert why, name
+        if gpu_count()[0] == 0:
+            assert ok is False, f"{name} claims to run without a GPU"
+
+
+def test_get_backend_and_options():
+    assert get_backend("cupy") is BACKENDS["cupy"]
+    forced = get_backend("cutematmul-torch", kernel="sm80")
+    assert forced is not BACKENDS["cutematmul-torch"] and forced.kernel == "sm80"
+    assert forced.label == "cutematmul-torch[sm80]" and BACKENDS["torch"].label == "torch"
+    assert forced.supports("float32")[0] is False
+    assert get_backend("cutematmul-torch", kernel="simt").supports("float32") == (True, "")
+    with pytest.raises(ValueError, match="unknown backend"):
+        get_backend("mkl")
+
+
+# ---- the runner, with a NumPy stand-in backend (host clock)
+
+
+class NumpyBackend(Backend):
+    """C = A @ B in NumPy, float16/float32 only; ``name`` may pose as a cuBLAS backend."""
+
+    library = "numpy"
+    clock = "wall"
+
+    def __init__(self, name="numpy", fault=None, **options):
+        super().__init__(name=name, fault=fault, **options)
+        self.name, self.fault = name, fault
+
+    def _probe(self):
+        return True, ""
+
+    def supports(self, dtype):
+        return (dtype != "bfloat16", "" if dtype != "bfloat16" else "no bfloat16 in NumPy")
+
+    def upload(self, host):
+        def put(op):
+            return np.swapaxes(op.storage, -1, -2) if op.transposed else op.storage
+
+        out = np.full(host.out_shape, np.nan, dtype=host.a.storage.dtype)
+        return put(host.a), put(host.b), out
+
+    def poison(self, out):
+        out.fill(np.nan)
+
+    def matmul(self, a, b, out):
+        if self.fault == "raise":
+            raise RuntimeError("simulated launch failure\nsecond line")
+        np.matmul(a, b, out=out)
+        if self.fault == "skip-element":
+            out[..., -1, -1] = np.nan
+        if self.fault == "wrong":
+            out *= 1.01
+        return out
+
+    def synchronize(self):
+        pass
+
+    def sample(self, result, sample):
+        return sample.take(result).astype(np.float64)
+
+    def count_nonfinite(self, result):
+        return int(np.count_nonzero(~np.isfinite(result)))
+
+
+FAST = Settings(rounds=3, bursts=2, heat=0.0, reps=2)
+
+
+@pytest.mark.parametrize("layout", ["nn", "tt"])
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_run_point_times_and_checks(dtype, layout):
+    backends = [NumpyBackend("torch"), NumpyBackend("other")]
+    rows = run_point(Point(Shape(33, 20, 17, batch=3), dtype, layout), backends, FAST)
+    assert [r.backend for r in rows] == ["torch", "other"]
+    for r in rows:
+        assert r.status == OK, r.note
+        assert r.rel_error < data.TOLERANCE[dtype] and r.nonfinite == 0
+        assert len(r.round_seconds) == 3 and r.seconds > 0 and r.tflops > 0
+        assert r.reference == "torch" and r.reps == 2 and r.bursts == 2
+        assert r.first_call_s >= 0
+    assert rows[0].ratio == 1.0
+
+
+def test_run_point_flags_wrong_results_and_errors_and_skips():
+    backends = [NumpyBackend("torch"), NumpyBackend("holes", fault="skip-element"),
+                NumpyBackend("off", fault="wrong"), NumpyBackend("broken", fault="raise")]
+    rows = {r.backend: r for r in run_point(Point(Shape(40, 30, 20), "float32", "nn"), backends, FAST)}
+    assert rows["torch"].status == OK
+    assert rows["holes"].status == WRONG and rows["holes"].nonfinite == 1
+    assert rows["off"].status == WRONG and "relative error" in rows["off"].note
+    assert rows["off"].seconds is not None  # a wrong result is still timed, and reported
+    assert rows["broken"].status == ERROR and "simulated launch failure" in rows["broken"].note
+    assert "second line" not in rows["broken"].note and rows["broken"].seconds is None
+
+    bf16 = run_point(Point(Shape(8, 8, 8), "bfloat16", "nn"), backends[:1], FAST)
+    assert bf16[0].status == SKIPPED and "bfloat16" in bf16[0].note
+    tight = Settings(rounds=1, bursts=1, heat=0.0, max_gb=1e-6)
+    big = run_point(Point(Shape(64, 64, 64), "float32", "nn"), backends[:1], tight)
+    assert big[0].status == SKIPPED and "GB of device memory" in big[0].note
+
+
+def test_run_point_without_check():
+    rows = run_point(Point(Shape(8, 8, 8), "float32", "nn"), [NumpyBackend()],
+                     Settings(rounds=1, bursts=1, heat=0.0, check=False))
+    assert rows[0].status == OK and rows[0].rel_error is None and rows[0].ratio is None
+
+
+# ---- event timing, with stand-in events and spin kernel (the order of what is enqueued)
+
+
+class FakeEvents:
+    def __init__(self, log):
+        self.log = log
+
+    def record_start(self, stream):
+        self.log.append(("start", stream))
+        self.t0 = time.perf_counter()
+
+    def record_end(self, stream):
+        self.log.append(("end", stream))
+        self.t1 = time.perf_counter()
+
+    def seconds(self):
+        return self.t1 - self.t0
+
+    def close(self):
+        pass
+
+
+class FakeSpin:
+    broken = ""
+
+    def __init__(self, log):
+        self.log = log
+
+    def __call__(self, seconds, stream):
+        self.log.append(("spin", stream))
+        self.seconds = seconds
+        return True
+
+
+def test_timed_burst_order_and_division():
+    log = []
+    burst = timing.timed_burst(lambda i: log.append(("mm", i)), 4, 7, FakeEvents(log),
+                               FakeSpin(log), spin_seconds=10.0)
+    assert log == [("spin", 7), ("start", 7), ("mm", 0), ("mm", 1), ("mm", 2), ("mm", 3), ("end", 7)]
+    assert 0 < burst.seconds * 4 <= burst.enqueue_seconds + 1e-3
+    assert burst.host_bound is False
+
+
+def test_timed_burst_flags_host_bound():
+    log = []
+    slow = timing.timed_burst(lambda i: time.sleep(0.002), 2, 0, FakeEvents(log), FakeSpin(log),
+                              spin_seconds=0.001)
+    assert slow.host_bound is True
+    unspun = timing.timed_burst(lambda i: None, 2, 0, FakeEvents(log), None, spin_seconds=1.0)
+    assert unspun.host_bound is True
+
+
+def test_spin_length_follows_enqueue_time():
+    assert timing.spin_for(0.0) == timing.SPIN_SECONDS
+    assert timing.spin_for(0.01) == pytest.approx(timing.SPIN_MARGIN * 0.01 + 2e-4)
+    assert timing.spin_for(100.0) == timing.MAX_SPIN_SECONDS
+
+
+def test_spinner_that_cannot_launch_is_skipped():
+    def launch(cycles, stream):
+        raise RuntimeError("no GPU")
+
+    launch.name = "test"
+    spinner = timing.Spinner(launch)
+    spinner.cycles_per_second = 1e9
+    assert spinner(0.002, 0) is False and "no GPU" in spinner.broken
+    assert spinner(0.002, 0) is False
+
+
+def test_run_point_on_events_clock(monkeypatch):
+    log = []
+    spin = FakeSpin(log)
+    monkeypatch.setattr(runner, "EventPair", lambda: FakeEvents(log))
+    monkeypatch.setattr(runner, "get_spinner", lambda: spin)
+
+    class EventsBackend(NumpyBackend):
+        clock = "events"
+
+        def stream_handle(self):
+            return 42
+
+    rows = run_point(Point(Shape(16, 16, 16), "float32", "nn"), [EventsBackend("cupy")], FAST)
+    assert rows[0].status == OK and rows[0].clock == "events" and rows[0].seconds > 0
+    assert ("spin", 42) in log and ("start", 42) in log
+    assert rows[0].reference == "cupy" and rows[0].ratio == 1.0
+
+
+# ---- reports
+
+
+def _fake_results() -> list[Result]:
+    point = Point(Shape(4096, 4096, 4096), "float16", "nn")
+    ref = Result.start(point, "torch")
+    ref.seconds, ref.tflops, ref.ratio, ref.reference = 2.0e-4, 687.2, 1.0, "torch"
+    ref.rel_error, ref.first_call_s, ref.spread = 2.9e-4, 0.41, 0.012
+    ours = Result.start(point, "cutematmul-torch")
+    ours.seconds, ours.tflops, ours.ratio, ours.reference = 2.1e-4, 654.5, 0.952, "torch"
+    ours.rel_error, ours.first_call_s, ours.spread = 2.9e-4, 1.87, 0.02
+    jax = Result.start(point, "jax", clock="wall")
+    jax.seconds, jax.tflops, jax.ratio = 2.2e-4, 624.7, 0.91
+    skipped = Result.start(Point(Shape(8, 8, 8), "bfloat16", "nn"), "cupy").mark(
+        SKIPPED, "this CuPy cannot multiply bfloat16 arrays | really")
+    return [ref, ours, jax, skipped]
+
+
+def test_text_table_is_aligned():
+    text = report.text_table(_fake_results())
+    lines = text.splitlines()
+    assert lines[0].split()[:4] == ["shape", "dtype", "layout", "backend"]
+    assert set(lines[1]) <= {"-", " "}
+    column = lines[0].index("backend")  # the backend column lines up
+    assert lines[2][column:].startswith("torch ") and lines[3][column:].startswith("cutematmul-torch")
+    assert lines[2].index("687.2") == lines[3].index("654.5")  # numbers right-aligned
+    assert "687.2" in text and "0.95x" in text and "2.9e-04" in text and "210.0 us" in text
+    assert "skipped: this CuPy cannot multiply bfloat16" in text
+    assert "host clock" in lines[4]
+
+
+def test_markdown_has_header_line_and_escapes():
+    env = {"date": "2026-11-29 12:00 UTC", "gpu": "NVIDIA H200", "capability": "9.0", "sms": 132,
+           "driver": "580.65.06", "cuda_driver_api": "13.0",
+           "versions": {"cutlass": "4.8.1", "cupy": "14.2.0", "torch": "2.11.0", "jax": "0.11.2"}}
+    md = report.markdown(_fake_results(), env, {"cupy": "not installed"})
+    first = md.splitlines()[0]
+    for piece in ("2026-11-29", "NVIDIA H200", "sm_90", "580.65.06", "CUDA 13.0", "CuTe DSL 4.8.1",
+                  "CuPy 14.2.0", "PyTorch 2.11.0", "JAX 0.11.2"):
+        assert piece in first
+    table = [line for line in md.splitlines() if line.startswith("|")]
+    assert table[1].startswith("| --- |") and "---:" in table[1]
+    assert len({line.count(" | ") for line in table}) == 1  # escaped pipes keep the columns
+    assert "cupy did not run: not installed" in md
+
+
+def test_format_helpers():
+    assert report.format_time(1.234e-5) == "12.3 us"
+    assert report.format_time(0.0123) == "12.300 ms"
+    assert report.format_time(1.5) == "1.500 s"
+    assert report.format_tflops(654.54) == "654.5" and report.format_tflops(3.456) == "3.46"
+    line = report.summary_line(_fake_results()[:2])
+    assert line.startswith("4096x4096x4096 fp16 nn:") and "(0.95x)" in line
+
+
+def test_save_and_load_round_trip(tmp_path):
+    results = _fake_results()
+    path = save_json(tmp_path / "run.json", {"gpu": "X"}, {"rounds": 5}, {"jax": "no GPU"}, results)
+    env, settings, unavailable, loaded = load_json(path)
+    assert env == {"gpu": "X"} and settings == {"rounds": 5} and unavailable == {"jax": "no GPU"}
+    assert loaded == results
+    csv_text = save_csv(tmp_path / "run.csv", results).read_text().splitlines()
+    assert csv_text[0].startswith("shape,dtype,layout,backend,status") and len(csv_text) == 5
+
+
+# ---- the command line
+
+
+def test_help_exits_zero():
+    for argv in (["--help"], ["host", "--help"], ["report", "--help"]):
+        proc = subprocess.run([sys.executable, "-m", "cutematmul.bench", *argv],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert "usage:" in proc.stdout
+
+
+def test_parser_options():
+    args = build_parser().parse_args(
+        ["--shapes", "quick", "--dtypes", "fp16", "--layouts", "all", "--backends", "torch,cutematmul-torch",
+         "--kernel", "sm80", "--reps", "10", "--rounds", "7", "--no-check", "--plot", "--markdown"])
+    assert args.backends == ["torch", "cutematmul-torch"] and args.kernel == "sm80"
+    assert (args.reps, args.rounds, args.check, args.plot, args.markdown) == (10, 7, False, True, True)
+    defaults = build_parser().parse_args([])
+    assert defaults.check is True and defaults.rounds == 5 and defaults.command is None
+    assert defaults.backends == list(BACKENDS)
+    assert build_parser().parse_args(["host"]).command == "host"
+
+
+@pytest.mark.parametrize("argv", [["--backends", "nope"], ["--rounds", "0"], ["--kernel", "x"],
+                                  ["--shapes", "12x12"], ["--dtypes", "int8"]])
+def test_bad_arguments_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+
+
+def test_list_and_report_commands(tmp_path, capsys):
+    assert main(["--list"]) == 0
+    listing = capsys.readouterr().out
+    assert all(name in listing for name in BACKENDS)
+    path = save_json(tmp_path / "run.json", {"gpu": "NVIDIA H200", "date": "2026-11-29"}, {}, {},
+                     _fake_results())
+    assert main(["report", str(path)]) == 0
+    assert "cutematmul-torch" in capsys.readouterr().out
+    assert main(["report", str(path), "--markdown"]) == 0
+    assert "| shape |" in capsys.readouterr().out
+
+
+def test_report_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = save_json(tmp_path / "run.json", {}, {}, {}, _fake_results())
+    assert main(["report", str(path), "--plot"]) == 0
+    png = path.with_suffix(".png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(gpu_count()[0] > 0, reason="checks the no-GPU path")
+def test_run_without_any_backend_says_so(capsys):
+    assert main(["--shapes", "quick", "--out", "/nonexistent/never-written"]) == 1
+    assert "no backend can run here" in capsys.readouterr().err
+
+
+def test_json_is_plain(tmp_path):
+    path = save_json(tmp_path / "r.json", {}, {}, {}, _fake_results())
+    rows = json.loads(path.read_text())["results"]
+    assert rows[0]["backend"] == "torch" and rows[0]["tflops"] == 687.2

@@ -1,0 +1,251 @@
+"""JAX: cutematmul.matmul inside jax.jit as an XLA custom call, with grad, vmap, scan, export,
+compile-once caching, and multi-GPU sharding.  References: jnp.matmul at precision=HIGHEST on
+float32 (or float64 on the host) copies of the same inputs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import require_module
+from helpers import TOLERANCE
+
+jax = require_module("jax")
+import jax.numpy as jnp  # noqa: E402
+
+import cutematmul  # noqa: E402
+
+
+def _cuda_devices():
+    try:
+        return jax.devices("cuda")
+    except RuntimeError:
+        return []
+
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not _cuda_devices(), reason="JAX sees no CUDA device (CPU-only jaxlib or no GPU)"),
+]
+
+HI = jax.lax.Precision.HIGHEST
+
+
+def _randn(shape, dtype, seed):
+    x = np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+    return jnp.asarray(x).astype(dtype)
+
+
+def _check(got, expected, dtype):
+    got = np.asarray(got.astype(jnp.float32), dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    assert got.shape == expected.shape
+    assert np.isfinite(got).all()
+    err = np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-30)
+    assert err <= TOLERANCE[dtype], f"relative error {err:.3g} for {dtype}"
+
+
+def _ref(a, b):
+    return np.matmul(np.asarray(a.astype(jnp.float32), np.float64), np.asarray(b.astype(jnp.float32), np.float64))
+
+
+DTYPES = ["float32", "float16", "bfloat16"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1, 1), (7, 5, 3), (128, 256, 64), (257, 129, 95), (1000, 1000, 1000)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_jit_and_eager(dtype, shape):
+    m, n, k = shape
+    a, b = _randn((m, k), dtype, 0), _randn((k, n), dtype, 1)
+    _check(jax.jit(cutematmul.matmul)(a, b), _ref(a, b), dtype)
+    _check(cutematmul.matmul(a, b), _ref(a, b), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["tn", "nt", "tt"])
+def test_transposed_views_inside_jit_are_not_copied(dtype, layout):
+    a = _randn((96, 160) if layout[0] == "t" else (160, 96), dtype, 2)
+    b = _randn((200, 96) if layout[1] == "t" else (96, 200), dtype, 3)
+
+    def f(x, y):
+        return cutematmul.matmul(x.T if layout[0] == "t" else x, y.T if layout[1] == "t" else y)
+
+    got = jax.jit(f)(a, b)
+    ea = a.T if layout[0] == "t" else a
+    eb = b.T if layout[1] == "t" else b
+    _check(got, _ref(ea, eb), dtype)
+    hlo = jax.jit(f).lower(a, b).compile().as_text()
+    assert "custom-call" in hlo
+    assert " transpose(" not in hlo and " copy(" not in hlo, "the transpose was materialized:\n" + hlo
+
+
+@pytest.mark.parametrize("shapes", [((3, 64, 32), (3, 32, 48)), ((3, 64, 32), (32, 48)), ((64, 32), (2, 3, 32, 48)),
+                                    ((2, 1, 16, 8), (3, 8, 4)), ((32,), (3, 32, 8)), ((5, 16, 32), (32,))])
+def test_batched_broadcast(shapes):
+    a, b = _randn(shapes[0], "float16", 4), _randn(shapes[1], "float16", 5)
+    _check(jax.jit(cutematmul.matmul)(a, b), _ref(a, b), "float16")
+
+
+def test_odd_unaligned():
+    a, b = _randn((333, 101), "bfloat16", 6), _randn((101, 77), "bfloat16", 7)
+    _check(jax.jit(cutematmul.matmul)(a, b), _ref(a, b), "bfloat16")
+
+
+def test_grad_jvp_and_second_order():
+    from jax.test_util import check_grads
+
+    a, b = _randn((24, 16), "float32", 8), _randn((16, 12), "float32", 9)
+    f = lambda x, y: jnp.tanh(cutematmul.matmul(x, y))  # noqa: E731
+    check_grads(f, (a, b), order=2, modes=("fwd", "rev"), atol=2e-2, rtol=2e-2)
+    # Batched with a broadcast operand, and transposed operands.
+    a3 = _randn((3, 24, 16), "float32", 10)
+    check_grads(lambda x, y: cutematmul.matmul(x, y.T), (a3, b.T), order=1, modes=("rev",), atol=2e-2, rtol=2e-2)
+    # The backward products run through cutematmul too.
+    jaxpr = jax.make_jaxpr(jax.grad(lambda x, y: cutematmul.matmul(x, y).sum(), argnums=(0, 1)))(a, b)
+    prims = [e.primitive.name for e in jaxpr.eqns]
+    assert prims.count("cutematmul_matmul") == 3 and "dot_general" not in prims
+
+
+def test_grad_matches_jnp():
+    a, b = _randn((64, 48), "float32", 11), _randn((48, 32), "float32", 12)
+    loss = lambda mm: lambda x, y: jnp.sum(jnp.sin(mm(x, y)))  # noqa: E731
+    ours = jax.grad(loss(cutematmul.matmul), argnums=(0, 1))(a, b)
+    ref = jax.grad(loss(lambda x, y: jnp.matmul(x, y, precision=HI)), argnums=(0, 1))(a, b)
+    for g, r in zip(ours, ref):
+        _check(g, np.asarray(r), "float32")
+    jf = jax.jacfwd(cutematmul.matmul)(a[:4, :3], b[:3, :2])
+    jr = jax.jacrev(cutematmul.matmul)(a[:4, :3], b[:3, :2])
+    np.testing.assert_allclose(np.asarray(jf), np.asarray(jr), rtol=1e-5, atol=1e-5)
+
+
+def test_vmap_is_one_batched_launch():
+    a, b = _randn((5, 3, 32, 16), "float16", 13), _randn((16, 24), "float16", 14)
+    f = jax.vmap(jax.vmap(cutematmul.matmul, in_axes=(0, None)), in_axes=(0, None))
+    _check(jax.jit(f)(a, b), _ref(a, b), "float16")
+    prims = [e.primitive.name for e in jax.make_jaxpr(f)(a, b).eqns]
+    assert prims.count("cutematmul_matmul") == 1 and "while" not in prims and "scan" not in prims
+
+
+def test_scan_fori_donate():
+    a, b = _randn((64, 64), "float32", 15) / 8, _randn((64, 64), "float32", 16) / 8
+
+    def body(carry, _):
+        return cutematmul.matmul(carry, b), None
+
+    got, _ = jax.jit(lambda x: jax.lax.scan(body, x, None, length=4))(a)
+    want = a
+    for _ in range(4):
+        want = jnp.matmul(want, b, precision=HI)
+    _check(got, np.asarray(want), "float32")
+    got2 = jax.jit(lambda x: jax.lax.fori_loop(0, 4, lambda i, c: cutematmul.matmul(c, b), x))(a)
+    _check(got2, np.asarray(want), "float32")
+    donated = jax.jit(lambda x, y: cutematmul.matmul(x, y), donate_argnums=0)(jnp.array(a), b)
+    _check(donated, _ref(a, b), "float32")
+
+
+def test_compiles_once_per_configuration():
+    from cutematmul import xla
+
+    f = jax.jit(lambda x, y: cutematmul.matmul(x, y))
+    f(_randn((4096, 512), "float16", 17), _randn((512, 4096), "float16", 18))
+    before = xla.cache_info()["entries"]
+    for m, k, n in [(4104, 520, 4112), (4352, 256, 3840)]:  # same kernel configuration
+        a, b = _randn((m, k), "float16", m), _randn((k, n), "float16", n)
+        _check(f(a, b), _ref(a, b), "float16")
+    assert xla.cache_info()["entries"] == before
+
+
+_RUN_CHILD = textwrap.dedent("""
+    import sys, numpy as np, jax, jax.numpy as jnp
+    import cutematmul
+    from cutematmul import xla
+    xla.register_ffi_targets()
+    exported = jax.export.deserialize(open(sys.argv[1], "rb").read())
+    a = jnp.asarray(np.load(sys.argv[2])); b = jnp.asarray(np.load(sys.argv[3]))
+    np.save(sys.argv[4], np.asarray(exported.call(a, b)).astype(np.float32))
+""")
+
+
+def test_export_roundtrip_in_fresh_process(tmp_path):
+    from cutlass.jax import get_export_disabled_safety_checks
+
+    batch = jax.export.symbolic_shape("b")[0]
+    f = jax.jit(lambda x, y: cutematmul.matmul(x, y))
+    exp = jax.export.export(f, disabled_checks=get_export_disabled_safety_checks())(
+        jax.ShapeDtypeStruct((batch, 128, 96), jnp.float16), jax.ShapeDtypeStruct((96, 64), jnp.float16))
+    (tmp_path / "f.bin").write_bytes(exp.serialize())
+    a, b = _randn((3, 128, 96), "float16", 19), _randn((96, 64), "float16", 20)
+    np.save(tmp_path / "a.npy", np.asarray(a)); np.save(tmp_path / "b.npy", np.asarray(b))
+    proc = subprocess.run([sys.executable, "-c", _RUN_CHILD, str(tmp_path / "f.bin"), str(tmp_path / "a.npy"),
+                           str(tmp_path / "b.npy"), str(tmp_path / "c.npy")], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _check(jnp.asarray(np.load(tmp_path / "c.npy")), _ref(a, b), "float16")
+
+
+def test_under_cuda_graphs(tmp_path):
+    code = textwrap.dedent("""
+        import numpy as np, jax, jax.numpy as jnp, cutematmul
+        a = jnp.asarray(np.random.default_rng(0).standard_normal((256, 128), dtype=np.float32))
+        b = jnp.asarray(np.random.default_rng(1).standard_normal((128, 64), dtype=np.float32))
+        f = jax.jit(lambda x, y: jnp.sin(cutematmul.matmul(x, y)) + 1)
+        for _ in range(5):
+            c = f(a, b)
+        ref = np.sin(np.asarray(a, np.float64) @ np.asarray(b, np.float64)) + 1
+        err = np.linalg.norm(np.asarray(c) - ref) / np.linalg.norm(ref)
+        print("ERR", err)
+        assert err < 1e-5
+    """)
+    env = dict(os.environ, XLA_FLAGS="--xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL "
+               "--xla_gpu_graph_min_graph_size=1")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_trace_time_errors():
+    a = jnp.ones((4, 8), jnp.float16)
+    with pytest.raises(ValueError, match="contracted dimensions differ"):
+        jax.jit(cutematmul.matmul)(a, jnp.ones((9, 3), jnp.float16))
+    with pytest.raises(TypeError, match="same dtype"):
+        jax.jit(cutematmul.matmul)(a, jnp.ones((8, 3), jnp.float32))
+    with pytest.raises(TypeError, match="immutable"):
+        cutematmul.matmul(a, a.T, out=a)
+
+
+@pytest.mark.multigpu
+def test_shard_map_data_parallel_and_row_sharded():
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    devices = _cuda_devices()
+    mesh = Mesh(np.array(devices), ("d",))
+    n = len(devices)
+    a, b = _randn((2 * n, 64, 32), "bfloat16", 21), _randn((32, 48), "bfloat16", 22)
+    f = jax.jit(jax.shard_map(cutematmul.matmul, mesh=mesh, in_specs=(P("d"), P()), out_specs=P("d")))
+    _check(f(a, b), _ref(a, b), "bfloat16")
+    a2 = _randn((128 * n, 64), "float32", 23)
+    g = jax.jit(jax.shard_map(cutematmul.matmul, mesh=mesh, in_specs=(P("d", None), P()), out_specs=P("d", None)))
+    _check(g(a2, _randn((64, 40), "float32", 24)), _ref(a2, _randn((64, 40), "float32", 24)), "float32")
+    del NamedSharding
+
+
+@pytest.mark.multigpu
+def test_custom_partitioning_keeps_rows_sharded():
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from cutematmul.xla_sharding import sharded_matmul
+
+    devices = _cuda_devices()
+    mesh = Mesh(np.array(devices), ("d",))
+    a = jax.device_put(_randn((256 * len(devices), 64), "float16", 25), NamedSharding(mesh, P("d", None)))
+    b = jax.device_put(_randn((64, 32), "float16", 26), NamedSharding(mesh, P()))
+    f = jax.jit(sharded_matmul)
+    c = f(a, b)
+    _check(c, _ref(a, b), "float16")
+    assert c.sharding.spec[0] == "d", c.sharding
+    hlo = f.lower(a, b).compile().as_text()
+    assert "all-gather" not in hlo, "A was gathered instead of partitioned"
