@@ -24,6 +24,16 @@ def _dtype_names() -> dict:
 _NAMES = _dtype_names()  # dtype object -> name; `dtype.name` is slow on the hot path
 
 
+class _StreamHandle:
+    """A raw stream handle in the CUDA stream protocol (``__cuda_stream__``)."""
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
 class CupyAdapter(ArrayAdapter):
     name = "cupy"
 
@@ -60,6 +70,9 @@ class CupyAdapter(ArrayAdapter):
     def on_stream(self, handle: int, device: int):
         if cupy.cuda.get_current_stream(device).ptr == handle:
             return contextlib.nullcontext()
+        from_external = getattr(cupy.cuda.Stream, "from_external", None)
+        if from_external is not None:  # CuPy >= 14: wrap any object with __cuda_stream__
+            return from_external(_StreamHandle(handle))
         return cupy.cuda.ExternalStream(handle, device)
 
 
