@@ -7,6 +7,7 @@ still checks that it imports and parametrizes.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -38,8 +39,10 @@ def _require_on_gpu(library: str) -> None:
 
 
 def _run(argv: list[str]) -> None:
+    # A child of an xdist worker must not look like one (pytest-benchmark then disables itself).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True,
-                          timeout=900)
+                          timeout=900, env=env)
     assert proc.returncode == 0, (
         f"{' '.join(argv)} exited with {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}"
         f"\n--- stderr\n{proc.stderr[-4000:]}")
@@ -58,7 +61,7 @@ def test_example_script(script):
 def test_pytest_benchmark_suite():
     require_module("pytest_benchmark")
     _run(["-m", "pytest", str(ROOT / "examples" / BENCHMARK_SUITE), "--benchmark-only", "-q",
-          "-p", "no:cacheprovider"])
+          "-p", "no:cacheprovider", "-p", "no:xdist"])
 
 
 def test_every_example_is_found():
