@@ -9,7 +9,6 @@ local product on each device, so the output comes out sharded like A's rows.
 
 from __future__ import annotations
 
-import jax
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import NamedSharding, PartitionSpec
 

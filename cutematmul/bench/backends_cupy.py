@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from ..api import matmul as cutematmul_matmul
-from .base import (Backend, cutematmul_probe, cutematmul_supports, describe_error,
+from .base import (Backend, CutematmulBackend, describe_error,
                    unavailable_import)
 from .data import HostOperands, Sample, bfloat16_values
 
@@ -139,21 +139,9 @@ class CupyMatmul(CupyArrays):
         return _cupy().matmul(a, b, out=out)
 
 
-class CutematmulCupy(CupyArrays):
+class CutematmulCupy(CutematmulBackend, CupyArrays):
     name = "cutematmul-cupy"
     description = "cutematmul.matmul on CuPy arrays"
-
-    def __init__(self, kernel: str = "auto", **options):
-        super().__init__(kernel=kernel, **options)
-        self.kernel = kernel
-
-    def _probe(self):
-        ok, why = super()._probe()
-        return cutematmul_probe() if ok else (ok, why)
-
-    def supports(self, dtype):
-        ok, why = cutematmul_supports(self.kernel, dtype)
-        return super().supports(dtype) if ok else (ok, why)
 
     def matmul(self, a, b, out):
         return cutematmul_matmul(a, b, out=out, kernel=self.kernel)

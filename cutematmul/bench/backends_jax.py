@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import (Backend, cutematmul_probe, cutematmul_supports, describe_error,
+from .base import (Backend, CutematmulBackend, describe_error,
                    unavailable_import)
 from .data import HostOperands, Sample
 
@@ -141,23 +141,11 @@ class JaxMatmul(JaxArrays):
         return jax.numpy.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
 
 
-class CutematmulJax(JaxArrays):
+class CutematmulJax(CutematmulBackend, JaxArrays):
     """cutematmul inside ``jax.jit``: the XLA custom call of ``cutematmul.xla``."""
 
     name = "cutematmul-jax"
     description = "cutematmul.matmul inside jax.jit (XLA FFI custom call)"
-
-    def __init__(self, kernel: str = "auto", **options):
-        super().__init__(kernel=kernel, **options)
-        self.kernel = kernel
-
-    def _probe(self):
-        ok, why = super()._probe()
-        return cutematmul_probe() if ok else (ok, why)
-
-    def supports(self, dtype):
-        ok, why = cutematmul_supports(self.kernel, dtype)
-        return super().supports(dtype) if ok else (ok, why)
 
     def product(self, a, b):
         import cutematmul

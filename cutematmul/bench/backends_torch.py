@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from ..api import matmul as cutematmul_matmul
-from .base import Backend, cutematmul_probe, cutematmul_supports, unavailable_import
+from .base import Backend, CutematmulBackend, unavailable_import
 from .data import HostOperands, Sample
 
 
@@ -103,20 +103,9 @@ class TorchMatmul(TorchArrays):
         return _torch().matmul(a, b, out=out)
 
 
-class CutematmulTorch(TorchArrays):
+class CutematmulTorch(CutematmulBackend, TorchArrays):
     name = "cutematmul-torch"
     description = "cutematmul.matmul on PyTorch tensors"
-
-    def __init__(self, kernel: str = "auto", **options):
-        super().__init__(kernel=kernel, **options)
-        self.kernel = kernel
-
-    def _probe(self):
-        ok, why = super()._probe()
-        return cutematmul_probe() if ok else (ok, why)
-
-    def supports(self, dtype):
-        return cutematmul_supports(self.kernel, dtype)
 
     def matmul(self, a, b, out):
         return cutematmul_matmul(a, b, out=out, kernel=self.kernel)

@@ -158,3 +158,22 @@ def cutematmul_supports(kernel: str, dtype: str) -> tuple[bool, str]:
     if kernel != "auto" and dtype not in FAMILIES[kernel].dtypes:
         return False, f"kernel={kernel} does not compute {dtype}"
     return True, ""
+
+
+class CutematmulBackend:
+    """Mixin for the cutematmul backends: a forced ``kernel``, availability and dtype checks.
+
+    Put it before the library's ``*Arrays`` class: ``class X(CutematmulBackend, CupyArrays)``.
+    """
+
+    def __init__(self, kernel: str = "auto", **options):
+        super().__init__(kernel=kernel, **options)
+        self.kernel = kernel
+
+    def _probe(self):
+        ok, why = super()._probe()
+        return cutematmul_probe() if ok else (ok, why)
+
+    def supports(self, dtype):
+        ok, why = cutematmul_supports(self.kernel, dtype)
+        return super().supports(dtype) if ok else (ok, why)
