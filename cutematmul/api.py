@@ -16,7 +16,7 @@ from .adapters import adapter_for
 from . import device as _device
 from .dispatch import KERNEL_CHOICES, choose_family
 from .launch import run_gemm
-from .operand import DTYPES, Operand
+from .operand import Operand, check_dtypes
 from .plan import result_shape
 from .streams import resolve_stream
 
@@ -66,7 +66,7 @@ def matmul(a, b, /, *, out=None, stream=None, precision="highest", kernel="auto"
         return adapter.matmul(a, b, out=out, stream=stream, precision=precision, kernel=kernel)
 
     da, db = adapter.describe(a), adapter.describe(b)
-    _check_dtypes(da, db)
+    check_dtypes(da.dtype, db.dtype)
     shape = result_shape(da.shape, db.shape)
     dout = _check_out(adapter, out, shape, da, db) if out is not None else None
 
@@ -95,19 +95,6 @@ def matmul(a, b, /, *, out=None, stream=None, precision="highest", kernel="auto"
             dout = adapter.describe(out)
         run_gemm(adapter, family, info.num_sms, da, db, dout, handle)
     return out
-
-
-def _check_dtypes(da: Operand, db: Operand) -> None:
-    for name, d in (("a", da), ("b", db)):
-        if d.dtype not in DTYPES:
-            raise TypeError(
-                f"matmul: {name} must have dtype float32, float16 or bfloat16; got {d.dtype}."
-            )
-    if da.dtype != db.dtype:
-        raise TypeError(
-            f"matmul: a and b must have the same dtype; got a {da.dtype} and b {db.dtype} "
-            "(cast one of them first)."
-        )
 
 
 def _check_out(adapter, out, shape, da: Operand, db: Operand) -> Operand:

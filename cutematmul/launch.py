@@ -17,7 +17,7 @@ from functools import lru_cache
 from .dispatch import FAMILIES, Family, KernelKey, choose_config
 from .kernel_cache import dsl_arch, get_compiled
 from .operand import Operand
-from .plan import Gemm, MatrixLayout, alignment, plan_gemm
+from .plan import Gemm, MatrixLayout, alignment, plan_gemm, round_up
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def _run_staged(adapter, family: Family, num_sms: int, a: Operand, b: Operand, c
     target = c
     if staging.c:
         cols = c.shape[-1] if c.shape else 1
-        padded = -(-max(cols, 1) // pad) * pad
+        padded = round_up(max(cols, 1), pad)
         shape = tuple(c.shape[:-1]) + (padded,) if c.shape else (padded,)
         buf = adapter.empty(shape, c.array)
         c = adapter.describe(buf[..., :cols] if target.shape else buf[0])

@@ -11,7 +11,21 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from .plan import round_up
+
 DTYPES = ("float32", "float16", "bfloat16")
+
+
+def check_dtypes(a_dtype: str, b_dtype: str) -> None:
+    """TypeError unless both dtype names are supported and equal (shared by every library)."""
+    for name, d in (("a", a_dtype), ("b", b_dtype)):
+        if d not in DTYPES:
+            raise TypeError(f"matmul: {name} must have dtype float32, float16 or bfloat16; got {d}.")
+    if a_dtype != b_dtype:
+        raise TypeError(
+            f"matmul: a and b must have the same dtype; got a {a_dtype} and b {b_dtype} "
+            "(cast one of them first)."
+        )
 
 
 @dataclass(frozen=True)
@@ -77,7 +91,7 @@ class ArrayAdapter:
     def padded_copy(self, x, pad_elems: int):
         """A copy of ``x`` whose rows start every ``pad_elems`` elements (row-major, aligned)."""
         cols = x.shape[-1]
-        padded = -(-max(cols, 1) // pad_elems) * pad_elems
+        padded = round_up(max(cols, 1), pad_elems)
         view = self.empty(tuple(x.shape[:-1]) + (padded,), x)[..., :cols]
         self.copy(view, x)
         return view

@@ -89,7 +89,7 @@ def broadcast_shapes(x: Shape, y: Shape, a_shape: Shape = (), b_shape: Shape = (
     for i, (p, q) in enumerate(zip(x, y)):
         if _is_one(p):
             out.append(q)
-        elif _is_one(q) or _equal(p, q):
+        elif _is_one(q) or dims_equal(p, q):
             out.append(p)
         else:
             raise ValueError(
@@ -103,7 +103,8 @@ def _is_one(d) -> bool:
     return isinstance(d, int) and d == 1
 
 
-def _equal(p, q) -> bool:
+def dims_equal(p, q) -> bool:
+    """p == q for ints and JAX symbolic dimensions; False when it cannot be decided."""
     try:
         return bool(p == q)
     except Exception:  # symbolic dimensions whose equality cannot be decided
@@ -168,7 +169,12 @@ def _classify(rows: int, cols: int, s_rows: int, s_cols: int, row_name: str, col
 
 
 def _round16(x: int) -> int:
-    return -(-x // 16) * 16
+    return round_up(x, 16)
+
+
+def round_up(x: int, multiple: int) -> int:
+    """The smallest multiple of ``multiple`` that is >= ``x``."""
+    return -(-x // multiple) * multiple
 
 
 @lru_cache(maxsize=4096)

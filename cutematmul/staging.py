@@ -16,6 +16,7 @@ from . import device as _device
 from .dispatch import choose_family
 from .launch import run_gemm
 from .operand import Operand
+from .plan import round_up
 
 # cudaStreamPerThread: the calling thread's default stream, used when no stream is given.
 _PER_THREAD_STREAM = 2
@@ -47,10 +48,15 @@ def _device_strides(shape, pitch_elems: int) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def _pitch(cols: int, itemsize: int) -> int:
+    """Bytes per row of a device buffer: rows start on 16-byte boundaries."""
+    return round_up(max(cols, 1) * itemsize, 16)
+
+
 def _upload(x: numpy.ndarray, stream: int, buffers: list) -> Operand:
     rows, cols = _pitched(x.shape)
     isz = x.itemsize
-    pitch = -(-max(cols, 1) * isz // 16) * 16
+    pitch = _pitch(cols, isz)
     ptr = _device.alloc_async(rows * pitch, stream)
     buffers.append(ptr)
     _device.copy_2d_async(ptr, pitch, x.ctypes.data, cols * isz, cols * isz, rows, True, stream)
@@ -81,7 +87,7 @@ def matmul_on_host_arrays(adapter, da: Operand, db: Operand, dout: Operand | Non
             gb = _upload(b, handle, buffers)
             rows, cols = _pitched(shape)
             isz = a.itemsize
-            pitch = -(-max(cols, 1) * isz // 16) * 16
+            pitch = _pitch(cols, isz)
             cptr = _device.alloc_async(rows * pitch, handle)
             buffers.append(cptr)
             gc = Operand(None, cptr, shape, _device_strides(shape, pitch // isz), a.dtype.name, isz, 0)

@@ -28,14 +28,14 @@ import jax.extend
 import jax.numpy as jnp
 import numpy as np
 from jax.interpreters import batching, mlir
-not_mapped = None  # how JAX marks an operand that vmap does not map
 from jax._src.interpreters import ad
 
 from . import device as _device
 from .dispatch import KernelKey, choose_config, choose_family, build_kernel
-from .plan import broadcast_shapes
+from .operand import check_dtypes
+from .plan import broadcast_shapes, dims_equal, round_up
 
-_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
+not_mapped = None  # how JAX marks an operand that vmap does not map
 
 cutematmul_p = jax.extend.core.Primitive("cutematmul_matmul")
 
@@ -66,16 +66,7 @@ def matmul(a, b, *, precision: str = "highest", kernel: str = "auto"):
 
 
 def _check_dtypes(da, db) -> None:
-    for name, d in (("a", da), ("b", db)):
-        if np.dtype(d).name not in _DTYPES:
-            raise TypeError(
-                f"matmul: {name} must have dtype float32, float16 or bfloat16; got {np.dtype(d).name}."
-            )
-    if da != db:
-        raise TypeError(
-            f"matmul: a and b must have the same dtype; got a {np.dtype(da).name} and "
-            f"b {np.dtype(db).name} (cast one of them first)."
-        )
+    check_dtypes(np.dtype(da).name, np.dtype(db).name)
 
 
 def _untransposed(x):
@@ -110,25 +101,12 @@ def _logical(shape, trans):
 def _out_shape(a_shape, b_shape, trans_a, trans_b):
     ba, (m, ka) = _logical(a_shape, trans_a)
     bb, (kb, n) = _logical(b_shape, trans_b)
-    if not _same_dim(ka, kb):
+    if not dims_equal(ka, kb):
         raise ValueError(
             f"matmul: the contracted dimensions differ: a has K={ka} but b has K={kb}; "
             "expected a.shape[-1] == b.shape[-2]."
         )
-    try:
-        batch = broadcast_shapes(ba, bb, a_shape, b_shape)
-    except ValueError:
-        raise
-    except Exception as exc:  # symbolic dims that cannot be compared
-        raise ValueError(f"matmul: cannot broadcast batch dimensions {ba} and {bb}: {exc}") from None
-    return batch + (m, n)
-
-
-def _same_dim(x, y) -> bool:
-    try:
-        return bool(x == y)
-    except Exception:
-        return x is y
+    return broadcast_shapes(ba, bb, a_shape, b_shape) + (m, n)
 
 
 def _abstract_eval(a, b, *, trans_a, trans_b, kernel):
@@ -243,9 +221,12 @@ def _xla_entry_fn():
 _entry = functools.cache(_xla_entry_fn)
 
 
-def _compile(key: KernelKey, bcast_a: bool, bcast_b: bool, trans_a: bool, trans_b: bool,
-             dtype, vector: tuple[int, int, int]):
-    """Compiled object (module bytes + fingerprint) for one configuration, compiled once."""
+def _compile(key: KernelKey, bcast_a: bool, bcast_b: bool, dtype):
+    """Compiled object (module bytes + fingerprint) for one configuration, compiled once.
+
+    The key carries everything else: the majors say which operands are read transposed, the
+    alignments are the divisibility hints of the unit-stride dimensions.
+    """
     cache_key = (key, bcast_a, bcast_b)
     hit = _compiled.get(cache_key)
     if hit is not None:
@@ -259,10 +240,10 @@ def _compile(key: KernelKey, bcast_a: bool, bcast_b: bool, trans_a: bool, trans_
 
         # Placeholder shapes: the kernel reads every size at run time; only the divisibility
         # hints (the alignment of the unit-stride dimension) are compiled in.
-        va, vb, vc = vector
-        shapes = [(1, 1, va), (1, 1, vb), (1, 1, vc)]
-        modes = [(2, 1, 0) if trans_a else (1, 2, 0),
-                 (1, 2, 0) if trans_b else (2, 1, 0),
+        vector = (key.align_a, key.align_b, key.align_c)
+        shapes = [(1, 1, v) for v in vector]
+        modes = [(2, 1, 0) if key.a_major == "m" else (1, 2, 0),
+                 (1, 2, 0) if key.b_major == "k" else (2, 1, 0),
                  (1, 2, 0)]
         specs = [TensorSpec(mode=mode, ptr_assumed_align=16, divisibility=(1, 1, v))
                  for mode, v in zip(modes, vector)]
@@ -300,7 +281,7 @@ def _to_3d(x, batch_x, batch, mat_shape):
 
 def _pad_last(x, multiple):
     cols = x.shape[-1]
-    padded = -(-cols // multiple) * multiple
+    padded = round_up(cols, multiple)
     if padded == cols:
         return x
     return jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, padded - cols)])
@@ -318,9 +299,7 @@ def _lowered(a, b, *, trans_a, trans_b, kernel):
                 f"symbolic ({d}). Symbolic batch dimensions are supported."
             )
     out_shape = tuple(batch) + (m, n)
-    if m == 0 or n == 0 or any(_concrete(d) == 0 for d in batch):
-        return jnp.zeros(out_shape, a.dtype)
-    if k == 0:
+    if m == 0 or n == 0 or k == 0 or any(_concrete(d) == 0 for d in batch):
         return jnp.zeros(out_shape, a.dtype)
 
     info = _device.device_info(0)
@@ -332,7 +311,7 @@ def _lowered(a, b, *, trans_a, trans_b, kernel):
     need = max(1, family.required_alignment // itemsize)
     if need > 1:  # TMA / 128-bit cp.async: pad unit-stride rows to 16 bytes (a copy; documented)
         a3, b3 = _pad_last(a3, need), _pad_last(b3, need)
-    n_out = -(-n // need) * need if need > 1 else n
+    n_out = round_up(n, need)
 
     def vec(cols):
         return vector_elems if cols % vector_elems == 0 else 1
@@ -344,7 +323,7 @@ def _lowered(a, b, *, trans_a, trans_b, kernel):
 
     key = KernelKey(family.name, dsl_arch(), dtype_name, "m" if trans_a else "k",
                     "k" if trans_b else "n", *vector, config, info.num_sms)
-    compiled = _compile(key, bcast_a, bcast_b, trans_a, trans_b, a.dtype, vector)
+    compiled = _compile(key, bcast_a, bcast_b, a.dtype)
     rows = b3.shape[0] if bcast_a else a3.shape[0]  # the launch's batch size L
     c_struct = jax.ShapeDtypeStruct((rows, m, n_out), a.dtype)
     call = jax.ffi.ffi_call(_ffi_target(), result_shape_dtypes=(c_struct,))
