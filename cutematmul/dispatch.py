@@ -1,22 +1,30 @@
-"""Which kernel family and configuration runs a problem.
+"""Which kernel family and configuration runs a problem, and the key of its compiled kernel.
 
 Pure Python and free of CuTe imports, so kernel selection is tested on machines without a GPU.  The
 kernel modules themselves (which import the DSL, ~3 s) are loaded only when a kernel is built.
+
+Kernel families are data: one row of ``FAMILIES`` each, naming the family's kernel file under
+``cutematmul/kernels/`` and its DSL-free configuration module under ``cutematmul/configs/``:
+
+* ``configs/<family>.py``: ``Config`` (frozen tunables), ``choose_config(m, n, k, batch,
+  num_sms) -> Config`` (the heuristic, no GPU time) and ``supports(m, n, k, batch, dtype,
+  a_major, b_major, align_a, align_b, align_c) -> str | None``;
+* ``kernels/<family>_*.py``: ``Kernel(config, dtype, a_major, b_major, align_a, align_b,
+  align_c, num_sms)`` with a ``@cute.jit __call__(mA, mB, mC, stream)``.
+
+``kernel_key`` is the one place a ``KernelKey`` is built, for the pointer launch and for XLA.
+
+Imports: nothing of ours at module level (``configs.*`` and ``kernels.*`` lazily, in
+``Family.configs`` and ``Family.load``: the latter imports the DSL).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import os
 from dataclasses import dataclass
 from typing import Any
-
-# What "auto" picks, in order of preference, per input dtype.
-_AUTO_ORDER = {
-    "float16": ("sm90", "sm80"),
-    "bfloat16": ("sm90", "sm80"),
-    "float32": ("simt",),
-}
 
 
 @dataclass(frozen=True)
@@ -25,41 +33,73 @@ class Family:
 
     name: str
     module: str
-    kernel_class: str
+    config_module: str
     dtypes: tuple[str, ...]
     #: bytes of alignment every operand (address, leading and batch stride) must have;
     #: operands that have less are staged into aligned copies by the caller.
     required_alignment: int
+    #: compute capabilities that run it: the exact one for arch-specific ('a') features, else the
+    #: lowest.
+    capability: tuple[int, int]
+    exact_capability: bool
+    #: the largest byte stride the kernel can address (TMA descriptors: 2^40), None = no limit.
+    max_byte_stride: int | None
     description: str
 
     def runs_on(self, capability: tuple[int, int]) -> bool:
-        if self.name == "sm90":
-            return capability == (9, 0)
-        return capability >= (8, 0)
+        if self.exact_capability:
+            return capability == self.capability
+        return capability >= self.capability
+
+    def configs(self):
+        """The family's DSL-free configuration module (``Config``, ``choose_config``, ``supports``)."""
+        return importlib.import_module(self.config_module)
 
     def load(self):
+        """The family's kernel module (imports the CuTe DSL)."""
         return importlib.import_module(self.module)
 
 
 FAMILIES = {
-    "sm90": Family("sm90", "cutematmul.kernels.sm90_hgemm", "Sm90Hgemm", ("float16", "bfloat16"),
-                   16, "TMA + wgmma, warp-specialized persistent HGEMM (Hopper, sm_90a)"),
-    "sm80": Family("sm80", "cutematmul.kernels.sm80_hgemm", "Sm80Hgemm", ("float16", "bfloat16"),
-                   16, "cp.async + ldmatrix + mma.sync HGEMM (sm_80 and newer)"),
-    "simt": Family("simt", "cutematmul.kernels.simt_sgemm", "SimtSgemm", ("float32",),
-                   4, "true-fp32 SIMT SGEMM with cp.async staging (sm_80 and newer)"),
+    f.name: f
+    for f in (
+        Family("sm90", "cutematmul.kernels.sm90_hgemm", "cutematmul.configs.sm90",
+               ("float16", "bfloat16"), 16, (9, 0), True,
+               1 << 40, "TMA + wgmma, warp-specialized persistent HGEMM (Hopper, sm_90a)"),
+        Family("sm80", "cutematmul.kernels.sm80_hgemm", "cutematmul.configs.sm80",
+               ("float16", "bfloat16"), 16, (8, 0), False,
+               None, "cp.async + ldmatrix + mma.sync HGEMM (sm_80 and newer)"),
+        Family("simt", "cutematmul.kernels.simt_sgemm", "cutematmul.configs.simt",
+               ("float32",), 4, (8, 0), False,
+               None, "true-fp32 SIMT SGEMM with cp.async staging (sm_80 and newer)"),
+    )
+}
+
+#: What "auto" picks, in order of preference, per input dtype.
+AUTO_ORDER = {
+    "float16": ("sm90", "sm80"),
+    "bfloat16": ("sm90", "sm80"),
+    "float32": ("simt",),
 }
 
 KERNEL_CHOICES = ("auto",) + tuple(FAMILIES)
 
 
-@functools.lru_cache(maxsize=64)
-def choose_family(dtype: str, capability: tuple[int, int], requested: str = "auto") -> Family:
-    """The family that runs ``dtype`` on a GPU of ``capability``; ``requested`` may force one."""
+def check_kernel(requested: str) -> None:
     if requested not in KERNEL_CHOICES:
         raise ValueError(
             f"matmul: kernel must be one of {', '.join(map(repr, KERNEL_CHOICES))}; got {requested!r}."
         )
+
+
+@functools.lru_cache(maxsize=64)
+def choose_families(dtype: str, capability: tuple[int, int], requested: str = "auto") -> tuple[Family, ...]:
+    """The families that may run ``dtype`` on a GPU of ``capability``, best first.
+
+    ``requested`` forces one family.  The launch takes the first whose limits the problem fits
+    (``Family.max_byte_stride``); the rest are fallbacks for problems the first cannot address.
+    """
+    check_kernel(requested)
     if requested != "auto":
         family = FAMILIES[requested]
         if dtype not in family.dtypes:
@@ -72,14 +112,29 @@ def choose_family(dtype: str, capability: tuple[int, int], requested: str = "aut
                 f"matmul: kernel={requested!r} does not run on a GPU of compute capability "
                 f"{capability[0]}.{capability[1]}."
             )
-        return family
-    for name in _AUTO_ORDER[dtype]:
-        if FAMILIES[name].runs_on(capability):
-            return FAMILIES[name]
-    raise RuntimeError(
-        f"cutematmul: GPUs of compute capability {capability[0]}.{capability[1]} are not supported; "
-        "cutematmul needs compute capability 8.0 or newer."
-    )
+        return (family,)
+    found = tuple(FAMILIES[n] for n in AUTO_ORDER[dtype] if FAMILIES[n].runs_on(capability))
+    if not found:
+        raise RuntimeError(
+            f"cutematmul: GPUs of compute capability {capability[0]}.{capability[1]} are not "
+            "supported; cutematmul needs compute capability 8.0 or newer."
+        )
+    return found
+
+
+def choose_family(dtype: str, capability: tuple[int, int], requested: str = "auto") -> Family:
+    """The preferred family for ``dtype`` on a GPU of ``capability``."""
+    return choose_families(dtype, capability, requested)[0]
+
+
+def target_arch(capability: tuple[int, int]) -> str:
+    """The code target of a GPU: ``CUTE_DSL_ARCH`` when set, else sm_XY (sm_90a on Hopper:
+    wgmma and setmaxnreg are arch-specific features).  Imports no DSL."""
+    forced = os.environ.get("CUTE_DSL_ARCH")
+    if forced:
+        return forced
+    major, minor = capability
+    return f"sm_{major}{minor}" + ("a" if major >= 9 else "")
 
 
 @dataclass(frozen=True)
@@ -98,21 +153,20 @@ class KernelKey:
     num_sms: int
 
 
-def choose_config(family: Family, m: int, n: int, k: int, batch: int, num_sms: int):
-    return family.load().choose_config(m, n, k, batch, num_sms)
+def kernel_key(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,
+               a_major: str, b_major: str, align_bytes: tuple[int, int, int],
+               m: int, n: int, k: int, batch: int) -> KernelKey:
+    """The one KernelKey builder: alignment in bytes -> the vector width the kernel may assume."""
+    itemsize = 4 if dtype == "float32" else 2
+    vector = 16 // itemsize
+    aligns = tuple(vector if a >= 16 else 1 for a in align_bytes)
+    config = family.configs().choose_config(m, n, k, batch, num_sms)
+    return KernelKey(family.name, target_arch(capability), dtype, a_major, b_major, *aligns,
+                     config, num_sms)
 
 
 def build_kernel(key: KernelKey):
     """Instantiate the kernel object a key describes (imports the CuTe DSL)."""
-    family = FAMILIES[key.family]
-    module = family.load()
-    cls = getattr(module, family.kernel_class)
-    aligns = (key.align_a, key.align_b, key.align_c)
-    if key.family == "simt":
-        return cls(key.config, key.a_major, key.b_major, *aligns)
-    import cutlass
-
-    dtype = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16}[key.dtype]
-    if key.family == "sm90":
-        return cls(key.config, dtype, key.a_major, key.b_major, *aligns, num_sms=key.num_sms)
-    return cls(key.config, dtype, key.a_major, key.b_major, *aligns)
+    module = FAMILIES[key.family].load()
+    return module.Kernel(key.config, key.dtype, key.a_major, key.b_major,
+                         key.align_a, key.align_b, key.align_c, key.num_sms)

@@ -37,7 +37,7 @@ PATTERNS = {
 }
 out = {}
 for a_major, b_major, align in json.loads(sys.argv[1]):
-    kernel = SimtSgemm(SimtConfig(), a_major, b_major, align, align, align)
+    kernel = SimtSgemm(SimtConfig(), "float32", a_major, b_major, align, align, align, 132)
     ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
     out[f"{a_major}{b_major}{align}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
 print("COUNTS=" + json.dumps(out))
@@ -111,11 +111,11 @@ print("RESULT=" + json.dumps({
     "errors": errors,
     "default": SimtConfig().name,
     "chosen": chosen,
-    "supports_ok": supports(5, 7, 0, "k", "n", 1, 4, 1),
-    "supports_major": supports(5, 7, 3, "n", "n", 4, 4, 4),
-    "supports_align": supports(5, 7, 3, "k", "n", 4, 8, 4),
-    "supports_empty": supports(0, 7, 3, "k", "n", 4, 4, 4),
-    "supports_batch": supports(2**20, 2**20, 3, "k", "n", 4, 4, 4, batch=4096),
+    "supports_ok": supports(5, 7, 0, 1, "float32", "k", "n", 1, 4, 1),
+    "supports_major": supports(5, 7, 3, 1, "float32", "n", "n", 4, 4, 4),
+    "supports_align": supports(5, 7, 3, 1, "float32", "k", "n", 4, 8, 4),
+    "supports_empty": supports(0, 7, 3, 1, "float32", "k", "n", 4, 4, 4),
+    "supports_batch": supports(2**20, 2**20, 3, 4096, "float32", "k", "n", 4, 4, 4),
 }))
 """
 

@@ -38,7 +38,7 @@ PATTERNS = {
 cfg = Sm80Config()
 out = {}
 for dtype, a_major, b_major in json.loads(sys.argv[1]):
-    kernel = Sm80Hgemm(cfg, getattr(cutlass, dtype), a_major, b_major, 8, 8, 8)
+    kernel = Sm80Hgemm(cfg, dtype.lower(), a_major, b_major, 8, 8, 8, 132)
     ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
     out[f"{dtype}-{a_major}{b_major}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
 print("COUNTS=" + json.dumps(out))
@@ -118,9 +118,9 @@ print("RESULT=" + json.dumps({
     "default": Sm80Config().name,
     "default_smem": Sm80Config().smem_bytes,
     "chosen": chosen,
-    "supports_ok": supports(5, 7, 3, "bfloat16", "m", "n", 8, 8, 8),
-    "supports_dtype": supports(5, 7, 3, "float32", "k", "k", 8, 8, 8),
-    "supports_align": supports(5, 7, 3, "float16", "k", "k", 8, 4, 8),
+    "supports_ok": supports(5, 7, 3, 1, "bfloat16", "m", "n", 8, 8, 8),
+    "supports_dtype": supports(5, 7, 3, 1, "float32", "k", "k", 8, 8, 8),
+    "supports_align": supports(5, 7, 3, 1, "float16", "k", "k", 8, 4, 8),
 }))
 """
 

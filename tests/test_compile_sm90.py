@@ -36,7 +36,7 @@ PATTERNS = {
 }
 out = {}
 for dtype, a_major, b_major, cfg in json.loads(sys.argv[1]):
-    kernel = Sm90Hgemm(Sm90Config(**cfg), getattr(cutlass, dtype), a_major, b_major, 8, 8, 8)
+    kernel = Sm90Hgemm(Sm90Config(**cfg), dtype.lower(), a_major, b_major, 8, 8, 8, 132)
     ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
     out[f"{dtype}-{a_major}{b_major}-{kernel.config.name}"] = {
         k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()

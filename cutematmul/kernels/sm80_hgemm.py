@@ -43,7 +43,6 @@ Benchmark
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import cuda.bindings.driver as cuda
 
@@ -51,98 +50,10 @@ import cutlass
 import cutlass.cute as cute
 from cutlass._mlir.dialects import nvvm
 
-# Elements of a 16-bit type in one 128-bit vector (the unit of every global copy here).
-_VEC = 8
-_VEC_BYTES = 16
-# Largest opt-in dynamic shared memory per CTA among the targets (sm_90); the host compares
-# ``Sm80Config.smem_bytes`` with its own device's limit.
-_MAX_SMEM_BYTES = 227 * 1024
-# Shared buffers start on this boundary so that every stage starts on a swizzle period (lets the
-# compiler fold stage offsets into addresses; the XOR swizzle is correct for any base).
-_SMEM_ALIGN = 1024
-# Accumulators per thread above this spill registers (255 registers per thread at most).
-_MAX_ACC_PER_THREAD = 128
+from ..configs.sm80 import _SMEM_ALIGN, _VEC, _VEC_BYTES, Config, choose_config, supports  # noqa: F401
 
+Sm80Config = Config  # the name the tests and docs use
 _DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16}
-
-
-@dataclass(frozen=True)
-class Sm80Config:
-    """Tunables of the kernel: CTA tile, pipeline depth, warp grid and CTA rasterization."""
-
-    tile_m: int = 128
-    tile_n: int = 128
-    tile_k: int = 32
-    stages: int = 4
-    warps_m: int = 2
-    warps_n: int = 2
-    raster_group: int = 8
-
-    @property
-    def name(self) -> str:
-        return (
-            f"{self.tile_m}x{self.tile_n}x{self.tile_k}"
-            f"_s{self.stages}_w{self.warps_m}x{self.warps_n}_g{self.raster_group}"
-        )
-
-    @property
-    def threads(self) -> int:
-        return 32 * self.warps_m * self.warps_n
-
-    @property
-    def smem_bytes(self) -> int:
-        """Dynamic shared memory per CTA (the C staging tile reuses the A/B ring)."""
-        ring = (self.tile_m + self.tile_n) * self.tile_k * self.stages
-        return max(ring, self.tile_m * self.tile_n) * 2 + _SMEM_ALIGN
-
-    def validate(self) -> None:
-        """Raise ValueError naming the first unsupported combination."""
-        for field in ("tile_m", "tile_n"):
-            value = getattr(self, field)
-            if value not in (32, 64, 128, 256):
-                raise ValueError(f"Sm80Config.{field} must be 32, 64, 128 or 256, got {value}.")
-        if self.tile_k not in (32, 64):
-            raise ValueError(f"Sm80Config.tile_k must be 32 or 64, got {self.tile_k}.")
-        if not 2 <= self.stages <= 8:
-            raise ValueError(f"Sm80Config.stages must be between 2 and 8, got {self.stages}.")
-        if self.warps_m * self.warps_n not in (1, 2, 4, 8):
-            raise ValueError(
-                f"Sm80Config.warps_m * warps_n must be 1, 2, 4 or 8, got "
-                f"{self.warps_m} x {self.warps_n}."
-            )
-        if self.raster_group < 1:
-            raise ValueError(f"Sm80Config.raster_group must be >= 1, got {self.raster_group}.")
-        # Each warp owns whole 16x16 blocks of the tile (one ldmatrix.x4 per operand and k-step).
-        if self.tile_m % (16 * self.warps_m) or self.tile_n % (16 * self.warps_n):
-            raise ValueError(
-                f"Sm80Config tile {self.tile_m}x{self.tile_n} does not split into 16x16 blocks "
-                f"over {self.warps_m}x{self.warps_n} warps."
-            )
-        acc = self.tile_m * self.tile_n // self.threads
-        if acc > _MAX_ACC_PER_THREAD:
-            raise ValueError(
-                f"Sm80Config {self.name} keeps {acc} accumulators per thread; at most "
-                f"{_MAX_ACC_PER_THREAD} fit in registers (use more warps or a smaller tile)."
-            )
-        # Every thread moves whole 16-byte vectors, the same number of them, in each copy.
-        for what, rows, cols in (
-            ("A tile (K-major)", self.tile_m, self.tile_k),
-            ("B tile (K-major)", self.tile_n, self.tile_k),
-            ("A tile (M-major)", self.tile_k, self.tile_m),
-            ("B tile (N-major)", self.tile_k, self.tile_n),
-            ("C tile", self.tile_m, self.tile_n),
-        ):
-            per_row = cols // _VEC
-            if self.threads % per_row or rows % (self.threads // per_row):
-                raise ValueError(
-                    f"Sm80Config {self.name}: {self.threads} threads cannot copy the {what} "
-                    f"of {rows}x{cols} elements in whole 16-byte vectors."
-                )
-        if self.smem_bytes > _MAX_SMEM_BYTES:
-            raise ValueError(
-                f"Sm80Config {self.name} needs {self.smem_bytes} bytes of shared memory; "
-                f"at most {_MAX_SMEM_BYTES} exist on any target."
-            )
 
 
 def _chunk_swizzle(row_bytes: int) -> tuple[int, int, int]:
@@ -162,17 +73,18 @@ class Sm80Hgemm:
 
     def __init__(
         self,
-        config: Sm80Config,
-        dtype: type[cutlass.Numeric],
+        config: Config,
+        dtype: str,
         a_major: str,
         b_major: str,
         align_a: int,
         align_b: int,
         align_c: int,
+        num_sms: int,
     ):
         config.validate()
-        if dtype not in (cutlass.Float16, cutlass.BFloat16):
-            raise ValueError(f"Sm80Hgemm dtype must be Float16 or BFloat16, got {dtype}.")
+        if dtype not in _DTYPES:
+            raise ValueError(f"Sm80Hgemm dtype must be float16 or bfloat16, got {dtype!r}.")
         if a_major not in ("k", "m"):
             raise ValueError(f"Sm80Hgemm a_major must be 'k' or 'm', got {a_major!r}.")
         if b_major not in ("k", "n"):
@@ -184,7 +96,7 @@ class Sm80Hgemm:
                     f"got {align}."
                 )
         self.config = config
-        self.dtype = dtype
+        self.dtype = _DTYPES[dtype]
         self.a_major = a_major
         self.b_major = b_major
         self.align_a = align_a
@@ -493,47 +405,4 @@ class Sm80Hgemm:
                                 dst[e] = src[e]
 
 
-# ----------------------------------------------------------------------------------------------
-# Selection helpers used by the host
-# ----------------------------------------------------------------------------------------------
-
-
-def supports(m, n, k, dtype_name, a_major, b_major, align_a, align_b, align_c) -> str | None:
-    """None when this kernel family can run the problem, else the reason it cannot."""
-    if dtype_name not in _DTYPES:
-        return f"the sm80 kernel takes float16 or bfloat16 operands, not {dtype_name}"
-    if a_major not in ("k", "m") or b_major not in ("k", "n"):
-        return f"unknown operand majors a={a_major!r}, b={b_major!r}"
-    if min(m, n, k) < 1:
-        return f"empty problem {m}x{n}x{k}"
-    for name, align in (("A", align_a), ("B", align_b), ("C", align_c)):
-        if align < _VEC or align % _VEC:
-            return f"{name} is aligned to {align} elements; the sm80 kernel needs 16 bytes ({_VEC})"
-    return None
-
-
-# Candidates from the most to the least work per CTA; all fit the 99 KiB of sm_86/sm_89.
-_CANDIDATES = (
-    Sm80Config(tile_m=128, tile_n=256, tile_k=32, stages=3, warps_m=2, warps_n=4),
-    Sm80Config(tile_m=128, tile_n=128, tile_k=32, stages=4, warps_m=2, warps_n=2),
-    Sm80Config(tile_m=128, tile_n=64, tile_k=32, stages=4, warps_m=2, warps_n=2),
-    Sm80Config(tile_m=64, tile_n=128, tile_k=32, stages=4, warps_m=2, warps_n=2),
-    Sm80Config(tile_m=64, tile_n=64, tile_k=32, stages=4, warps_m=2, warps_n=2),
-)
-
-
-def choose_config(m: int, n: int, k: int, batch: int, num_sms: int) -> Sm80Config:
-    """Largest tile that still gives every SM work; the big tile only for several full waves."""
-    def ctas(cfg):
-        return -(-m // cfg.tile_m) * -(-n // cfg.tile_n) * batch
-
-    big, default, *small = _CANDIDATES
-    if ctas(big) >= 4 * num_sms:
-        return big
-    if ctas(default) >= num_sms:
-        return default
-    # Prefer the narrow side of the tile along the smaller matrix mode.
-    for cfg in (small if m >= n else (small[1], small[0], small[2])):
-        if ctas(cfg) >= num_sms:
-            return cfg
-    return small[-1]
+Kernel = Sm80Hgemm  # the name the registry (dispatch.FAMILIES) looks up

@@ -39,9 +39,6 @@ Benchmark
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 import cuda.bindings.driver as cuda
 
 import cutlass
@@ -51,102 +48,11 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.tensor_utils import LayoutEnum
 
-# Shared memory a CTA may use on sm_90 (227 KiB), less what the barriers and alignment need.
-_SMEM_BYTES = 232448
-_SMEM_RESERVED = 2048
-_THREADS_PER_WARPGROUP = 128
-_PRODUCER_REGISTERS = 40
+from ..configs.sm90 import _PRODUCER_REGISTERS, _THREADS_PER_WARPGROUP, Config, choose_config, supports  # noqa: F401
+
+Sm90Config = Config  # the name the tests and docs use
 _EPILOGUE_BARRIER_ID = 1
-
-
-@dataclass(frozen=True)
-class Sm90Config:
-    """Tunables of the Hopper kernel; one compiled kernel per distinct value."""
-
-    tile_m: int = 128
-    tile_n: int = 256
-    tile_k: int = 64
-    cluster_m: int = 1
-    cluster_n: int = 1
-    raster_group: int = 8
-    epi_n: int = 32
-    epi_stages: int = 4
-    stages: int = 0  # 0: as many as fit in shared memory
-
-    @property
-    def name(self) -> str:
-        return (
-            f"sm90_{self.tile_m}x{self.tile_n}x{self.tile_k}_c{self.cluster_m}x{self.cluster_n}"
-            f"_g{self.raster_group}_s{self.ab_stages(2)}"
-        )
-
-    @property
-    def consumer_warpgroups(self) -> int:
-        return self.tile_m // 64
-
-    def ab_stages(self, itemsize: int) -> int:
-        """Stages of the A/B ring: the requested count, or as many as fit."""
-        if self.stages:
-            return self.stages
-        per_stage = (self.tile_m + self.tile_n) * self.tile_k * itemsize
-        epilogue = self.tile_m * self.epi_n * itemsize * self.epi_stages
-        return min(8, (_SMEM_BYTES - _SMEM_RESERVED - epilogue) // per_stage)
-
-    def validate(self) -> None:
-        if self.tile_m not in (64, 128):
-            raise ValueError(f"Sm90Config.tile_m must be 64 or 128, got {self.tile_m}.")
-        if self.tile_n not in (64, 128, 192, 256):
-            raise ValueError(f"Sm90Config.tile_n must be 64, 128, 192 or 256, got {self.tile_n}.")
-        if self.tile_k != 64:
-            raise ValueError(f"Sm90Config.tile_k must be 64, got {self.tile_k}.")
-        if (self.cluster_m, self.cluster_n) not in ((1, 1), (2, 1), (1, 2)):
-            raise ValueError(
-                "Sm90Config cluster must be 1x1, 2x1 or 1x2, "
-                f"got {self.cluster_m}x{self.cluster_n}."
-            )
-        if self.tile_n % self.epi_n or self.epi_n % 16:
-            raise ValueError(
-                f"Sm90Config.epi_n must divide tile_n and be a multiple of 16, got {self.epi_n}."
-            )
-        if self.epi_stages < 2:
-            raise ValueError(f"Sm90Config.epi_stages must be at least 2, got {self.epi_stages}.")
-        if self.ab_stages(2) < 2:
-            raise ValueError(f"Sm90Config {self} leaves room for fewer than 2 pipeline stages.")
-        if self.raster_group < 1:
-            raise ValueError(f"Sm90Config.raster_group must be >= 1, got {self.raster_group}.")
-
-
-def supports(m, n, k, dtype_name, a_major, b_major, align_a, align_b, align_c):
-    """None when this family can run the problem, else the reason it cannot."""
-    if dtype_name not in ("float16", "bfloat16"):
-        return f"sm90 HGEMM takes float16/bfloat16, not {dtype_name}"
-    if min(align_a, align_b, align_c) < 8:
-        return "sm90 HGEMM needs 16-byte aligned operands (TMA)"
-    if k < 1:
-        return "sm90 HGEMM needs K >= 1"
-    return None
-
-
-# Relative per-SM throughput of each tile shape when every SM is busy (larger tiles reuse more).
-_TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.9, (64, 128): 0.7}
-
-
-def choose_config(m: int, n: int, k: int, batch: int, num_sms: int) -> Sm90Config:
-    """Pick the tile shape that maximizes (tile efficiency) x (fraction of SM time used).
-
-    With persistent CTAs the last wave is what idles SMs: 128 tiles on 132 SMs use 97% of the
-    machine, 256 tiles use 97% of two waves, 140 tiles only 53%.  The raster group is a fixed
-    compile-time bound that the kernel clamps to the number of tile rows at run time, so it never
-    causes a recompile per size.
-    """
-
-    def score(tm, tn):
-        tiles = math.ceil(m / tm) * math.ceil(n / tn) * max(batch, 1)
-        waves = math.ceil(tiles / num_sms)
-        return _TILE_EFFICIENCY[(tm, tn)] * tiles / (waves * num_sms)
-
-    tm, tn = max(_TILE_EFFICIENCY, key=lambda t: score(*t))
-    return Sm90Config(tile_m=tm, tile_n=tn, raster_group=8)
+_DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16}
 
 
 class Sm90Hgemm:
@@ -154,24 +60,24 @@ class Sm90Hgemm:
 
     def __init__(
         self,
-        config: Sm90Config,
-        dtype: type[cutlass.Numeric],
+        config: Config,
+        dtype: str,
         a_major: str,
         b_major: str,
         align_a: int,
         align_b: int,
         align_c: int,
-        num_sms: int = 132,
+        num_sms: int,
     ):
         config.validate()
-        if dtype not in (cutlass.Float16, cutlass.BFloat16):
-            raise ValueError(f"Sm90Hgemm takes Float16 or BFloat16, got {dtype}.")
+        if dtype not in _DTYPES:
+            raise ValueError(f"Sm90Hgemm takes float16 or bfloat16, got {dtype!r}.")
         if a_major not in ("k", "m") or b_major not in ("k", "n"):
             raise ValueError(f"Sm90Hgemm majors must be a in (k, m), b in (k, n); got {a_major}, {b_major}.")
         if min(align_a, align_b, align_c) < 8:
             raise ValueError("Sm90Hgemm needs 16-byte (8-element) alignment of every operand.")
         self.config = config
-        self.dtype = dtype
+        self.dtype = _DTYPES[dtype]
         self.a_major, self.b_major = a_major, b_major
         self.align_a, self.align_b, self.align_c = align_a, align_b, align_c
         self.num_sms = num_sms
@@ -182,7 +88,7 @@ class Sm90Hgemm:
         self.consumers = config.consumer_warpgroups
         self.consumer_threads = self.consumers * _THREADS_PER_WARPGROUP
         self.threads = self.consumer_threads + _THREADS_PER_WARPGROUP
-        self.stages = config.ab_stages(dtype.width // 8)
+        self.stages = config.ab_stages(self.dtype.width // 8)
         self.epi_tile = (config.tile_m, config.epi_n)
         self.consumer_registers = 232 if self.consumers == 2 else 240
         # A tile is shared along the cluster's N extent, a B tile along its M extent.
@@ -481,3 +387,6 @@ class Sm90Hgemm:
                 t += num_clusters
             if is_store_warp:
                 store_pipe.producer_tail()
+
+
+Kernel = Sm90Hgemm  # the name the registry (dispatch.FAMILIES) looks up

@@ -1,0 +1,188 @@
+"""Tunables and the tile heuristic of the SIMT fp32 SGEMM family (``kernels/simt_sgemm.py``).
+
+DSL-free, so a configuration is chosen (and a cached kernel found) without importing the CuTe DSL.
+
+Imports: nothing of ours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+# Lanes of one warp, as a 4 (M) x 8 (N) grid; lane = n_lane + 8 * m_lane.
+_LANES_M = 4
+_LANES_N = 8
+# fp32 elements per 128-bit access.
+_VEC = 4
+# Threads along K in the copy of a K-major operand (8 x 4 bytes = one 32-byte sector per row).
+_K_MAJOR_COPY_K = 8
+# Padding (floats) of every k-row of a shared tile filled from a K-major operand.
+_K_MAJOR_PAD = 4
+# Preferred shared-memory carveout (percent); passed explicitly so compiling needs no device query.
+_SMEM_CARVEOUT = 100
+# Per-SM limits of sm_80 / sm_90 that the occupancy hint must respect (shared memory: sm_90's).
+_MAX_CTAS_PER_SM = 32
+_MAX_THREADS_PER_SM = 2048
+_SMEM_PER_SM = 227 * 1024
+
+
+@dataclass(frozen=True)
+class Config:
+    """Tunables of the SIMT SGEMM family (frozen, hashable: usable as a cache key)."""
+
+    tile_m: int = 128
+    tile_n: int = 128
+    tile_k: int = 16
+    stages: int = 3
+    threads: int = 256
+    raster_group: int = 8
+    min_blocks: int = 2
+
+    @property
+    def name(self) -> str:
+        return (
+            f"simt_{self.tile_m}x{self.tile_n}x{self.tile_k}_s{self.stages}"
+            f"_t{self.threads}_g{self.raster_group}_b{self.min_blocks}"
+        )
+
+    @property
+    def warps_mn(self) -> tuple[int, int] | None:
+        """The (warps_m, warps_n) grid giving 4- or 8-wide micro-tiles, squarest first."""
+        warps = self.threads // 32
+        best = None
+        for wm in range(1, warps + 1):
+            if warps % wm:
+                continue
+            wn = warps // wm
+            per_m, per_n = _LANES_M * wm * _VEC, _LANES_N * wn * _VEC
+            if self.tile_m % per_m or self.tile_n % per_n:
+                continue
+            rep_m, rep_n = self.tile_m // per_m, self.tile_n // per_n
+            if rep_m > 2 or rep_n > 2:
+                continue
+            score = (abs(rep_m - rep_n), -(rep_m * rep_n))
+            if best is None or score < best[0]:
+                best = (score, (wm, wn))
+        return None if best is None else best[1]
+
+    @property
+    def micro_tile(self) -> tuple[int, int]:
+        """Accumulators per thread along M and N."""
+        wm, wn = self.warps_mn
+        return self.tile_m // (_LANES_M * wm), self.tile_n // (_LANES_N * wn)
+
+    def smem_bytes(self) -> int:
+        """Shared memory of one CTA (upper bound: both operands padded)."""
+        pad = _K_MAJOR_PAD
+        return 4 * self.stages * self.tile_k * (self.tile_m + pad + self.tile_n + pad)
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first rule this configuration breaks."""
+        t = self.threads
+        if t < 32 or t > 1024 or t % 32:
+            raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {t}.")
+        if self.tile_k not in (8, 16, 32):
+            raise ValueError(f"tile_k must be 8, 16 or 32, got {self.tile_k}.")
+        if self.stages < 2:
+            raise ValueError(f"stages must be at least 2, got {self.stages}.")
+        if self.raster_group < 1:
+            raise ValueError(f"raster_group must be at least 1, got {self.raster_group}.")
+        blocks = self.min_blocks
+        if not 1 <= blocks <= _MAX_CTAS_PER_SM or blocks * t > _MAX_THREADS_PER_SM:
+            raise ValueError(
+                f"min_blocks must be in [1, {_MAX_CTAS_PER_SM}] with min_blocks * threads <="
+                f" {_MAX_THREADS_PER_SM}, got {self.min_blocks} blocks of {t} threads."
+            )
+        if self.warps_mn is None:
+            raise ValueError(
+                f"a {self.tile_m}x{self.tile_n} tile cannot be split over {t} threads into 4- or"
+                " 8-wide micro-tiles per thread (warps are 4x8 lanes, each lane 4-wide runs)."
+            )
+        for name, tile in (("tile_m", self.tile_m), ("tile_n", self.tile_n)):
+            # K-major copy: threads laid out (t / 8) x 8 over (rows, k).
+            if tile % (t // _K_MAJOR_COPY_K):
+                raise ValueError(
+                    f"{name}={tile} must be a multiple of threads/8={t // _K_MAJOR_COPY_K} for the"
+                    " copy of a K-major operand."
+                )
+            # 128-bit copy: (tile / 4) threads along rows, the rest along k.
+            across = tile // _VEC
+            if t % across or self.tile_k % (t // across):
+                raise ValueError(
+                    f"{name}={tile} with {t} threads and tile_k={self.tile_k} does not tile the"
+                    " 128-bit copy of an M/N-major operand."
+                )
+            # 32-bit M/N-major copy: 32 threads along rows, the rest along k.
+            if tile % 32 or self.tile_k % (t // 32):
+                raise ValueError(
+                    f"{name}={tile} with {t} threads and tile_k={self.tile_k} does not tile the"
+                    " 32-bit copy of an M/N-major operand."
+                )
+        if self.smem_bytes() * self.min_blocks > _SMEM_PER_SM:
+            raise ValueError(
+                f"{self.smem_bytes()} bytes of shared memory per CTA do not fit {self.min_blocks}"
+                " CTAs on one SM."
+            )
+
+
+def supports(m, n, k, batch, dtype, a_major, b_major, align_a, align_b, align_c) -> str | None:
+    """None when the SIMT SGEMM can run this problem, else the reason it cannot."""
+    if a_major not in ("k", "m"):
+        return f"a_major must be 'k' or 'm', got {a_major!r}."
+    if b_major not in ("k", "n"):
+        return f"b_major must be 'k' or 'n', got {b_major!r}."
+    for name, align in (("align_a", align_a), ("align_b", align_b), ("align_c", align_c)):
+        if align not in (1, 2, 4):
+            return f"{name} must be 1, 2 or 4 elements, got {align}."
+    if m < 1 or n < 1:
+        return f"the output is empty (m={m}, n={n}); there is nothing to launch."
+    if k < 0:
+        return f"k must be >= 0, got {k}."
+    if max(m, n, k) >= 2**31:
+        return f"extents must fit in int32, got m={m}, n={n}, k={k}."
+    if batch < 1:
+        return f"batch must be >= 1, got {batch}."
+    # One CTA per tile and batch in grid.x; the smallest tile is 32 x 32.
+    if -(-m // 32) * -(-n // 32) * batch >= 2**31:
+        return f"{m}x{n} outputs times batch {batch} need more CTAs than one launch allows."
+    return None
+
+
+# Candidate CTA tiles, largest first: (tile_m, tile_n, threads).  8x8 accumulators per thread,
+# except 8x4 for the 128x32 and 32x32 tiles.
+_LADDER = (
+    (128, 128, 256),
+    (128, 64, 128),
+    (64, 128, 128),
+    (64, 64, 64),
+    (32, 128, 64),
+    (128, 32, 128),
+    (32, 64, 32),
+    (32, 32, 32),
+)
+
+
+def _min_blocks(threads: int, smem_bytes: int) -> int:
+    """CTAs per SM to ask ptxas for: a 128-register cap, or what shared memory allows."""
+    return max(1, min(512 // threads, _MAX_CTAS_PER_SM, _SMEM_PER_SM // smem_bytes))
+
+
+def choose_config(m: int, n: int, k: int, batch: int, num_sms: int) -> Config:
+    """Largest tile that still gives every SM at least one CTA; skinny problems get thin tiles."""
+
+    def fits(tile: int, extent: int) -> bool:
+        # A tile longer than the extent rounded up to a power of two mostly computes padding.
+        return tile <= max(32, 1 << max(0, extent - 1).bit_length())
+
+    candidates = [c for c in _LADDER if fits(c[0], m) and fits(c[1], n)]
+    pick = candidates[-1]
+    for tm, tn, threads in candidates:
+        ctas = -(-m // tm) * -(-n // tn) * max(1, batch)
+        if ctas >= num_sms:
+            pick = (tm, tn, threads)
+            break
+    tm, tn, threads = pick
+    cfg = Config(tile_m=tm, tile_n=tn, threads=threads)
+    return replace(cfg, min_blocks=_min_blocks(threads, cfg.smem_bytes()))
+
+
