@@ -37,19 +37,24 @@ class _StreamHandle:
 class CupyAdapter(ArrayAdapter):
     name = "cupy"
 
-    def describe(self, x) -> Operand:
+    def describe(self, x, argument: str, stream: int | None = None) -> Operand:
         itemsize = x.itemsize
         data = x.data
+        strides = x.strides
+        if any(s % itemsize for s in strides):
+            elements = None  # byte strides that are not whole elements: refused by validate
+        else:
+            elements = tuple([s // itemsize for s in strides])
         return Operand(
-            x, data.ptr, x.shape, tuple([s // itemsize for s in x.strides]),
-            _NAMES.get(x.dtype) or x.dtype.name, itemsize, data.device_id,
+            x, data.ptr, x.shape, elements, _NAMES.get(x.dtype) or x.dtype.name, itemsize,
+            data.device_id,
         )
 
     def current_stream(self, device: int) -> int:
         return cupy.cuda.get_current_stream(device).ptr
 
     def stream_handle(self, stream):
-        if isinstance(stream, cupy.cuda.Stream) or isinstance(stream, cupy.cuda.ExternalStream):
+        if isinstance(stream, (cupy.cuda.Stream, cupy.cuda.ExternalStream)):
             return stream.ptr
         return None
 

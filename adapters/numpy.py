@@ -1,4 +1,4 @@
-"""NumPy arrays: host memory, staged through the GPU by the core (``cutematmul.staging``)."""
+"""NumPy arrays: host memory, staged through the GPU by the host route (``cutematmul.staging``)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,17 @@ from cutematmul.operand import ArrayAdapter, Operand
 
 class NumpyAdapter(ArrayAdapter):
     name = "numpy"
-    host = True
+    route = "host"
 
-    def describe(self, x) -> Operand:
+    def describe(self, x, argument: str, stream: int | None = None) -> Operand:
+        if not isinstance(x, numpy.ndarray):  # a NumPy scalar: numpy.matmul sees a 0-d array
+            x = numpy.asarray(x)
         itemsize = x.itemsize
-        strides = tuple(s // itemsize for s in x.strides)
-        if any(s % itemsize for s in x.strides):
-            strides = None  # byte strides that are not whole elements: the core copies it
-        return Operand(x, x.ctypes.data, x.shape, strides, x.dtype.name, itemsize, -1)
+        strides = None
+        if itemsize and not any(s % itemsize for s in x.strides):
+            strides = tuple(s // itemsize for s in x.strides)
+        return Operand(x, x.ctypes.data, x.shape, strides, x.dtype.name, itemsize, -1,
+                       not x.flags.writeable)
 
     def empty(self, shape, like):
         return numpy.empty(shape, dtype=like.dtype)

@@ -56,10 +56,7 @@ def cache_info() -> dict:
 
 def cache_clear() -> None:
     """Forget every compiled kernel (the next call of each configuration recompiles)."""
-    from .launch import _resolve
-
     with _lock:
-        _resolve.cache_clear()
         _compiled.clear()
         _modules.clear()
         _stats.update(hits=0, misses=0, compile_seconds=0.0)

@@ -1,41 +1,124 @@
-"""Run one ``matmul`` on the GPU: plan, stage what the kernel cannot read, compile once, launch.
+"""The device route: arrays already in GPU memory, launched here on the caller's stream.
 
-``run_gemm`` is shared by every array library.  It gets ``Operand``s whose memory is on the GPU and
-an output that already exists, and issues everything on the given stream.
+``run_device`` is what ``matmul`` does for CuPy, PyTorch and any DLPack or
+``__cuda_array_interface__`` array:
 
-The hot path is kept short for small products: the plan (``plan_gemm``) and the resolved launch
-(``_resolve``: staging decision, kernel key, compiled function, integer arguments) are both cached
-on what they depend on (shapes, strides, pointer alignment), so a repeated call costs a few dict
-lookups and the kernel call itself.
+1. describe the operands (adapter), check dtypes, shapes, devices, ``out`` and every byte span
+   (``validate``), before any CUDA call;
+2. plan the product (``plan.plan_gemm``), pick the kernel family and configuration
+   (``dispatch``), stage what the kernel cannot read (copies by the library, on the stream);
+3. prove every launch stays inside its operands (``validate.check_launches``), then call the
+   compiled kernel (``cache``) once per launch with plain integers.
+
+The hot path is short for small products: what depends only on shapes and strides (the plan, the
+spans, the resolved launch) is cached on them, so a repeated call costs a few dict lookups, the
+pointer checks and the kernel call itself.
+
+Imports: ``cache``, ``device``, ``dispatch``, ``operand``, ``plan``, ``streams``, ``validate``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
 from functools import lru_cache
+from typing import NamedTuple
 
-from .dispatch import FAMILIES, Family, KernelKey, choose_config
-from .kernel_cache import dsl_arch, get_compiled
-from .operand import Operand
-from .plan import Gemm, MatrixLayout, alignment, plan_gemm, round_up
+from . import device as _device
+from .kernel_cache import get_compiled
+from .dispatch import FAMILIES, KernelKey, choose_families, kernel_key
+from .operand import Operand, check_dtypes
+from .plan import Gemm, MatrixLayout, alignment, pieces, plan_gemm, result_shape, round_up
+from .streams import explicit_handle
+from .validate import (
+    check_address_range, check_contraction, check_launches, check_no_overlap, check_out,
+    element_strides, span,
+)
+
+_NO_SCOPE = contextlib.nullcontext()
 
 
-@dataclass(frozen=True)
-class Launch:
-    """A resolved launch: the compiled kernel and its integer arguments (pointers excluded)."""
+class Launch(NamedTuple):
+    """A resolved product: the kernel key and, per launch, byte offsets of (A, B, C) and sizes."""
 
-    fn: object
     key: KernelKey
-    sizes: tuple[int, ...]  # m, n, k, batch, lda, bsa, ldb, bsb, ldc, bsc
+    calls: tuple  # ((oa, ob, oc) in bytes, (m, n, k, batch, lda, bsa, ldb, bsb, ldc, bsc))
 
 
-@dataclass(frozen=True)
-class Staging:
-    """Which caller operands (a, b, c) must be copied before the kernel can read them."""
+class Staging(NamedTuple):
+    """Which caller operands (a, b, out) must be copied before a kernel can read them."""
 
     a: bool
     b: bool
     c: bool
+
+
+def run_device(adapter, a, b, *, out, stream, kernel):
+    """``matmul`` for arrays in GPU memory (options already checked by ``api``)."""
+    named = None if stream is None else explicit_handle(stream, adapter)
+    da = adapter.describe(a, "a", named)
+    db = adapter.describe(b, "b", named)
+    check_dtypes(da.dtype, db.dtype)
+    shape = result_shape(da.shape, db.shape)
+    check_contraction(da.shape[-1])
+    if da.device != db.device:
+        raise ValueError(
+            f"matmul: a and b must be on the same GPU; a is on device {da.device} "
+            f"and b on device {db.device}."
+        )
+    rel_a, rel_b = _checked_span(da, "a"), _checked_span(db, "b")
+    dout = None
+    if out is not None:
+        dout = adapter.describe(out, "out", named)
+        check_out(dout, shape, da.dtype, da.device)
+        rel_c = _checked_span(dout, "out")
+        check_no_overlap(dout, rel_c, (("a", da, rel_a), ("b", db, rel_b)))
+    info = _device.device_info(da.device)
+    families = choose_families(da.dtype, info.capability, kernel)
+    handle = named if named is not None else adapter.current_stream(da.device)
+    scope = _NO_SCOPE if named is None else adapter.on_stream(handle, da.device)
+    with adapter.on_device(da.device), scope:
+        if out is None:
+            out = adapter.empty(shape, a)
+            dout = adapter.describe(out, "out", named)
+        gemm_on_device(adapter, families, info, da, db, dout, handle)
+    return out
+
+
+def _checked_span(op: Operand, argument: str) -> tuple[int, int]:
+    rel = _span(op.shape, element_strides(op, argument), op.itemsize, argument)
+    check_address_range(op, argument, rel)
+    return rel
+
+
+@lru_cache(maxsize=4096)
+def _span(shape, strides, itemsize: int, argument: str) -> tuple[int, int]:
+    return span(shape, strides, itemsize, argument)
+
+
+def gemm_on_device(adapter, families, info, a: Operand, b: Operand, c: Operand, stream: int,
+                   staged: bool = False) -> None:
+    """c = a @ b on ``stream``; ``c`` has the result shape, dtype and device (all checked)."""
+    gemm = plan_gemm(a.shape, a.strides, b.shape, b.strides, c.strides)
+    if gemm.m == 0 or gemm.n == 0 or gemm.batch == 0:
+        return
+    if gemm.k == 0:
+        adapter.fill_zero(c.array)
+        return
+    first, second = (b, a) if gemm.swapped else (a, b)
+    spans = tuple(_span(op.shape, op.strides, op.itemsize, name)
+                  for op, name in ((first, "A"), (second, "B"), (c, "C")))
+    aligned = ((first.ptr & 15) == 0, (second.ptr & 15) == 0, (c.ptr & 15) == 0)
+    launch = _resolve(tuple(f.name for f in families), info.capability, info.num_sms, gemm,
+                      c.dtype, c.itemsize, aligned, spans)
+    if isinstance(launch, Staging):
+        if staged:
+            raise RuntimeError(f"cutematmul: internal error: staged operands still unusable: {gemm}")
+        _run_staged(adapter, families, info, a, b, c, stream, launch)
+        return
+    fn = get_compiled(launch.key)
+    pa, pb, pc = first.ptr, second.ptr, c.ptr
+    for (oa, ob, oc), sizes in launch.calls:
+        fn(pa + oa, pb + ob, pc + oc, *sizes, stream)
 
 
 def _layout_alignment(layout: MatrixLayout, itemsize: int, offsets) -> int:
@@ -44,79 +127,76 @@ def _layout_alignment(layout: MatrixLayout, itemsize: int, offsets) -> int:
     return alignment(itemsize, layout.ld * itemsize, layout.batch_stride * itemsize, *values)
 
 
-def _usable(layout: MatrixLayout, align: int, family: Family) -> bool:
+def _usable(layout: MatrixLayout, align: int, required: int) -> bool:
     if layout.major == "strided" or layout.ld < 0 or layout.batch_stride < 0:
         return False
-    return align >= family.required_alignment
+    return align >= required
+
+
+def _fits(family, gemm: Gemm, itemsize: int) -> bool:
+    """Whether the family's addressing limits (TMA: byte strides below 2**40) take the plan."""
+    limit = family.max_byte_stride
+    if limit is None:
+        return True
+    strides = (gemm.a.ld, gemm.a.batch_stride, gemm.b.ld, gemm.b.batch_stride, gemm.c.ld,
+               gemm.c.batch_stride)
+    return all(s * itemsize < limit for s in strides)
 
 
 @lru_cache(maxsize=2048)
-def _resolve(family_name: str, num_sms: int, gemm: Gemm, dtype: str, itemsize: int,
-             pointers_aligned: tuple[bool, bool, bool]) -> Launch | Staging:
+def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm, dtype: str,
+             itemsize: int, pointers_aligned: tuple[bool, bool, bool], spans) -> Launch | Staging:
     """The launch for a planned GEMM, or the operands that must be staged first.
 
     ``pointers_aligned`` says, for the kernel's (A, B, C), whether the base pointer is 16-byte
-    aligned; everything else here is a function of the plan.
+    aligned; ``spans`` are their relative byte spans.  Everything else is a function of the plan.
     """
-    family = FAMILIES[family_name]
+    layouts = (gemm.a, gemm.b, gemm.c)
     aligns = []
-    for j, (layout, ptr_ok) in enumerate(zip((gemm.a, gemm.b, gemm.c), pointers_aligned)):
+    for j, (layout, ptr_ok) in enumerate(zip(layouts, pointers_aligned)):
         align = _layout_alignment(layout, itemsize, [o[j] for o in gemm.offsets])
         aligns.append(align if ptr_ok else min(align, itemsize))
-    usable = [_usable(lay, al, family) for lay, al in zip((gemm.a, gemm.b, gemm.c), aligns)]
-    if not all(usable):
+    usable = None
+    for name in family_names:
+        family = FAMILIES[name]
+        usable = [_usable(lay, al, family.required_alignment) for lay, al in zip(layouts, aligns)]
+        if all(usable) and _fits(family, gemm, itemsize):
+            break
+    else:
+        # Stage for the preferred family: its copies are compact, aligned and row-major.
+        family = FAMILIES[family_names[0]]
+        usable = [_usable(lay, al, family.required_alignment) for lay, al in zip(layouts, aligns)]
+        if all(usable):  # only the stride limits failed: compact copies of everything fit them
+            usable = [False, False, False]
         first, second = (usable[1], usable[0]) if gemm.swapped else (usable[0], usable[1])
         return Staging(not first, not second, not usable[2])
 
-    vector = 16 // itemsize
-    config = choose_config(family, gemm.m, gemm.n, gemm.k, gemm.batch, num_sms)
-    key = KernelKey(
-        family.name, dsl_arch(), dtype, gemm.a.major, gemm.b.major,
-        *(vector if al >= 16 else 1 for al in aligns), config, num_sms,
-    )
-    sizes = (gemm.m, gemm.n, gemm.k, gemm.batch, gemm.a.ld, gemm.a.batch_stride,
-             gemm.b.ld, gemm.b.batch_stride, gemm.c.ld, gemm.c.batch_stride)
-    return Launch(get_compiled(key), key, sizes)
+    key = kernel_key(family, capability, num_sms, dtype, gemm.a.major, gemm.b.major,
+                     tuple(aligns), gemm.m, gemm.n, gemm.k, gemm.batch)
+    calls = []
+    for offsets, (m, n, batch) in pieces(gemm):
+        sizes = (m, n, gemm.k, batch, gemm.a.ld, gemm.a.batch_stride, gemm.b.ld,
+                 gemm.b.batch_stride, gemm.c.ld, gemm.c.batch_stride)
+        calls.append((tuple(o * itemsize for o in offsets), sizes))
+    check_launches([(o, s, (gemm.a.major, gemm.b.major)) for o, s in calls], spans, itemsize)
+    return Launch(key, tuple(calls))
 
 
-def run_gemm(adapter, family: Family, num_sms: int, a: Operand, b: Operand, c: Operand,
-             stream: int, staged: bool = False) -> None:
-    """c = a @ b on ``stream``; ``c`` has the result shape, dtype and device."""
-    gemm = plan_gemm(a.shape, a.strides, b.shape, b.strides, c.strides)
-    if gemm.m == 0 or gemm.n == 0 or gemm.batch == 0:
-        return
-    if gemm.k == 0:
-        adapter.fill_zero(c.array)
-        return
-    first, second = (b, a) if gemm.swapped else (a, b)
-    isz = c.itemsize
-    aligned = ((first.ptr & 15) == 0, (second.ptr & 15) == 0, (c.ptr & 15) == 0)
-    launch = _resolve(family.name, num_sms, gemm, c.dtype, isz, aligned)
-    if isinstance(launch, Staging):
-        if staged:
-            raise RuntimeError(f"cutematmul: internal error: staged operands still unusable: {gemm}")
-        _run_staged(adapter, family, num_sms, a, b, c, stream, launch)
-        return
-    fn, sizes = launch.fn, launch.sizes
-    for oa, ob, oc in gemm.offsets:
-        fn(first.ptr + oa * isz, second.ptr + ob * isz, c.ptr + oc * isz, *sizes, stream)
-
-
-def _run_staged(adapter, family: Family, num_sms: int, a: Operand, b: Operand, c: Operand,
-                stream: int, staging: Staging) -> None:
+def _run_staged(adapter, families, info, a: Operand, b: Operand, c: Operand, stream: int,
+                staging: Staging) -> None:
     """Copy the operands the kernel cannot read into aligned row-major buffers, then run."""
-    pad = max(1, family.required_alignment // c.itemsize)
+    pad = max(1, families[0].required_alignment // c.itemsize)
     if staging.a:
-        a = adapter.describe(adapter.padded_copy(a.array, pad))
+        a = adapter.describe(adapter.padded_copy(a.array, pad), "a")
     if staging.b:
-        b = adapter.describe(adapter.padded_copy(b.array, pad))
+        b = adapter.describe(adapter.padded_copy(b.array, pad), "b")
     target = c
     if staging.c:
         cols = c.shape[-1] if c.shape else 1
         padded = round_up(max(cols, 1), pad)
         shape = tuple(c.shape[:-1]) + (padded,) if c.shape else (padded,)
         buf = adapter.empty(shape, c.array)
-        c = adapter.describe(buf[..., :cols] if target.shape else buf[0])
-    run_gemm(adapter, family, num_sms, a, b, c, stream, staged=True)
+        c = adapter.describe(buf[..., :cols] if target.shape else buf[0], "out")
+    gemm_on_device(adapter, families, info, a, b, c, stream, staged=True)
     if staging.c:
         adapter.copy(target.array, c.array)

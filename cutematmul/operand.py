@@ -1,23 +1,30 @@
-"""What the core needs to know of an array, and the small interface each array library implements.
+"""What the core knows of an array (``Operand``), and the small interface every adapter implements.
 
-An adapter (``cutematmul.adapters.<library>``) turns the library's arrays into ``Operand``s, knows
-the library's current stream, allocates outputs with the library's own allocator (so its memory pool
-and stream bookkeeping are used) and copies between its arrays.  Nothing else.
+An adapter (``cutematmul.adapters.<library>``) turns its library's arrays into ``Operand``s, knows
+the library's current stream, allocates outputs with the library's own allocator (so its memory
+pool and stream bookkeeping are used) and copies between its arrays.  Nothing else: every decision
+lives in the core.  Each adapter declares its *route*:
+
+* ``"device"``: the arrays are GPU memory; the product is launched here (``launch.run_device``).
+* ``"host"``: the arrays are host memory; they are staged through the GPU (``staging.py``).
+* ``"xla"``: the arrays are JAX values; the product is lowered into an XLA custom call (``xla.py``).
+
+Imports: ``plan`` only (leaf otherwise).
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .plan import round_up
 
 DTYPES = ("float32", "float16", "bfloat16")
+ROUTES = ("device", "host", "xla")
 
 
 def check_dtypes(a_dtype: str, b_dtype: str) -> None:
-    """TypeError unless both dtype names are supported and equal (shared by every library)."""
+    """TypeError unless both dtype names are supported and equal (shared by every route)."""
     for name, d in (("a", a_dtype), ("b", b_dtype)):
         if d not in DTYPES:
             raise TypeError(f"matmul: {name} must have dtype float32, float16 or bfloat16; got {d}.")
@@ -28,37 +35,35 @@ def check_dtypes(a_dtype: str, b_dtype: str) -> None:
         )
 
 
-@dataclass(frozen=True)
-class Operand:
-    """One array as the core sees it: address, shape, strides in elements, dtype, device."""
+class Operand(NamedTuple):
+    """One array as the core sees it: address, shape, strides in elements, dtype, device.
+
+    ``strides`` is None when the array's byte strides are not whole elements (only NumPy and
+    ``__cuda_array_interface__`` producers can make such arrays).  ``device`` is the CUDA ordinal,
+    -1 for host memory.  ``keepalive`` holds whatever must live as long as ``ptr`` is used (a
+    DLPack capsule).
+    """
 
     array: Any
     ptr: int
     shape: tuple[int, ...]
-    strides: tuple[int, ...]
+    strides: tuple[int, ...] | None
     dtype: str
     itemsize: int
-    device: int  # CUDA device ordinal; -1 for host memory
-
-    def byte_span(self) -> tuple[int, int]:
-        """[first, last) byte addresses the array can touch (for overlap checks)."""
-        if any(s == 0 for s in self.shape):
-            return self.ptr, self.ptr
-        lo = hi = 0
-        for size, stride in zip(self.shape, self.strides):
-            reach = (size - 1) * stride
-            lo, hi = (lo + reach, hi) if reach < 0 else (lo, hi + reach)
-        return self.ptr + lo * self.itemsize, self.ptr + (hi + 1) * self.itemsize
+    device: int
+    readonly: bool = False
+    keepalive: Any = None
 
 
 class ArrayAdapter:
     """Base of the per-library adapters; see the module docstring."""
 
     name = "?"
-    #: True when arrays live in host memory and are staged through the GPU.
-    host = False
+    route = "device"
 
-    def describe(self, x) -> Operand:
+    def describe(self, x, argument: str, stream: int | None = None) -> Operand:
+        """``x`` as an Operand.  ``stream`` is the consumer stream when the caller named one
+        (DLPack producers order their pending work before it); None means the default."""
         raise NotImplementedError
 
     def current_stream(self, device: int) -> int:
@@ -95,3 +100,13 @@ class ArrayAdapter:
         view = self.empty(tuple(x.shape[:-1]) + (padded,), x)[..., :cols]
         self.copy(view, x)
         return view
+
+    def matmul(self, a, b, *, out, stream, precision, kernel):
+        """The product along this adapter's route (arguments already checked by ``api``).
+
+        Adapters override this only to intercept calls that must take another way first (PyTorch
+        autograd and ``torch.compile``); they then call ``super().matmul``.
+        """
+        from .routes import run_route
+
+        return run_route(self, a, b, out=out, stream=stream, precision=precision, kernel=kernel)

@@ -257,3 +257,34 @@ def alignment(itemsize: int, *values: int) -> int:
         if bits % align == 0:
             return align
     return 1
+
+
+#: The largest M, N or L one launch takes; larger problems are split into pieces this size (a
+#: power of two, so every piece keeps the base pointer's alignment).
+PIECE = 1 << 30
+
+
+def pieces(gemm: Gemm, piece: int = PIECE):
+    """The kernel launches of ``gemm``: ``((oa, ob, oc), (m, n, batch))`` in elements.
+
+    One launch per entry of ``gemm.offsets`` normally; M, N and the batch L are additionally cut
+    into pieces of at most ``piece``, so every launch size fits the kernels' 32-bit indices.  K is
+    never cut (the kernels do not accumulate into C).
+    """
+    a, b, c = gemm.a, gemm.b, gemm.c
+    a_row = a.ld if a.major == "k" else 1  # elements between rows of A (step along M)
+    b_row = b.ld if b.major == "k" else 1  # between rows of B as stored (N, K): step along N
+    out = []
+    for oa, ob, oc in gemm.offsets:
+        for m0 in range(0, gemm.m, piece):
+            for n0 in range(0, gemm.n, piece):
+                for l0 in range(0, gemm.batch, piece):
+                    offsets = (
+                        oa + m0 * a_row + l0 * a.batch_stride,
+                        ob + n0 * b_row + l0 * b.batch_stride,
+                        oc + m0 * c.ld + n0 + l0 * c.batch_stride,
+                    )
+                    sizes = (min(piece, gemm.m - m0), min(piece, gemm.n - n0),
+                             min(piece, gemm.batch - l0))
+                    out.append((offsets, sizes))
+    return tuple(out)

@@ -1,9 +1,14 @@
-"""NumPy in, NumPy out: stage host arrays through the GPU on one stream, then copy the result back.
+"""The host route: NumPy in, NumPy out, with ``numpy.matmul``'s semantics, through the GPU.
 
-Each operand is made C-contiguous on the host (free when it already is) and copied into a device
-buffer whose rows are padded to 16 bytes, so every kernel can read it; the result comes back the
-same way.  Device memory is stream-ordered (``cudaMallocAsync``/``cudaFreeAsync``), and the call
-synchronizes the stream before it returns the NumPy result.
+Each operand is made C-contiguous and native-endian on the host (free when it already is) and
+copied into a device buffer whose rows are padded to 16 bytes, so every kernel can read it; the
+result comes back the same way.  Device memory is stream-ordered (``cudaMallocAsync`` /
+``cudaFreeAsync``), and the call synchronizes the stream before it returns.
+
+As ``numpy.matmul``: 1-D @ 1-D returns a NumPy scalar; ``out`` may overlap the inputs (they are
+read before it is written) and may have any strides or byte order; a read-only ``out`` is refused.
+
+Imports: ``device``, ``dispatch``, ``launch``, ``operand``, ``plan``, ``streams``, ``validate``.
 """
 
 from __future__ import annotations
@@ -13,10 +18,12 @@ import math
 import numpy
 
 from . import device as _device
-from .dispatch import choose_family
-from .launch import run_gemm
-from .operand import Operand
-from .plan import round_up
+from .dispatch import choose_families
+from .launch import gemm_on_device
+from .operand import Operand, check_dtypes
+from .plan import result_shape, round_up
+from .streams import explicit_handle
+from .validate import check_contraction, check_out
 
 # cudaStreamPerThread: the calling thread's default stream, used when no stream is given.
 _PER_THREAD_STREAM = 2
@@ -53,53 +60,76 @@ def _pitch(cols: int, itemsize: int) -> int:
     return round_up(max(cols, 1) * itemsize, 16)
 
 
-def _upload(x: numpy.ndarray, stream: int, buffers: list) -> Operand:
+def _upload(x: numpy.ndarray, device: int, stream: int, buffers: list) -> Operand:
     rows, cols = _pitched(x.shape)
     isz = x.itemsize
     pitch = _pitch(cols, isz)
     ptr = _device.alloc_async(rows * pitch, stream)
     buffers.append(ptr)
     _device.copy_2d_async(ptr, pitch, x.ctypes.data, cols * isz, cols * isz, rows, True, stream)
-    return Operand(None, ptr, x.shape, _device_strides(x.shape, pitch // isz), x.dtype.name, isz, 0)
+    return Operand(None, ptr, x.shape, _device_strides(x.shape, pitch // isz), x.dtype.name, isz, device)
 
 
-def matmul_on_host_arrays(adapter, da: Operand, db: Operand, dout: Operand | None, shape,
-                          stream: int | None, kernel: str):
-    """``matmul`` for NumPy operands (already validated); returns a NumPy array.
+def _native(x: numpy.ndarray) -> numpy.ndarray:
+    """``x`` C-contiguous in native byte order (no copy when it already is)."""
+    return numpy.ascontiguousarray(x, dtype=x.dtype.newbyteorder("="))
 
-    ``stream`` is a resolved handle, or None for the calling thread's default stream.
-    """
-    a = numpy.ascontiguousarray(da.array)
-    b = numpy.ascontiguousarray(db.array)
-    result = dout.array if dout is not None and dout.array.flags.c_contiguous else numpy.empty(shape, a.dtype)
-    if result.size == 0:
-        return dout.array if dout is not None else result
-    if a.shape[-1] == 0:
-        result.fill(0)
+
+def _writable_directly(out: numpy.ndarray) -> bool:
+    """Whether the result can be copied straight into ``out`` (else via a temporary)."""
+    return out.flags.c_contiguous and out.dtype.isnative
+
+
+def run_host(adapter, a, b, *, out, stream, kernel):
+    """``matmul`` for host (NumPy) arrays; returns a NumPy array, or a scalar for 1-D @ 1-D."""
+    named = None if stream is None else explicit_handle(stream, adapter)
+    da, db = adapter.describe(a, "a"), adapter.describe(b, "b")
+    check_dtypes(da.dtype, db.dtype)
+    shape = result_shape(da.shape, db.shape)
+    check_contraction(da.shape[-1])
+    if out is not None:
+        dout = adapter.describe(out, "out")
+        check_out(dout, shape, da.dtype, -1)
+        out = dout.array
+    x, y = _native(da.array), _native(db.array)
+    if out is not None and _writable_directly(out):
+        result = out
     else:
-        device = _device.current_device() if _device.device_count() else 0
-        info = _device.device_info(device)
-        family = choose_family(da.dtype, info.capability, kernel)
-        handle = _PER_THREAD_STREAM if stream is None else stream
-        buffers: list[int] = []
-        try:
-            ga = _upload(a, handle, buffers)
-            gb = _upload(b, handle, buffers)
-            rows, cols = _pitched(shape)
-            isz = a.itemsize
-            pitch = _pitch(cols, isz)
-            cptr = _device.alloc_async(rows * pitch, handle)
-            buffers.append(cptr)
-            gc = Operand(None, cptr, shape, _device_strides(shape, pitch // isz), a.dtype.name, isz, 0)
-            run_gemm(_NoLibrary(), family, info.num_sms, ga, gb, gc, handle)
-            _device.copy_2d_async(result.ctypes.data, cols * isz, cptr, pitch, cols * isz, rows,
-                                  False, handle)
-            _device.synchronize(handle)
-        finally:
-            for ptr in buffers:
-                _device.free_async(ptr, handle)
-            _device.synchronize(handle)
-    if dout is not None and result is not dout.array:
-        numpy.copyto(dout.array, result)
-        return dout.array
-    return result
+        result = numpy.empty(shape, x.dtype)
+    if result.size and x.shape[-1] == 0:
+        result.fill(0)
+    elif result.size:
+        _compute(x, y, result, named, kernel)
+    if out is not None:
+        if result is not out:
+            numpy.copyto(out, result)
+        return out
+    return result[()] if result.ndim == 0 else result
+
+
+def _compute(x: numpy.ndarray, y: numpy.ndarray, result: numpy.ndarray, stream: int | None,
+             kernel: str) -> None:
+    """result = x @ y through device buffers on ``stream`` (the thread's default when None)."""
+    device = _device.current_device() if _device.device_count() else 0
+    info = _device.device_info(device)
+    families = choose_families(result.dtype.name, info.capability, kernel)
+    handle = _PER_THREAD_STREAM if stream is None else stream
+    buffers: list[int] = []
+    try:
+        ga = _upload(x, device, handle, buffers)
+        gb = _upload(y, device, handle, buffers)
+        rows, cols = _pitched(result.shape)
+        isz = result.itemsize
+        pitch = _pitch(cols, isz)
+        cptr = _device.alloc_async(rows * pitch, handle)
+        buffers.append(cptr)
+        gc = Operand(None, cptr, result.shape, _device_strides(result.shape, pitch // isz),
+                     result.dtype.name, isz, device)
+        gemm_on_device(_NoLibrary(), families, info, ga, gb, gc, handle)
+        _device.copy_2d_async(result.ctypes.data, cols * isz, cptr, pitch, cols * isz, rows,
+                              False, handle)
+        _device.synchronize(handle)
+    finally:
+        for ptr in buffers:
+            _device.free_async(ptr, handle)
+        _device.synchronize(handle)

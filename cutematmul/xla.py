@@ -31,7 +31,7 @@ from jax.interpreters import batching, mlir
 from jax._src.interpreters import ad
 
 from . import device as _device
-from .dispatch import KernelKey, choose_config, choose_family, build_kernel
+from .dispatch import KernelKey, build_kernel, choose_family, kernel_key
 from .operand import check_dtypes
 from .plan import broadcast_shapes, dims_equal, round_up
 
@@ -43,7 +43,22 @@ cutematmul_p = jax.extend.core.Primitive("cutematmul_matmul")
 # ----------------------------------------------------------------------------- public entry
 
 
-def matmul(a, b, *, precision: str = "highest", kernel: str = "auto"):
+def run_xla(adapter, a, b, *, out, stream, kernel):
+    """The XLA route (``routes``): JAX values are immutable and ordered by XLA itself."""
+    if out is not None:
+        raise TypeError(
+            "matmul: out= cannot be used with JAX arrays, which are immutable; "
+            "use the returned array (XLA reuses buffers itself, e.g. with donate_argnums)."
+        )
+    if stream is not None:
+        raise TypeError(
+            "matmul: stream= cannot be used with JAX arrays: the product runs on XLA's "
+            "stream, ordered with the rest of the JAX computation."
+        )
+    return matmul(a, b, kernel=kernel)
+
+
+def matmul(a, b, *, kernel: str = "auto"):
     """``jnp.matmul`` semantics on JAX arrays, computed by cutematmul (eagerly or under ``jit``)."""
     a, b = jnp.asarray(a), jnp.asarray(b)
     _check_dtypes(a.dtype, b.dtype)
@@ -305,7 +320,6 @@ def _lowered(a, b, *, trans_a, trans_b, kernel):
     info = _device.device_info(0)
     family = choose_family(dtype_name, info.capability, kernel)
     itemsize = np.dtype(a.dtype).itemsize
-    vector_elems = 16 // itemsize
     a3, bcast_a = _to_3d(a, batch_a, batch, tuple(a.shape[-2:]))
     b3, bcast_b = _to_3d(b, batch_b, batch, tuple(b.shape[-2:]))
     need = max(1, family.required_alignment // itemsize)
@@ -313,16 +327,13 @@ def _lowered(a, b, *, trans_a, trans_b, kernel):
         a3, b3 = _pad_last(a3, need), _pad_last(b3, need)
     n_out = round_up(n, need)
 
-    def vec(cols):
-        return vector_elems if cols % vector_elems == 0 else 1
+    def align_bytes(cols):
+        return 16 if (cols * itemsize) % 16 == 0 else itemsize
 
-    vector = (vec(a3.shape[-1]), vec(b3.shape[-1]), vec(n_out))
+    aligns = (align_bytes(a3.shape[-1]), align_bytes(b3.shape[-1]), align_bytes(n_out))
     concrete_batch = math.prod(_concrete(d) or 1024 for d in batch)
-    config = choose_config(family, m, n_out, k, concrete_batch, info.num_sms)
-    from .kernel_cache import dsl_arch
-
-    key = KernelKey(family.name, dsl_arch(), dtype_name, "m" if trans_a else "k",
-                    "k" if trans_b else "n", *vector, config, info.num_sms)
+    key = kernel_key(family, info.capability, info.num_sms, dtype_name, "m" if trans_a else "k",
+                     "k" if trans_b else "n", aligns, m, n_out, k, concrete_batch)
     compiled = _compile(key, bcast_a, bcast_b, a.dtype)
     rows = b3.shape[0] if bcast_a else a3.shape[0]  # the launch's batch size L
     c_struct = jax.ShapeDtypeStruct((rows, m, n_out), a.dtype)
@@ -335,6 +346,19 @@ def _lowered(a, b, *, trans_a, trans_b, kernel):
 
 mlir.register_lowering(cutematmul_p, mlir.lower_fun(_lowered, multiple_results=False),
                        platform="cuda")
+
+
+def _no_kernel_here(ctx, *args, **params):
+    platform = getattr(ctx.module_context, "platforms", None) or ["this platform"]
+    raise RuntimeError(
+        f"cutematmul: JAX placed this product on {', '.join(map(str, platform))}, but cutematmul's "
+        "kernels run only on NVIDIA GPUs (platform 'cuda'); put the arrays on a GPU "
+        "(jax.device_put(x, jax.devices('gpu')[0])) or use jnp.matmul there."
+    )
+
+
+for _platform in ("cpu", "rocm", "tpu"):
+    mlir.register_lowering(cutematmul_p, _no_kernel_here, platform=_platform)
 
 
 def cache_info() -> dict:
