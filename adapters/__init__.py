@@ -1,7 +1,11 @@
 """One small adapter per array library, loaded when an array of that library first arrives.
 
-``adapter_for(x)`` returns the adapter of ``x``'s library, or raises ``TypeError``.  The adapters
-only translate (pointers, shapes, strides, streams, allocation); all logic lives in the core.
+``adapter_for(x)`` returns the adapter of ``x``'s library, or raises ``TypeError``.  The named
+adapters (CuPy, PyTorch, NumPy, JAX; chosen by the top-level module of the array's type) are thin
+specializations, for speed and for each library's own streams and allocator.  Any other array
+that speaks DLPack (``__dlpack__`` and ``__dlpack_device__``) or ``__cuda_array_interface__``
+gets the generic adapter (``dlpack``).  The adapters only translate (pointers, shapes, strides,
+streams, allocation); all logic lives in the core.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ _MODULES = {
     "jax": "cutematmul.adapters.jax",
     "jaxlib": "cutematmul.adapters.jax",
 }
+_GENERIC = "cutematmul.adapters.dlpack"
 
 # Explicit cache: array type -> adapter instance.
 _by_type: dict[type, object] = {}
@@ -28,13 +33,23 @@ def adapter_for(x, argument: str = "a"):
     adapter = _by_type.get(kind)
     if adapter is not None:
         return adapter
-    root = kind.__module__.split(".", 1)[0]
-    module = _MODULES.get(root)
-    if module is None or not hasattr(x, "shape") or not hasattr(x, "dtype"):
+    module = _adapter_module(x, kind)
+    if module is None:
         raise TypeError(
-            f"matmul: {argument} must be a CuPy, PyTorch, NumPy or JAX array; "
-            f"got {kind.__module__}.{kind.__qualname__}."
+            f"matmul: {argument} must be a CuPy, PyTorch, NumPy or JAX array, or any array with "
+            f"__dlpack__ or __cuda_array_interface__; got {kind.__module__}.{kind.__qualname__}."
         )
     adapter = importlib.import_module(module).ADAPTER
     _by_type[kind] = adapter
     return adapter
+
+
+def _adapter_module(x, kind: type) -> str | None:
+    module = _MODULES.get(kind.__module__.split(".", 1)[0])
+    if module is not None and hasattr(x, "shape") and hasattr(x, "dtype"):
+        return module
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+        return _GENERIC
+    if hasattr(x, "__cuda_array_interface__"):
+        return _GENERIC
+    return None

@@ -6,6 +6,7 @@ fine and gets a ``RuntimeError`` naming the cause at the first call that needs t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from dataclasses import dataclass
 
@@ -79,7 +80,50 @@ def set_device(index: int) -> None:
     _check(runtime.cudaSetDevice(index), "cudaSetDevice")
 
 
-# ---- stream-ordered memory and copies, used to stage NumPy arrays through the GPU
+@contextlib.contextmanager
+def using_device(index: int):
+    """Make ``index`` the CUDA runtime's current device for the block, then restore the previous."""
+    previous = current_device()
+    if previous == index:
+        yield
+        return
+    set_device(index)
+    try:
+        yield
+    finally:
+        set_device(previous)
+
+
+def pointer_device(ptr: int) -> int:
+    """Ordinal of the GPU owning device pointer ``ptr``; RuntimeError if CUDA does not know it."""
+    device_count()  # initialises the driver, or says why it cannot
+    attr = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    return int(_check(driver.cuPointerGetAttribute(attr, ptr), "cuPointerGetAttribute"))
+
+
+def order_after(producer: int, consumer: int, device: int | None = None) -> None:
+    """Make work queued on stream ``consumer`` from now on wait for all work queued on ``producer``.
+
+    One event is recorded on ``producer`` and waited for on ``consumer``; it is destroyed at once
+    (CUDA keeps it until the wait is resolved).  ``device``, when given, is made current for the
+    calls: the event must belong to the producer stream's device, and the special handles 1 and 2
+    mean the current device's default streams.
+    """
+    if producer == consumer:
+        return
+    scope = using_device(device) if device is not None else contextlib.nullcontext()
+    with scope:
+        event = _check(runtime.cudaEventCreateWithFlags(runtime.cudaEventDisableTiming),
+                       "cudaEventCreateWithFlags")
+        try:
+            _check(runtime.cudaEventRecord(event, producer), "cudaEventRecord")
+            _check(runtime.cudaStreamWaitEvent(consumer, event, 0), "cudaStreamWaitEvent")
+        finally:
+            runtime.cudaEventDestroy(event)  # cannot fail for a valid event; never masks an error
+
+
+# ---- stream-ordered memory and copies, used to stage NumPy arrays through the GPU and by the
+# generic DLPack adapter
 
 
 def alloc_async(nbytes: int, stream: int) -> int:
@@ -90,14 +134,28 @@ def free_async(ptr: int, stream: int) -> None:
     _check(runtime.cudaFreeAsync(ptr, stream), "cudaFreeAsync")
 
 
+_COPY_KINDS = {
+    "host_to_device": runtime.cudaMemcpyKind.cudaMemcpyHostToDevice,
+    "device_to_host": runtime.cudaMemcpyKind.cudaMemcpyDeviceToHost,
+    "device_to_device": runtime.cudaMemcpyKind.cudaMemcpyDeviceToDevice,
+}
+
+
 def copy_2d_async(dst: int, dst_pitch: int, src: int, src_pitch: int, width: int, height: int,
-                  to_device: bool, stream: int) -> None:
-    """Copy ``height`` rows of ``width`` bytes between host and device with the given pitches."""
-    kind = (runtime.cudaMemcpyKind.cudaMemcpyHostToDevice if to_device
-            else runtime.cudaMemcpyKind.cudaMemcpyDeviceToHost)
+                  kind: str, stream: int) -> None:
+    """Copy ``height`` rows of ``width`` bytes with the given pitches (bytes between row starts).
+
+    ``kind`` is "host_to_device", "device_to_host" or "device_to_device".
+    """
     if width and height:
-        _check(runtime.cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height, kind, stream),
-               "cudaMemcpy2DAsync")
+        _check(runtime.cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height,
+                                         _COPY_KINDS[kind], stream), "cudaMemcpy2DAsync")
+
+
+def memset_async(ptr: int, nbytes: int, stream: int, value: int = 0) -> None:
+    """Set ``nbytes`` bytes from ``ptr`` to the byte ``value``, ordered on ``stream``."""
+    if nbytes:
+        _check(runtime.cudaMemsetAsync(ptr, value, nbytes, stream), "cudaMemsetAsync")
 
 
 def synchronize(stream: int) -> None:

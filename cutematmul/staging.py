@@ -66,7 +66,8 @@ def _upload(x: numpy.ndarray, device: int, stream: int, buffers: list) -> Operan
     pitch = _pitch(cols, isz)
     ptr = _device.alloc_async(rows * pitch, stream)
     buffers.append(ptr)
-    _device.copy_2d_async(ptr, pitch, x.ctypes.data, cols * isz, cols * isz, rows, True, stream)
+    _device.copy_2d_async(ptr, pitch, x.ctypes.data, cols * isz, cols * isz, rows, "host_to_device",
+                          stream)
     return Operand(None, ptr, x.shape, _device_strides(x.shape, pitch // isz), x.dtype.name, isz, device)
 
 
@@ -127,7 +128,7 @@ def _compute(x: numpy.ndarray, y: numpy.ndarray, result: numpy.ndarray, stream: 
                      result.dtype.name, isz, device)
         gemm_on_device(_NoLibrary(), families, info, ga, gb, gc, handle)
         _device.copy_2d_async(result.ctypes.data, cols * isz, cptr, pitch, cols * isz, rows,
-                              False, handle)
+                              "device_to_host", handle)
         _device.synchronize(handle)
     finally:
         for ptr in buffers:
