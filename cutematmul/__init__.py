@@ -7,8 +7,24 @@ Importing this package needs no GPU and does not import the CuTe DSL; kernels ar
 first use per configuration and cached in memory (see ``cache_info``).
 """
 
-from .api import matmul
-from .kernel_cache import cache_clear, cache_info
+import os as _os
+
+# cutematmul.adapters is the checkout's top-level adapters/ folder, which pyproject's package-dir
+# puts inside the package on install.  Run from a checkout's root (python -m pytest tests,
+# python -m cutematmul.bench), Python imports this source folder even where a copy is installed:
+# then import adapters/ from the checkout, once (its own __path__ serves its submodules).
+_checkout = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if not _os.path.isdir(_os.path.join(__path__[0], "adapters")) and _os.path.isfile(
+        _os.path.join(_checkout, "adapters", "__init__.py")):
+    __path__.append(_checkout)
+    try:
+        from . import adapters  # noqa: F401
+    finally:
+        __path__.remove(_checkout)
+del _checkout
+
+from .api import matmul  # noqa: E402
+from .kernel_cache import cache_clear, cache_info  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["matmul", "cache_info", "cache_clear", "__version__"]

@@ -5,6 +5,7 @@ and the runner (driven by a NumPy stand-in backend).  No GPU, no array library n
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
@@ -14,8 +15,9 @@ import pytest
 
 from conftest import gpu_count
 from cutematmul.bench import BACKENDS, Backend, Point, Result, Settings, get_backend, run_point
-from cutematmul.bench import data, report, runner, stats, timing
-from cutematmul.bench.cli import build_parser, main
+from cutematmul.bench import cli, data, report, runner, stats, timing
+from cutematmul.bench.backends import DEFAULT_BACKENDS
+from cutematmul.bench.cli import build_parser, main, run_choices
 from cutematmul.bench.results import ERROR, OK, SKIPPED, WRONG, load_json, save_csv, save_json
 from cutematmul.bench.shapes import (L2_BYTES, SUITES, Shape, footprint_bytes, input_sets,
                                      parse_dtypes, parse_layouts, parse_shape, parse_shapes)
@@ -38,15 +40,27 @@ def test_parse_shape_rejects(bad):
 
 
 def test_named_suites():
-    default = parse_shapes("default")
+    full = parse_shapes("full")
     squares = [Shape(s, s, s) for s in (256, 512, 1024, 2048, 4096, 8192, 16384)]
-    assert default[:7] == squares
+    assert full[:7] == squares
     for extra in ["1000x1000x1000", "4097x4095x4093", "4096x14336x4096", "8192x8192x1024",
                   "128x8192x8192", "16x8192x8192", "64x1024x1024x1024"]:
-        assert parse_shape(extra) in default
+        assert parse_shape(extra) in full
     assert parse_shapes("square") == squares
-    assert 0 < len(parse_shapes("quick")) < len(default)
-    assert set(SUITES) >= {"default", "quick", "square"}
+    assert 0 < len(parse_shapes("quick")) < len(full)
+    assert 0 < len(parse_shapes("default")) < len(full)
+    assert set(SUITES) >= {"default", "full", "quick", "square"}
+
+
+def test_default_suite_covers_every_shape_class():
+    default = parse_shapes("default")
+    plain = [s for s in default if s.batch is None]
+    assert any(s.m == s.n == s.k >= 4096 for s in plain), "large square"
+    assert any(s.m >= 1024 and s.k >= 1024 and s.n >= 3 * s.k for s in plain), "LLM-like"
+    assert any(512 <= s.m <= 2048 and s.m % 128 for s in plain), "mid size, partial tiles"
+    assert any(s.m <= 256 and s.n >= 4096 and s.k >= 4096 for s in plain), "skinny"
+    assert any(s.m % 2 and s.n % 2 and s.k % 2 for s in plain), "odd, unaligned"
+    assert any(s.batch and s.batch > 1 for s in default), "batched"
 
 
 def test_parse_shapes_mixes_and_dedupes():
@@ -85,10 +99,51 @@ def test_rotation_exceeds_l2(shape):
     assert footprint_bytes(shape, "float16", 2) == 2 * (sets + 1) * shape.operand_bytes("float16")
 
 
-def test_default_suite_fits_40gb_with_three_libraries():
-    for shape in SUITES["default"]:
+def test_suites_fit_40gb_with_three_libraries():
+    for shape in SUITES["default"] + SUITES["full"]:
         for dtype in ("float16", "bfloat16", "float32"):
             assert footprint_bytes(shape, dtype, 3) <= 40e9, (shape, dtype)
+
+
+# The cost model behind the estimate beside shapes._DEFAULT, for an H200 (docs/performance.md
+# rates, a little low) and its host (one core drawing Gaussian inputs).
+DRAW_SECONDS = 10e-9  # per input element: standard_normal in float32 and the rounding
+COPY_BYTES_PER_S = 5e9  # host to device, pageable memory
+TFLOPS = {"float16": 600e12, "bfloat16": 600e12, "float32": 45e12}
+HBM_BYTES_PER_S = 3.5e12
+SPIN_S, HOST_CALL_S = 2.5e-3, 30e-6  # spin before a burst (and its sync), host time per call
+COMPILE_S, CONFIGS_PER_DTYPE, START_S = 2.0, 4, 10.0
+
+
+def _product_seconds(shape, dtype):
+    return max(shape.flops / TFLOPS[dtype], shape.operand_bytes(dtype) / HBM_BYTES_PER_S, 5e-6)
+
+
+def _point_seconds(shape, dtype, backends, libraries, settings):
+    """Inputs (drawn, copied to each library) + heat + per backend: check, warm-up, rounds."""
+    sets = input_sets(shape, dtype)
+    drawn = sets * shape.count * (shape.m * shape.k + shape.k * shape.n)
+    inputs = drawn * DRAW_SECONDS + sets * shape.operand_bytes(dtype) * libraries / COPY_BYTES_PER_S
+    product = _product_seconds(shape, dtype)
+    reps = max(1, min(runner.MAX_REPS, math.ceil(runner.BURST_TARGET_SECONDS / product)))
+    burst = reps * max(product, HOST_CALL_S) + SPIN_S
+    per_backend = (settings.rounds * settings.bursts + 2) * burst + 3 * product
+    return inputs + settings.heat + backends * per_backend
+
+
+def estimated_seconds(shapes, dtypes, backends, libraries, settings=Settings()):
+    points = sum(_point_seconds(s, d, backends, libraries, settings) for d in dtypes for s in shapes)
+    return START_S + COMPILE_S * CONFIGS_PER_DTYPE * len(dtypes) + points
+
+
+def test_default_run_fits_two_minutes_on_an_h200():
+    shape_spec, dtype_spec = run_choices(build_parser().parse_args([]))
+    libraries = {BACKENDS[name].library for name in DEFAULT_BACKENDS}
+    seconds = estimated_seconds(parse_shapes(shape_spec), parse_dtypes(dtype_spec),
+                                len(DEFAULT_BACKENDS), len(libraries))
+    assert seconds < 90, f"the default run is estimated at {seconds:.0f} s; keep it under 90 s"
+    full = estimated_seconds(SUITES["full"], parse_dtypes("all"), len(BACKENDS), 3)
+    assert full > 3 * seconds  # --full is the long one
 
 
 # ---- statistics
@@ -459,8 +514,28 @@ def test_parser_options():
     assert (args.reps, args.rounds, args.check, args.plot, args.markdown) == (10, 7, False, True, True)
     defaults = build_parser().parse_args([])
     assert defaults.check is True and defaults.rounds == 5 and defaults.command is None
-    assert defaults.backends == list(BACKENDS)
-    assert build_parser().parse_args(["host"]).command == "host"
+    assert defaults.backends is None and defaults.full is False  # the default selection
+    assert run_choices(defaults) == ("default", "float16,float32")
+    full = build_parser().parse_args(["--full"])
+    assert run_choices(full) == ("full", "all")
+    mixed = build_parser().parse_args(["--full", "--dtypes", "bf16", "--shapes", "quick"])
+    assert run_choices(mixed) == ("quick", "bf16")
+    host = build_parser().parse_args(["host"])
+    assert host.command == "host" and host.backends == list(BACKENDS)
+
+
+def test_default_backends_and_stand_in(monkeypatch):
+    assert "jax" not in DEFAULT_BACKENDS and "cutematmul-jax" not in DEFAULT_BACKENDS
+    assert {"cupy", "torch"} <= set(DEFAULT_BACKENDS)
+    ready, unavailable = cli.select_default_backends()
+    if gpu_count()[0] == 0:
+        assert ready == [] and set(unavailable) == set(DEFAULT_BACKENDS) | {"cutematmul-torch"}
+    # without CuPy, cutematmul runs on PyTorch tensors in its place
+    monkeypatch.setattr(type(BACKENDS["cutematmul-cupy"]), "_probe", lambda self: (False, "no CuPy"))
+    monkeypatch.setattr(type(BACKENDS["cutematmul-torch"]), "_probe", lambda self: (True, ""))
+    ready, unavailable = cli.select_default_backends()
+    assert "cutematmul-torch" in [b.name for b in ready]
+    assert unavailable["cutematmul-cupy"] == "no CuPy"
 
 
 @pytest.mark.parametrize("argv", [["--backends", "nope"], ["--rounds", "0"], ["--kernel", "x"],
@@ -489,6 +564,49 @@ def test_report_plot(tmp_path):
     assert main(["report", str(path), "--plot"]) == 0
     png = path.with_suffix(".png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+class FakeBar:
+    """Stands in for tqdm's class: iterates, and logs when it opens and closes."""
+
+    log: list = []
+
+    def __init__(self, iterable, file=None, **options):
+        self.iterable, self.file = iterable, file
+        FakeBar.log.append("open")
+
+    def __iter__(self):
+        yield from self.iterable
+
+    def set_postfix_str(self, text):
+        pass
+
+    def close(self):
+        FakeBar.log.append("close")
+
+    @staticmethod
+    def write(line, file=None):
+        print(line, file=file)
+
+
+def test_run_ends_the_bar_before_the_table(tmp_path, monkeypatch, capsys):
+    FakeBar.log = []
+    monkeypatch.setitem(BACKENDS, "numpy", NumpyBackend("numpy"))
+    monkeypatch.setattr(cli, "_tqdm", lambda: FakeBar)
+    real_table = cli.text_table
+
+    def table(rows):
+        assert FakeBar.log == ["open", "close"], "the table must come after the bar is closed"
+        return real_table(rows)
+
+    monkeypatch.setattr(cli, "text_table", table)
+    argv = ["--backends", "numpy", "--shapes", "16x16x16,2x8x8x8", "--dtypes", "fp32",
+            "--rounds", "1", "--bursts", "1", "--heat", "0", "--progress", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0].split()[:4] == ["shape", "dtype", "layout", "backend"]
+    assert "16x16x16 fp32 nn: numpy" in err and "[bench]" not in out  # progress on stderr only
+    assert len(list(tmp_path.glob("bench-*.json"))) == 1
 
 
 @pytest.mark.skipif(gpu_count()[0] > 0, reason="checks the no-GPU path")

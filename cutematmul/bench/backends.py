@@ -19,6 +19,14 @@ from .base import Backend
 
 BACKENDS: dict[str, Backend] = {}
 
+#: What a plain ``python -m cutematmul.bench`` runs: cutematmul on CuPy arrays beside cuBLAS
+#: through CuPy and through PyTorch, each where it can run.  JAX (XLA, and cutematmul inside
+#: ``jax.jit``) runs when named, with ``--backends all`` or with ``--full``.
+DEFAULT_BACKENDS = ("cutematmul-cupy", "cupy", "torch")
+#: (default backend, the one that runs in its place when it cannot run here): without CuPy,
+#: cutematmul on PyTorch tensors.
+STAND_INS = (("cutematmul-cupy", "cutematmul-torch"),)
+
 
 def register(backend: Backend) -> Backend:
     """Add ``backend`` under its name (replacing one of the same name)."""

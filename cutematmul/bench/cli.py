@@ -1,12 +1,20 @@
 """The command line: ``python -m cutematmul.bench [options]``, ``... host``, ``... report FILE``.
 
-    python -m cutematmul.bench                         # default suite, fp16/bf16/fp32, layout nn
+    python -m cutematmul.bench                         # one shape per class, fp16/fp32, ~1-2 min
+    python -m cutematmul.bench --full                  # every shape, dtype and backend, ~7 min
     python -m cutematmul.bench --shapes quick --dtypes fp16 --plot
     python -m cutematmul.bench --shapes 8192x8192x8192,64x1024x1024x1024 --layouts all
     python -m cutematmul.bench --backends cutematmul-torch,torch --kernel sm80 --markdown
     python -m cutematmul.bench host                    # host time per 64x64 call
     python -m cutematmul.bench report results/bench-XXXX.json --markdown --plot
     python -m cutematmul.bench --list                  # which backends can run here, and why not
+
+Without options it measures the ``default`` shapes (``shapes.SUITES``) in fp16 and fp32 with
+``backends.DEFAULT_BACKENDS`` (cutematmul on CuPy arrays, cuBLAS through CuPy and PyTorch).
+``--full`` measures the ``full`` suite (squares 256..16384, LLM-like, skinny, odd and batched
+shapes) in every dtype with every backend, JAX included.  Options given explicitly win over both.
+Progress (a tqdm bar, or plain lines) goes to stderr; the table goes to stdout once every point is
+measured.
 
 Exit status: 0, or 1 when a cutematmul result was wrong (or nothing could run), 130 when
 interrupted (the results so far are still written).
@@ -20,12 +28,12 @@ import time
 from pathlib import Path
 
 from . import host as host_mode
-from .backends import BACKENDS, get_backend, is_cutematmul
+from .backends import BACKENDS, DEFAULT_BACKENDS, STAND_INS, get_backend, is_cutematmul
 from .environment import environment, header
 from .report import markdown, render_markdown, render_table, summary_line, text_table
 from .results import WRONG, Point, load_json, save_csv, save_json
 from .runner import Settings, run_suite
-from .shapes import LAYOUTS, SUITES, parse_dtypes, parse_layouts, parse_shapes
+from .shapes import DEFAULT_DTYPES, LAYOUTS, SUITES, parse_dtypes, parse_layouts, parse_shapes
 
 KERNELS = ("auto", "sm90", "sm80", "simt")
 
@@ -48,9 +56,12 @@ def _backend_names(spec: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _add_backend_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backends", type=_backend_names, default=list(BACKENDS),
-                   help=f"comma-separated, or 'all' (default): {', '.join(BACKENDS)}")
+def _add_backend_options(p: argparse.ArgumentParser, default: list[str] | None) -> None:
+    """``--backends`` and ``--kernel``; ``default`` None stands for the default selection."""
+    what = "all" if default is not None else (
+        f"{','.join(DEFAULT_BACKENDS)}, cutematmul-torch without CuPy; --full: all")
+    p.add_argument("--backends", type=_backend_names, default=default,
+                   help=f"comma-separated, or 'all' (default: {what}): {', '.join(BACKENDS)}")
     p.add_argument("--kernel", choices=KERNELS, default="auto",
                    help="kernel= passed to cutematmul.matmul (default auto)")
 
@@ -64,12 +75,17 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"named suites: {', '.join(SUITES)}; layouts: {', '.join(LAYOUTS)} "
                "(t = that operand passed as a transposed view).\n"
                "subcommands: 'host' (host time per small call), 'report FILE.json' (re-render).")
-    p.add_argument("--shapes", default="default",
-                   help="MxNxK or BxMxNxK shapes and suite names, comma-separated (default: default)")
-    p.add_argument("--dtypes", default="float16,bfloat16,float32",
-                   help="comma-separated: float16/fp16, bfloat16/bf16, float32/fp32, or all")
+    p.add_argument("--full", action="store_true",
+                   help="the whole suite: --shapes full --dtypes all --backends all (about 7 minutes "
+                        "on an H200); options given explicitly still win")
+    p.add_argument("--shapes", default=None,
+                   help="MxNxK or BxMxNxK shapes and suite names, comma-separated "
+                        "(default: default, one shape per class; --full: full)")
+    p.add_argument("--dtypes", default=None,
+                   help="comma-separated: float16/fp16, bfloat16/bf16, float32/fp32, or all "
+                        f"(default: {','.join(DEFAULT_DTYPES)}; --full: all)")
     p.add_argument("--layouts", default="nn", help="comma-separated nn, tn, nt, tt, or all (default nn)")
-    _add_backend_options(p)
+    _add_backend_options(p, None)
     p.add_argument("--reps", type=_positive_int, default=None,
                    help="products per timed burst (default: ~20 ms of GPU work, 1..100)")
     p.add_argument("--rounds", type=_positive_int, default=5, help="alternating rounds (default 5)")
@@ -93,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="{host,report}")
     h = sub.add_parser("host", help="host time per call of a small product",
                        description=host_mode.__doc__)
-    _add_backend_options(h)
+    _add_backend_options(h, list(BACKENDS))
     h.add_argument("--dtypes", default="float16,float32", help="comma-separated (default fp16, fp32)")
     h.add_argument("--size", type=_positive_int, default=64, help="M = N = K (default 64)")
     h.add_argument("--calls", type=_positive_int, default=2000, help="timed calls (default 2000)")
@@ -120,31 +136,77 @@ def select_backends(names: list[str], kernel: str = "auto"):
     return ready, unavailable
 
 
+def select_default_backends(kernel: str = "auto"):
+    """``select_backends`` of ``DEFAULT_BACKENDS``, with a stand-in for a default that cannot run."""
+    ready, unavailable = select_backends(list(DEFAULT_BACKENDS), kernel)
+    for name, stand_in in STAND_INS:
+        if name in unavailable:
+            more, why_not = select_backends([stand_in], kernel)
+            ready += more
+            unavailable.update(why_not)
+    return ready, unavailable
+
+
+def run_choices(args) -> tuple[str, str]:
+    """(shapes, dtypes) to parse: as given, else the full or the default suite's."""
+    shapes = args.shapes or ("full" if args.full else "default")
+    dtypes = args.dtypes or ("all" if args.full else ",".join(DEFAULT_DTYPES))
+    return shapes, dtypes
+
+
+def _run_backends(args):
+    """(ready backends, {name: why not}) for a run: as given, all with --full, else the default."""
+    if args.backends is not None:
+        return select_backends(args.backends, args.kernel)
+    if args.full:
+        return select_backends(list(BACKENDS), args.kernel)
+    return select_default_backends(args.kernel)
+
+
 def _print_unavailable(unavailable: dict) -> None:
     for name, why in unavailable.items():
         print(f"[bench] {name}: not run ({why})", file=sys.stderr)
 
 
-def _progress(enabled: bool | None):
-    """(wrapper of the point iteration, function that prints a line): a tqdm bar on stderr
-    when wanted and installed, else plain lines on stderr."""
+class Progress:
+    """Progress on stderr: a tqdm bar when wanted (default: stderr is a terminal) and installed,
+    else one plain line per point.  ``close()`` ends the bar, so that what follows on stdout (the
+    table) starts on a line of its own."""
 
-    def plain(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+    def __init__(self, enabled: bool | None):
+        if enabled is None:
+            enabled = sys.stderr.isatty()
+        self.tqdm = _tqdm() if enabled else None
+        self.bar = None
 
-    if enabled is None:
-        enabled = sys.stderr.isatty()
-    if not enabled:
-        return None, plain
+    def wrap(self, points):
+        """The points, iterated under a bar when there is one."""
+        if self.tqdm is None:
+            return points
+        self.bar = self.tqdm(points, unit="point", dynamic_ncols=True, file=sys.stderr)
+        return self.bar
+
+    def write(self, line: str) -> None:
+        """One line on stderr, above the bar if there is one."""
+        if self.bar is not None:
+            self.tqdm.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+        sys.stderr.flush()
+
+
+def _tqdm():
+    """tqdm's class, or None when it is not installed (``pip install -e ".[bench]"`` brings it)."""
     try:
         from tqdm import tqdm
     except ImportError:
-        return None, plain
-
-    def wrap(points):
-        return tqdm(points, unit="point", dynamic_ncols=True, file=sys.stderr)
-
-    return wrap, lambda line: tqdm.write(line, file=sys.stderr)
+        return None
+    return tqdm
 
 
 def _list(names: list[str], kernel: str) -> int:
@@ -157,15 +219,16 @@ def _list(names: list[str], kernel: str) -> int:
 
 
 def _run(args, parser) -> int:
+    shape_spec, dtype_spec = run_choices(args)
     try:
-        shapes = parse_shapes(args.shapes)
-        dtypes = parse_dtypes(args.dtypes)
+        shapes = parse_shapes(shape_spec)
+        dtypes = parse_dtypes(dtype_spec)
         layouts = parse_layouts(args.layouts)
     except ValueError as exc:
         parser.error(str(exc))
     if args.list:
-        return _list(args.backends, args.kernel)
-    backends, unavailable = select_backends(args.backends, args.kernel)
+        return _list(args.backends or list(BACKENDS), args.kernel)
+    backends, unavailable = _run_backends(args)
     _print_unavailable(unavailable)
     if not backends:
         print("[bench] no backend can run here; nothing measured.", file=sys.stderr)
@@ -176,23 +239,29 @@ def _run(args, parser) -> int:
     env = environment()
     print(f"[bench] {header(env)}", file=sys.stderr)
     print(f"[bench] {len(points)} points x {', '.join(b.name for b in backends)}", file=sys.stderr)
+    if not args.full and args.shapes is None:
+        print("[bench] the default suite, one shape per class; --full measures every shape, dtype "
+              "and backend", file=sys.stderr)
     stem = args.out / time.strftime("bench-%Y%m%d-%H%M%S")
     json_path, csv_path = stem.with_suffix(".json"), stem.with_suffix(".csv")
-    run_settings = {**settings.to_dict(), "kernel": args.kernel, "shapes": args.shapes,
+    run_settings = {**settings.to_dict(), "kernel": args.kernel, "shapes": shape_spec,
                     "dtypes": dtypes, "layouts": layouts}
-    wrap, write = _progress(args.progress)
+    progress = Progress(args.progress)
     done = []
 
     def on_point(point, rows):
         done.extend(rows)
-        write(f"[bench] {summary_line(rows)}")
+        progress.write(f"[bench] {summary_line(rows)}")
         save_json(json_path, env, run_settings, unavailable, done)
 
     interrupted = False
     try:
-        run_suite(points, backends, settings, progress=wrap, on_point=on_point)
+        run_suite(points, backends, settings, progress=progress.wrap, on_point=on_point)
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        progress.close()  # the bar ends before the table starts
+    if interrupted:
         print("\n[bench] interrupted; writing the results so far.", file=sys.stderr)
     env = {**environment(), "date": env["date"]}  # now with the libraries' settings as used
     save_json(json_path, env, run_settings, unavailable, done)

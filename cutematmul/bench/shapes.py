@@ -2,7 +2,10 @@
 
 A shape is written ``MxNxK`` (``8192x8192x1024``) or, for a batch of products, ``BxMxNxK``
 (``64x1024x1024x1024``: 64 products of 1024^3).  ``parse_shapes`` also takes a named suite
-(``default``, ``quick``, ``square``) and comma-separated mixes of both.
+(``default``, ``full``, ``quick``, ``square``) and comma-separated mixes of both.
+
+``default`` is what a plain ``python -m cutematmul.bench`` measures: one shape of each class, sized
+so that the first table comes within two minutes; ``full`` is docs/benchmarking.md's whole suite.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 DTYPES = ("float16", "bfloat16", "float32")
+DEFAULT_DTYPES = ("float16", "float32")  # a plain run; --full or --dtypes all adds bfloat16
 DTYPE_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32",
                  "float": "float32", "single": "float32"}
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
@@ -81,8 +85,28 @@ _OTHERS = [  # benchmarking.md's shape suite, beyond the powers of two
     Shape(1024, 1024, 1024, batch=64),
 ]
 
+# One shape of each class.  Cost of the default run (these 6 shapes x fp16, fp32 = 12 points, x
+# cutematmul-cupy, cupy, torch; 5 rounds x 4 bursts of ~20 ms; 0.5 s heat), estimated for an H200
+# from the code (the model is in tests/test_bench_cpu.py, which keeps it under 90 s):
+#   timing   per point: 0.5 s heat + 3 backends x 22 bursts x (20 ms + 2.5 ms spin) ~ 2 s  ~ 21 s
+#   inputs   3 sets per point (11-21 for 1000^3) drawn on the host at ~10 ns an element and
+#            copied to 2 libraries; 8192^3 (400M elements) is 4.5-5 s of it per dtype     ~ 25 s
+#   compile  ~2 s per new cutematmul kernel configuration, ~4 per dtype                 ~ 16 s
+#   start    imports (PyTorch, CuPy, the DSL), CUDA contexts, spin calibration          ~ 10 s
+# about 72 s before the table.  The full suite (14 shapes x 3 dtypes x 6 backends, an XLA compile
+# per point and backend of JAX, 16384^3 fp32 at ~180 ms a product) takes 6-7 minutes.
+_DEFAULT = [
+    Shape(8192, 8192, 8192),  # large square: peak throughput
+    Shape(4096, 14336, 4096),  # LLM-like: an MLP projection
+    Shape(1000, 1000, 1000),  # mid size: edge tiles, less than one full wave on 132 SMs
+    Shape(128, 8192, 8192),  # skinny (M <= 256)
+    Shape(4097, 4095, 4093),  # odd, unaligned leading dimensions
+    Shape(1024, 1024, 1024, batch=16),  # batched
+]
+
 SUITES: dict[str, list[Shape]] = {
-    "default": _squares(8, 14) + _OTHERS,
+    "default": _DEFAULT,
+    "full": _squares(8, 14) + _OTHERS,
     "square": _squares(8, 14),
     "quick": [Shape(1024, 1024, 1024), Shape(4096, 4096, 4096), Shape(4097, 4095, 4093),
               Shape(16, 8192, 8192), Shape(256, 256, 256, batch=8)],
