@@ -3,8 +3,9 @@
     import cutematmul
     c = cutematmul.matmul(a, b)          # NumPy matmul semantics, on the caller's stream
 
-Importing this package needs no GPU and does not import the CuTe DSL; kernels are compiled on
-first use per configuration and cached in memory (see ``cache_info``).
+Importing this package needs no GPU and does not import the CuTe DSL.  Kernels are compiled on
+first use per configuration and cached in memory and on disk, so a later process loads them in
+about a millisecond each (``cache_info``, ``precompile``, docs/cache.md).
 """
 
 import os as _os
@@ -24,7 +25,8 @@ if not _os.path.isdir(_os.path.join(__path__[0], "adapters")) and _os.path.isfil
 del _checkout
 
 from .api import matmul  # noqa: E402
-from .kernel_cache import cache_clear, cache_info  # noqa: E402
+from .aot import precompile  # noqa: E402
+from .cache import cache_clear, cache_info  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["matmul", "cache_info", "cache_clear", "__version__"]
+__all__ = ["matmul", "cache_info", "cache_clear", "precompile", "__version__"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -151,6 +151,16 @@ class KernelKey:
     align_c: int
     config: Any
     num_sms: int
+
+    def __post_init__(self):
+        # Every launch looks its kernel up by this key: hash the fields once, not per call.
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f) for f in _KEY_FIELDS)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+_KEY_FIELDS = tuple(f.name for f in fields(KernelKey))
 
 
 def kernel_key(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,

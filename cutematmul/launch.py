@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from . import device as _device
-from .kernel_cache import get_compiled
+from .cache import get_compiled
 from .dispatch import FAMILIES, KernelKey, choose_families, kernel_key
 from .operand import Operand, check_dtypes
 from .plan import Gemm, MatrixLayout, alignment, pieces, plan_gemm, result_shape, round_up

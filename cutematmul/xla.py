@@ -14,14 +14,14 @@ libraries.  Instead ``matmul`` binds ``cutematmul_p``, a primitive with
 
 Compilation happens once per kernel configuration (``KernelKey`` plus the two broadcast flags),
 against placeholder shapes with explicit divisibility hints, so a new size never recompiles and a
-cache hit never regenerates IR.  The compiled objects live in ``_compiled`` (see ``cache_info``).
+cache hit never regenerates IR.  The compiled objects live in ``cache`` (its JAX tier: memory, then
+disk, so a new process embeds them without compiling; see ``cache.cache_info()["jax"]``).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import threading
 
 import jax
 import jax.extend
@@ -193,10 +193,6 @@ batching.primitive_batchers[cutematmul_p] = _batch_rule
 
 # ----------------------------------------------------------------------------- lowering
 
-_compiled: dict[tuple, object] = {}
-_compile_lock = threading.Lock()
-
-
 @functools.cache
 def _ffi_target() -> str:
     from cutlass.jax import ffi as cutlass_ffi
@@ -237,42 +233,42 @@ _entry = functools.cache(_xla_entry_fn)
 
 
 def _compile(key: KernelKey, bcast_a: bool, bcast_b: bool, dtype):
-    """Compiled object (module bytes + fingerprint) for one configuration, compiled once.
+    """Compiled object (``module`` bytes + ``fingerprint``) for one configuration: from the
+    cache's JAX tier (memory, then disk), compiled by ``_build_object`` on a miss."""
+    from .cache import get_xla_object
+
+    return get_xla_object(key, bcast_a, bcast_b,
+                          functools.partial(_build_object, key, bcast_a, bcast_b, dtype))
+
+
+def _build_object(key: KernelKey, bcast_a: bool, bcast_b: bool, dtype):
+    """Compile one configuration through ``cutlass.jax`` (its ``CompileResult``).
 
     The key carries everything else: the majors say which operands are read transposed, the
     alignments are the divisibility hints of the unit-stride dimensions.
     """
-    cache_key = (key, bcast_a, bcast_b)
-    hit = _compiled.get(cache_key)
-    if hit is not None:
-        return hit
-    with _compile_lock:
-        hit = _compiled.get(cache_key)
-        if hit is not None:
-            return hit
-        from cutlass.jax.compile import Arg, FunctionSpec, get_or_compile_kernel
-        from cutlass.jax.types import TensorSpec
+    from cutlass.jax.compile import Arg, FunctionSpec, get_or_compile_kernel
+    from cutlass.jax.types import TensorSpec
 
-        # Placeholder shapes: the kernel reads every size at run time; only the divisibility
-        # hints (the alignment of the unit-stride dimension) are compiled in.
-        vector = (key.align_a, key.align_b, key.align_c)
-        shapes = [(1, 1, v) for v in vector]
-        modes = [(2, 1, 0) if key.a_major == "m" else (1, 2, 0),
-                 (1, 2, 0) if key.b_major == "k" else (2, 1, 0),
-                 (1, 2, 0)]
-        specs = [TensorSpec(mode=mode, ptr_assumed_align=16, divisibility=(1, 1, v))
-                 for mode, v in zip(modes, vector)]
-        args = [Arg(i, s, dtype, sp) for i, (s, sp) in enumerate(zip(shapes, specs))]
-        spec = FunctionSpec(
-            in_args=tuple(args[:2]), input_tree=jax.tree.structure((0, 0)),
-            out_args=(Arg(0, shapes[2], dtype, specs[2]),), output_tree=jax.tree.structure((0,)),
-            input_output_aliases=(), input_spec=tuple(specs[:2]), output_spec=(specs[2],),
-            compile_options=None, use_static_tensors=False,
-            kwargs=(("key", key), ("bcast_a", bcast_a), ("bcast_b", bcast_b)),
-        )
-        result = get_or_compile_kernel(_entry(), spec, compile_key=("cutematmul-xla",) + cache_key)
-        _compiled[cache_key] = result
-        return result
+    # Placeholder shapes: the kernel reads every size at run time; only the divisibility
+    # hints (the alignment of the unit-stride dimension) are compiled in.
+    vector = (key.align_a, key.align_b, key.align_c)
+    shapes = [(1, 1, v) for v in vector]
+    modes = [(2, 1, 0) if key.a_major == "m" else (1, 2, 0),
+             (1, 2, 0) if key.b_major == "k" else (2, 1, 0),
+             (1, 2, 0)]
+    specs = [TensorSpec(mode=mode, ptr_assumed_align=16, divisibility=(1, 1, v))
+             for mode, v in zip(modes, vector)]
+    args = [Arg(i, s, dtype, sp) for i, (s, sp) in enumerate(zip(shapes, specs))]
+    spec = FunctionSpec(
+        in_args=tuple(args[:2]), input_tree=jax.tree.structure((0, 0)),
+        out_args=(Arg(0, shapes[2], dtype, specs[2]),), output_tree=jax.tree.structure((0,)),
+        input_output_aliases=(), input_spec=tuple(specs[:2]), output_spec=(specs[2],),
+        compile_options=None, use_static_tensors=False,
+        kwargs=(("key", key), ("bcast_a", bcast_a), ("bcast_b", bcast_b)),
+    )
+    compile_key = ("cutematmul-xla", key, bcast_a, bcast_b)
+    return get_or_compile_kernel(_entry(), spec, compile_key=compile_key)
 
 
 def _concrete(d) -> int | None:
@@ -362,5 +358,7 @@ for _platform in ("cpu", "rocm", "tpu"):
 
 
 def cache_info() -> dict:
-    """Kernels compiled for XLA in this process (one per configuration, never per shape)."""
-    return {"entries": len(_compiled), "keys": list(_compiled)}
+    """Kernels held for XLA in this process (one per configuration, never per shape)."""
+    from .cache import cache_info as _all_tiers
+
+    return _all_tiers()["jax"]

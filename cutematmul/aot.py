@@ -1,0 +1,309 @@
+"""Ahead-of-time builds: fill a kernel cache directory before any process needs it.
+
+``precompile(...)`` (and ``python -m cutematmul precompile``) lists ``KernelKey``s, either the
+configurations a user names (dtypes, layouts, alignments, families, problem shapes, archs) or the
+default set: what the dispatcher picks, for each dtype and operand layout, over a spread of
+problem shapes (squares, skinny and batched products).  A key's configuration depends on the
+problem size only through the tile choice (``configs/<family>.choose_config``), so a few keys
+cover every size.  Keys already on disk are skipped; the rest compile in parallel worker processes
+(``spawn``), each started with ``CUTE_DSL_ARCH`` set to its target and ``CUDA_VISIBLE_DEVICES=""``
+before it imports the DSL, so this runs on a machine without a GPU.  The directory it fills can be
+shipped (baked into a container image) and used read-only.
+
+Imports: ``cache``, ``dispatch`` (and ``configs`` through it); ``device`` only to read the GPU's
+SM count when one is present; ``tqdm`` when installed.  The parent process never imports the DSL.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from . import cache
+from .dispatch import FAMILIES, choose_families, kernel_key
+
+#: SM counts of the usual GPU of each target, for machines without one (``--num-sms`` overrides).
+DEFAULT_NUM_SMS = {"sm_80": 108, "sm_86": 84, "sm_89": 128, "sm_90a": 132, "sm_100a": 148}
+#: Operand layouts by the major (unit-stride) mode of A and of B: "kn" is row-major A @ row-major B
+#: (NumPy's default), "kk" is A @ W.T with W row-major (a linear layer), "mn" and "mk" their
+#: transposed-A counterparts (the weight gradients).
+LAYOUTS = {"kn": ("k", "n"), "kk": ("k", "k"), "mn": ("m", "n"), "mk": ("m", "k")}
+DTYPES = ("float16", "bfloat16", "float32")
+_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
+
+
+def default_shapes() -> tuple[tuple[int, int, int, int], ...]:
+    """(m, n, k, batch) problems whose dispatcher choices form the default set."""
+    squares = [(s, s, s, 1) for s in (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)]
+    skinny = [(m, n, k, 1) for m in (1, 16, 64, 256)
+              for n, k in ((1024, 1024), (4096, 4096), (8192, 8192), (16384, 4096), (32768, 8192))]
+    tall = [(n, m, k, b) for m, n, k, b in skinny]
+    batched = [(s, s, s, b) for s in (32, 64, 128, 256, 512, 1024) for b in (4, 16, 64)]
+    return tuple(squares + skinny + tall + batched)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to build; a field left None takes the default set's choice."""
+
+    archs: tuple[str, ...] | None = None  # None: this machine's GPU, else sm_90a
+    dtypes: tuple[str, ...] | None = None  # None: every dtype some family of the arch computes
+    layouts: tuple[str, ...] | None = None  # None: all four
+    alignments: str = "aligned"  # or "all": also operands aligned to one element
+    families: tuple[str, ...] | None = None  # None: the dispatcher's first choice per dtype
+    shapes: tuple[tuple[int, ...], ...] | None = None  # (m, n, k[, batch]); None: default_shapes()
+    num_sms: int | None = None  # None: the GPU's when it has the arch, else DEFAULT_NUM_SMS
+
+    def __post_init__(self):
+        for name, allowed in (("dtypes", DTYPES), ("layouts", tuple(LAYOUTS)),
+                              ("families", tuple(FAMILIES))):
+            values = getattr(self, name)
+            if isinstance(values, str):
+                values = (values,)
+                object.__setattr__(self, name, values)
+            bad = [v for v in values or () if v not in allowed]
+            if bad:
+                raise ValueError(
+                    f"precompile: {name} must be among {', '.join(allowed)}; got {bad[0]!r}.")
+        if isinstance(self.archs, str):
+            object.__setattr__(self, "archs", (self.archs,))
+        for arch in self.archs or ():
+            capability_of(arch)
+        if self.alignments not in ("aligned", "all"):
+            raise ValueError(
+                f"precompile: alignments must be 'aligned' or 'all'; got {self.alignments!r}.")
+        for shape in self.shapes or ():
+            if len(shape) not in (3, 4) or min(shape) < 1:
+                raise ValueError("precompile: a shape is (m, n, k) or (m, n, k, batch) of "
+                                 f"positive sizes; got {shape!r}.")
+
+
+@dataclass
+class Report:
+    """What ``precompile`` did."""
+
+    directory: str
+    keys: int = 0
+    built: int = 0
+    present: int = 0
+    failed: list = field(default_factory=list)  # (key repr, error sentence)
+    compile_seconds: float = 0.0
+    seconds: float = 0.0
+
+
+# ----------------------------------------------------------------------------- which keys
+
+
+def plan_keys(selection: Selection = Selection()) -> list:
+    """The distinct ``KernelKey``s a selection names, in a stable order."""
+    keys: dict = {}
+    for arch in selection.archs or (default_arch(),):
+        capability = capability_of(arch)
+        sms = selection.num_sms or _num_sms(arch)
+        for dtype in selection.dtypes or DTYPES:
+            for family in _families(selection, dtype, capability):
+                for key in _family_keys(selection, family, capability, sms, dtype):
+                    keys.setdefault(replace(key, arch=arch), None)
+    return list(keys)
+
+
+def default_arch() -> str:
+    """This machine's GPU target when it has one, else sm_90a (H100/H200)."""
+    arch = cache.dsl_arch()
+    return "sm_90a" if arch == "sm_100a" and not _has_gpu() else arch
+
+
+def _has_gpu() -> bool:
+    try:
+        from .device import device_count
+
+        return device_count() > 0
+    except Exception:  # no driver: the usual case on a build machine
+        return False
+
+
+def capability_of(arch: str) -> tuple[int, int]:
+    """``sm_90a`` -> (9, 0); ``sm_86`` -> (8, 6)."""
+    found = re.fullmatch(r"sm_(\d+)(\d)[af]?", arch)
+    if found is None:
+        raise ValueError(
+            f"precompile: an arch must look like sm_80, sm_86 or sm_90a; got {arch!r}.")
+    return int(found.group(1)), int(found.group(2))
+
+
+def _num_sms(arch: str) -> int:
+    gpu = _gpu_sms_if(arch)
+    if gpu:
+        return gpu
+    if arch not in DEFAULT_NUM_SMS:
+        raise ValueError(
+            f"precompile: no default SM count for {arch} (known: {', '.join(DEFAULT_NUM_SMS)}); "
+            "pass num_sms (--num-sms), the multiprocessor count of the GPU that will run them."
+        )
+    return DEFAULT_NUM_SMS[arch]
+
+
+def _gpu_sms_if(arch: str) -> int | None:
+    """GPU 0's SM count when this machine has a GPU of ``arch``, else None."""
+    try:
+        from .device import device_info
+
+        info = device_info(0)
+    except Exception:  # no driver, no GPU: the usual case on a build machine
+        return None
+    return info.num_sms if info.capability == capability_of(arch) else None
+
+
+def _families(selection: Selection, dtype: str, capability) -> tuple:
+    """The families that compute ``dtype`` on ``capability``: the named ones, or auto's first."""
+    if selection.families is None:
+        try:
+            return choose_families(dtype, capability)[:1]
+        except (RuntimeError, ValueError):
+            return ()
+    return tuple(FAMILIES[name] for name in selection.families
+                 if dtype in FAMILIES[name].dtypes and FAMILIES[name].runs_on(capability))
+
+
+def _family_keys(selection: Selection, family, capability, num_sms: int, dtype: str) -> list:
+    keys = []
+    for layout in selection.layouts or tuple(LAYOUTS):
+        a_major, b_major = LAYOUTS[layout]
+        for aligns in _alignments(selection.alignments, family, dtype):
+            for m, n, k, *batch in selection.shapes or default_shapes():
+                keys.append(kernel_key(family, capability, num_sms, dtype, a_major, b_major,
+                                       aligns, m, n, k, batch[0] if batch else 1))
+    return keys
+
+
+def _alignments(which: str, family, dtype: str) -> list[tuple[int, int, int]]:
+    """Byte alignments of (A, B, C): 16 (vector) only, or every mix the family accepts."""
+    if which == "aligned":
+        return [(16, 16, 16)]
+    options = (16,) if family.required_alignment >= 16 else (16, _ITEMSIZE[dtype])
+    return [(a, b, c) for a in options for b in options for c in options]
+
+
+# ----------------------------------------------------------------------------- building
+
+
+def precompile(*, jobs: int | None = None, cache_dir: str | os.PathLike | None = None,
+               progress: bool = True, **selection) -> Report:
+    """Build the kernels a selection names (the ``Selection`` fields as keywords: ``archs``,
+    ``dtypes``, ``layouts``, ``alignments``, ``families``, ``shapes``, ``num_sms``; none: the
+    default set) that ``cache_dir`` (default: the cache directory) does not hold yet, in ``jobs``
+    worker processes (default: one per CPU).  Needs no GPU.
+
+        cutematmul.precompile(archs="sm_90a", dtypes=("float16", "bfloat16"), layouts="kk")
+    """
+    return _precompile(Selection(**selection), jobs, cache_dir, progress)
+
+
+def _precompile(selection: Selection, jobs, cache_dir, progress: bool) -> Report:
+    directory = Path(cache_dir) if cache_dir is not None else cache.cache_dir()
+    start = time.perf_counter()
+    keys = plan_keys(selection)
+    report = Report(str(directory), keys=len(keys))
+    missing = [k for k in keys if cache.disk_entry(k, directory) is None]
+    report.present = len(keys) - len(missing)
+    problem = cache.unwritable_reason(directory) if missing else ""
+    if problem:
+        raise RuntimeError(
+            f"precompile: cannot write compiled kernels to {directory}: {problem}; pass a "
+            "directory of your own (--cache-dir)."
+        )
+    for arch in dict.fromkeys(k.arch for k in missing):
+        batch = [k for k in missing if k.arch == arch]
+        if batch:
+            _build(batch, arch, directory, jobs or os.cpu_count() or 1, report, progress)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _build(keys: list, arch: str, directory: Path, jobs: int, report: Report,
+           progress: bool) -> None:
+    """Compile ``keys`` in worker processes whose DSL targets ``arch``."""
+    context = multiprocessing.get_context("spawn")
+    workers = max(1, min(jobs, len(keys)))
+    with concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_worker_setup,
+            initargs=(arch, str(directory))) as pool:
+        futures = {pool.submit(_worker_build, key): key for key in keys}
+        bar = _Progress(len(keys), arch, progress)
+        for done in concurrent.futures.as_completed(futures):
+            key = futures[done]
+            try:
+                status, seconds = done.result()
+            except Exception as exc:  # a worker's failure is reported, the others go on
+                report.failed.append((repr(key), f"{type(exc).__name__}: {exc}"))
+                bar.note(f"FAILED {_short(key)}: {exc}")
+            else:
+                report.built += status == "built"
+                report.present += status == "present"
+                report.compile_seconds += seconds
+                bar.note(f"{status} {_short(key)} in {seconds:.1f} s")
+            bar.update()
+        bar.close()
+
+
+def _worker_setup(arch: str, directory: str) -> None:
+    """Runs in each worker before anything imports the DSL (which reads these once)."""
+    os.environ["CUTE_DSL_ARCH"] = arch
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    os.environ["CUTEMATMUL_CACHE_DIR"] = directory
+    os.environ.pop("CUTEMATMUL_DISK_CACHE", None)
+
+
+def _worker_build(key) -> tuple[str, float]:
+    """Build one key into the worker's cache directory: ('built' | 'present', compile seconds)."""
+    before = cache.cache_info()["memory"]
+    cache.get_compiled(key)
+    after = cache.cache_info()["memory"]
+    if cache.disk_entry(key) is None:
+        raise RuntimeError(
+            f"the kernel compiled but could not be stored in {cache.cache_dir()} "
+            f"({cache.cache_info()['disk']['state']})."
+        )
+    seconds = after["compile_seconds"] - before["compile_seconds"]
+    return ("built" if after["compiles"] > before["compiles"] else "present"), seconds
+
+
+def _short(key) -> str:
+    config = getattr(key.config, "name", repr(key.config))
+    return f"{key.family} {key.arch} {key.dtype} {key.a_major}{key.b_major} " \
+           f"align {key.align_a}/{key.align_b}/{key.align_c} {config}"
+
+
+class _Progress:
+    """tqdm when installed (and wanted), else one line per key on stderr."""
+
+    def __init__(self, total: int, arch: str, enabled: bool):
+        self.enabled, self.total, self.count, self.bar = enabled, total, 0, None
+        if enabled:
+            try:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=total, desc=f"precompile {arch}", unit="kernel")
+            except ImportError:
+                pass
+
+    def note(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.write(text)
+        elif self.enabled:
+            print(f"[{self.count + 1}/{self.total}] {text}", file=sys.stderr, flush=True)
+
+    def update(self) -> None:
+        self.count += 1
+        if self.bar is not None:
+            self.bar.update()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
