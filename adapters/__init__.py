@@ -11,6 +11,7 @@ streams, allocation); all logic lives in the core.
 from __future__ import annotations
 
 import importlib
+import sys
 
 # Top-level module of an array type -> adapter module.
 _MODULES = {
@@ -33,6 +34,14 @@ def adapter_for(x, argument: str = "a"):
     adapter = _by_type.get(kind)
     if adapter is not None:
         return adapter
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        # An import statement, not importlib: torch.compile traces this function on a cold
+        # registry (any tensor subclass, nn.Parameter included) and executes statements only.
+        from . import torch as torch_adapter
+
+        _by_type[kind] = torch_adapter.ADAPTER
+        return torch_adapter.ADAPTER
     module = _adapter_module(x, kind)
     if module is None:
         raise TypeError(

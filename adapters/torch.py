@@ -1,35 +1,116 @@
-"""PyTorch tensors: ``data_ptr()``, PyTorch's current stream, its caching allocator."""
+"""PyTorch tensors: ``data_ptr()``, PyTorch's current stream, its caching allocator, and the way
+into autograd, ``torch.compile``, ``torch.export`` and ``torch.func``.
+
+``TorchAdapter.matmul`` sends each call one of two ways:
+
+* the plain route (``plain_matmul`` = ``ArrayAdapter.matmul``, straight to the core's device
+  route): eager calls whose result needs no derivative.  No dispatcher, no autograd node: the
+  host cost of the core plus the test that picks the way (``is_compiling()``, two
+  ``requires_grad`` reads, the forward-AD level);
+* the operator ``torch.ops.cutematmul.matmul`` (``torch_ops.product``):
+  - under ``torch.compile`` and ``torch.export`` (the fake implementation traces it; Dynamo
+    reaches this test before anything it cannot trace);
+  - when a derivative may be asked: grad mode on and ``a`` or ``b`` requiring grad (which
+    includes ``torch.func.grad``/``vjp``/``jacrev``), or forward-mode AD (``jvp``, ``jacfwd``);
+  - for tensors with no memory of their own: ``torch.func.vmap`` wrappers, fake, functional and
+    meta tensors.  ``describe`` finds them at no cost to the plain route: ``data_pointer`` raises
+    ``Reroute`` before any GPU work and ``matmul`` retries through the operator.
+
+With the operator, ``out=`` is written by copying the result into it (refused when the result
+needs a gradient, as ``torch.matmul`` refuses it), and ``stream=`` is made the current stream
+around the call (refused under ``torch.compile``/``torch.export``: a compiled graph runs on the
+current stream).  CPU tensors are refused with the same TypeError on every path: cutematmul
+stages NumPy arrays, not CPU tensors.
+
+Imports: ``torch``, ``cutematmul.operand``, ``cutematmul.streams``, ``torch_ops``.
+"""
 
 from __future__ import annotations
 
 import contextlib
 
 import torch
+import torch.autograd.forward_ad as _fwad
+from torch.compiler import is_compiling, is_dynamo_compiling
 
 from cutematmul.operand import ArrayAdapter, Operand
+from cutematmul.streams import explicit_handle
+
+from . import torch_ops
+from .torch_ops import dtype_name, not_on_cuda
+
+# The raw handle of the current stream without building a torch.cuda.Stream (CUDA builds only).
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+# How many TorchDispatchModes are active (FakeTensorMode, non-strict export, FlopCounterMode...).
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+
+
+class Reroute(Exception):
+    """Raised by ``describe`` for a tensor that has no memory of its own (internal)."""
 
 
 class TorchAdapter(ArrayAdapter):
     name = "torch"
+    route = "device"
 
-    def describe(self, x) -> Operand:
-        if x.requires_grad and torch.is_grad_enabled():
+    plain_matmul = ArrayAdapter.matmul  # the core's route, called by the operator too
+
+    def matmul(self, a, b, *, out, stream, precision, kernel):
+        # The hot path: Dynamo, a dispatch mode (export, fake tensors), torch_ops.differentiable.
+        if (is_dynamo_compiling() or _dispatch_modes() or (a.requires_grad or b.requires_grad)
+                and torch.is_grad_enabled() or _fwad._current_level >= 0):
+            return self.operator_matmul(a, b, out=out, stream=stream, precision=precision,
+                                        kernel=kernel)
+        try:
+            return self.plain_matmul(a, b, out=out, stream=stream, precision=precision,
+                                     kernel=kernel)
+        except Reroute:
+            pass  # outside the handler: errors of the operator are not chained to Reroute
+        return self.operator_matmul(a, b, out=out, stream=stream, precision=precision,
+                                    kernel=kernel)
+
+    def operator_matmul(self, a, b, *, out, stream, precision, kernel):
+        """The product through ``torch.ops.cutematmul.matmul`` (autograd, compile, func)."""
+        grad = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
+        if out is not None and grad:
             raise TypeError(
-                "matmul: PyTorch tensors that require grad are not supported (cutematmul has no "
-                "autograd rule); pass tensor.detach() or call under torch.no_grad()."
+                "matmul: out= cannot be used when a or b requires grad (functions with out= "
+                "do not support automatic differentiation); use the returned tensor, or call "
+                "under torch.no_grad()."
             )
-        device = x.device
-        if device.type != "cuda":
+        with self._stream_scope(stream, a):
+            result = torch_ops.product(a, b, precision, kernel)
+            if out is None:
+                return result
+            _check_out(out, result)
+            out.copy_(result)
+        return out
+
+    def _stream_scope(self, stream, a):
+        """``stream`` made current for the operator (it runs on the current stream)."""
+        if stream is None:
+            return contextlib.nullcontext()
+        if is_compiling():
             raise TypeError(
-                f"matmul: PyTorch tensors must be on a CUDA device, got one on {device.type!r} "
-                "(move it with .cuda(), or pass a NumPy array to have cutematmul stage it)."
+                "matmul: stream= cannot be used under torch.compile or torch.export: the "
+                "compiled graph runs on the current stream; call it inside "
+                "`with torch.cuda.stream(s):` instead."
             )
-        return Operand(
-            x, x.data_ptr(), tuple(x.shape), tuple(x.stride()),
-            str(x.dtype).removeprefix("torch."), x.element_size(), device.index,
-        )
+        handle = explicit_handle(stream, self)
+        if not a.is_cuda:  # refused by the operator with the CPU sentence
+            return contextlib.nullcontext()
+        return self.on_stream(handle, a.get_device())
+
+    def describe(self, x, argument: str = "a", stream: int | None = None) -> Operand:
+        ptr = data_pointer(x, argument)
+        if not x.is_cuda:
+            raise not_on_cuda(argument, x.device.type)
+        return Operand(x, ptr, tuple(x.shape), x.stride(), dtype_name(x.dtype),
+                       x.element_size(), x.get_device())
 
     def current_stream(self, device: int) -> int:
+        if _raw_stream is not None:
+            return _raw_stream(device)
         return torch.cuda.current_stream(device).cuda_stream
 
     def stream_handle(self, stream):
@@ -38,7 +119,7 @@ class TorchAdapter(ArrayAdapter):
         return None
 
     def empty(self, shape, like):
-        return torch.empty(shape, dtype=like.dtype, device=like.device)
+        return like.new_empty(shape)
 
     def copy(self, dst, src) -> None:
         dst.copy_(src)
@@ -52,9 +133,42 @@ class TorchAdapter(ArrayAdapter):
         return torch.cuda.device(device)
 
     def on_stream(self, handle: int, device: int):
-        if torch.cuda.current_stream(device).cuda_stream == handle:
+        if self.current_stream(device) == handle:
             return contextlib.nullcontext()
         return torch.cuda.stream(torch.cuda.ExternalStream(handle, device=device))
+
+
+def data_pointer(x, argument: str) -> int:
+    """``x.data_ptr()``; ``Reroute`` for a tensor without memory of its own (a ``torch.func``
+    wrapper, a fake, functional or meta tensor), TypeError for a sparse one."""
+    try:
+        ptr = x.data_ptr()
+    except RuntimeError:
+        if x.layout != torch.strided:
+            raise TypeError(
+                f"matmul: {argument} must be a dense (strided) tensor; got layout {x.layout} "
+                "(convert it with .to_dense())."
+            ) from None
+        raise Reroute(argument) from None
+    if ptr == 0 and (x.is_meta or x.numel()):  # no memory behind a non-empty tensor
+        raise Reroute(argument)
+    return ptr
+
+
+def _check_out(out, result) -> None:
+    """``out`` must take ``result`` as it is: a copy would broadcast or cast silently."""
+    if out.shape != result.shape:
+        raise ValueError(
+            f"matmul: out must have shape {tuple(result.shape)}; got {tuple(out.shape)}."
+        )
+    if out.dtype != result.dtype:
+        raise TypeError(
+            f"matmul: out must have dtype {dtype_name(result.dtype)}; got {dtype_name(out.dtype)}."
+        )
+    if out.device != result.device:
+        raise ValueError(
+            f"matmul: out must be on the operands' device {result.device}; it is on {out.device}."
+        )
 
 
 ADAPTER = TorchAdapter()
