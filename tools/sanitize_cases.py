@@ -1,0 +1,92 @@
+"""The workload compute-sanitizer runs: every kernel family on the shapes that stress addressing.
+
+Each family (simt fp32, sm80 and sm90 fp16/bf16) runs tails in M, N and K, all four operand
+layouts, unaligned and strided views (which go through staging), broadcast batches, 1-D operands
+and a column-major ``out``.  Every result is checked against float64, so a run that "passes" the
+sanitizer with wrong numbers still fails.  Run through ``tools/sanitize.sh``; by itself it is a
+plain correctness check.
+
+    python tools/sanitize_cases.py [--families simt,sm80,sm90] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+import torch
+
+import cutematmul
+
+TOL = {"float32": 2e-5, "float16": 1e-3, "bfloat16": 8e-3}
+FAMILY_DTYPES = {"simt": ("float32",), "sm80": ("float16", "bfloat16"), "sm90": ("float16", "bfloat16")}
+SHAPES = [(1, 1, 1), (7, 5, 3), (33, 17, 65), (129, 67, 31), (64, 128, 64), (200, 136, 257)]
+
+
+def _randn(shape, dtype, gen):
+    return torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32).to(getattr(torch, dtype))
+
+
+def _check(res, a, b, dtype, what):
+    want = torch.matmul(a.double(), b.double())
+    num = torch.linalg.vector_norm((res.double() - want).reshape(-1))
+    den = torch.linalg.vector_norm(want.reshape(-1))
+    err = float(num / den) if float(den) else float(num)
+    if not err <= TOL[dtype]:
+        raise AssertionError(f"{what}: relative error {err:.3g} > {TOL[dtype]}")
+
+
+def _operands(m, n, k, layout, dtype, gen):
+    a = _randn((k, m), dtype, gen).T if layout[0] == "t" else _randn((m, k), dtype, gen)
+    b = _randn((n, k), dtype, gen).T if layout[1] == "t" else _randn((k, n), dtype, gen)
+    return a, b
+
+
+def run(families, quick: bool) -> int:
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    count = 0
+    shapes = SHAPES[:3] if quick else SHAPES
+    for family in families:
+        kernel = "auto" if family == "sm90" else family
+        for dtype in FAMILY_DTYPES[family]:
+            for m, n, k in shapes:
+                for layout in ("nn", "tn", "nt", "tt"):
+                    a, b = _operands(m, n, k, layout, dtype, gen)
+                    out = torch.full((m, n), float("nan"), device="cuda", dtype=a.dtype)
+                    _check(cutematmul.matmul(a, b, out=out, kernel=kernel), a, b, dtype,
+                           f"{family} {dtype} {m}x{n}x{k} {layout}")
+                    count += 1
+            # Unaligned and strided views (staging), a broadcast batch, 1-D operands, column-major out.
+            big = _randn((70, 90), dtype, gen)
+            cases = [
+                (big[1:34, 3:48], _randn((45, 31), dtype, gen)),
+                (big[:, ::2], _randn((45, 29), dtype, gen)),
+                (_randn((3, 1, 21, 13), dtype, gen), _randn((4, 13, 9), dtype, gen)),
+                (_randn((13,), dtype, gen), _randn((2, 13, 9), dtype, gen)),
+                (_randn((5, 13), dtype, gen), _randn((13,), dtype, gen)),
+            ]
+            for a, b in cases:
+                _check(cutematmul.matmul(a, b, kernel=kernel), a, b, dtype, f"{family} {dtype} views")
+                count += 1
+            a, b = _randn((37, 21), dtype, gen), _randn((21, 45), dtype, gen)
+            out = torch.full((45, 37), float("nan"), device="cuda", dtype=a.dtype).T
+            _check(cutematmul.matmul(a, b, out=out, kernel=kernel), a, b, dtype, f"{family} col-major out")
+            count += 1
+    torch.cuda.synchronize()
+    return count
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--families", default="simt,sm80,sm90")
+    p.add_argument("--quick", action="store_true", help="fewer shapes (racecheck is slow)")
+    args = p.parse_args(argv)
+    families = [f for f in args.families.split(",") if f]
+    count = run(families, args.quick)
+    print(f"sanitize_cases: {count} products correct ({', '.join(families)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
