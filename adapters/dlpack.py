@@ -30,7 +30,6 @@ from cutematmul.dlpack import (
     interface_byte_strides,
 )
 from cutematmul.operand import ArrayAdapter, Operand
-from cutematmul.plan import round_up
 
 PER_THREAD_STREAM = 2  # cudaStreamPerThread
 _CURRENT_STREAM = contextvars.ContextVar("cutematmul_dlpack_stream", default=PER_THREAD_STREAM)
@@ -96,14 +95,9 @@ class DlpackAdapter(ArrayAdapter):
         _device.memset_async(zeros.ptr, zeros.size * zeros.itemsize, stream)
         self.copy(x, zeros)
 
-    def padded_copy(self, x, pad_elems: int):
-        """Like the base, with the shape read through the protocols (``x`` may have none)."""
-        shape = self.describe(x, "a").shape
-        cols = shape[-1]
-        padded = round_up(max(cols, 1), pad_elems)
-        view = self.empty(tuple(shape[:-1]) + (padded,), x)[..., :cols]
-        self.copy(view, x)
-        return view
+    def shape_of(self, x) -> tuple[int, ...]:
+        """The shape, read through the protocols (``x`` may have no ``shape``)."""
+        return self.describe(x, "a").shape
 
     def on_device(self, device: int):
         return _device.using_device(device)

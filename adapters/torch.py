@@ -41,6 +41,9 @@ from .torch_ops import dtype_name, not_on_cuda
 
 # The raw handle of the current stream without building a torch.cuda.Stream (CUDA builds only).
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+# The current device's ordinal without torch.cuda's Python wrapper (CUDA builds only).
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+_NO_SCOPE = contextlib.nullcontext()
 # How many TorchDispatchModes are active (FakeTensorMode, non-strict export, FlopCounterMode...).
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 
@@ -128,8 +131,8 @@ class TorchAdapter(ArrayAdapter):
         x.zero_()
 
     def on_device(self, device: int):
-        if torch.cuda.current_device() == device:
-            return contextlib.nullcontext()
+        if _current_device() == device:
+            return _NO_SCOPE
         return torch.cuda.device(device)
 
     def on_stream(self, handle: int, device: int):

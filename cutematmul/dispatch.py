@@ -44,6 +44,18 @@ class Family:
     exact_capability: bool
     #: the largest byte stride the kernel can address (TMA descriptors: 2^40), None = no limit.
     max_byte_stride: int | None
+    #: True when the kernel has a scalar path for A and B: vector copies are then used only where
+    #: the unit-stride extent is a whole number of vectors, so no 16-byte cp.async straddles the
+    #: end of a row (its byte-count tail is safe in hardware but reads past the operand's span).
+    scalar_tails: bool
+    #: True when the kernel stores C in whole 16-byte vectors along N (the sm90 TMA epilogue was
+    #: measured writing up to the next 16-byte boundary): an output whose N is not a whole number
+    #: of vectors is then computed into a padded buffer of ours and copied out.
+    whole_vector_stores: bool
+    #: True when the kernel reads A and B in whole 16-byte vectors along their unit stride with no
+    #: scalar path (the sm80 cp.async byte-count tail still addresses the whole vector): operands
+    #: whose unit-stride extent is not a whole number of vectors are read from padded copies.
+    whole_vector_loads: bool
     description: str
 
     def runs_on(self, capability: tuple[int, int]) -> bool:
@@ -65,13 +77,13 @@ FAMILIES = {
     for f in (
         Family("sm90", "cutematmul.kernels.sm90_hgemm", "cutematmul.configs.sm90",
                ("float16", "bfloat16"), 16, (9, 0), True,
-               1 << 40, "TMA + wgmma, warp-specialized persistent HGEMM (Hopper, sm_90a)"),
+               1 << 40, False, True, False, "TMA + wgmma, warp-specialized persistent HGEMM (Hopper, sm_90a)"),
         Family("sm80", "cutematmul.kernels.sm80_hgemm", "cutematmul.configs.sm80",
                ("float16", "bfloat16"), 16, (8, 0), False,
-               None, "cp.async + ldmatrix + mma.sync HGEMM (sm_80 and newer)"),
+               None, False, False, True, "cp.async + ldmatrix + mma.sync HGEMM (sm_80 and newer)"),
         Family("simt", "cutematmul.kernels.simt_sgemm", "cutematmul.configs.simt",
                ("float32",), 4, (8, 0), False,
-               None, "true-fp32 SIMT SGEMM with cp.async staging (sm_80 and newer)"),
+               None, True, False, False, "true-fp32 SIMT SGEMM with cp.async staging (sm_80 and newer)"),
     )
 }
 
@@ -169,7 +181,12 @@ def kernel_key(family: Family, capability: tuple[int, int], num_sms: int, dtype:
     """The one KernelKey builder: alignment in bytes -> the vector width the kernel may assume."""
     itemsize = 4 if dtype == "float32" else 2
     vector = 16 // itemsize
-    aligns = tuple(vector if a >= 16 else 1 for a in align_bytes)
+    aligns = [vector if a >= 16 else 1 for a in align_bytes]
+    if family.scalar_tails:
+        unit_extents = (m if a_major == "m" else k, n if b_major == "n" else k)
+        for i, extent in enumerate(unit_extents):
+            if extent % vector:
+                aligns[i] = 1
     config = family.configs().choose_config(m, n, k, batch, num_sms)
     return KernelKey(family.name, target_arch(capability), dtype, a_major, b_major, *aligns,
                      config, num_sms)

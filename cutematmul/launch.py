@@ -57,23 +57,24 @@ def run_device(adapter, a, b, *, out, stream, kernel):
     named = None if stream is None else explicit_handle(stream, adapter)
     da = adapter.describe(a, "a", named)
     db = adapter.describe(b, "b", named)
-    check_dtypes(da.dtype, db.dtype)
-    shape = result_shape(da.shape, db.shape)
-    check_contraction(da.shape[-1])
+    shape, rel_a, rel_b = _inputs(da.shape, da.strides, db.shape, db.strides, da.dtype, db.dtype,
+                                  da.itemsize)
     if da.device != db.device:
         raise ValueError(
             f"matmul: a and b must be on the same GPU; a is on device {da.device} "
             f"and b on device {db.device}."
         )
-    rel_a, rel_b = _checked_span(da, "a"), _checked_span(db, "b")
+    check_address_range(da, "a", rel_a)
+    check_address_range(db, "b", rel_b)
     dout = None
     if out is not None:
         dout = adapter.describe(out, "out", named)
         check_out(dout, shape, da.dtype, da.device)
-        rel_c = _checked_span(dout, "out")
+        rel_c = _span(dout.shape, element_strides(dout, "out"), dout.itemsize, "out")
+        check_address_range(dout, "out", rel_c)
         check_no_overlap(dout, rel_c, (("a", da, rel_a), ("b", db, rel_b)))
     info = _device.device_info(da.device)
-    families = choose_families(da.dtype, info.capability, kernel)
+    families = families_for(da.dtype, info.capability, kernel)
     handle = named if named is not None else adapter.current_stream(da.device)
     scope = _NO_SCOPE if named is None else adapter.on_stream(handle, da.device)
     with adapter.on_device(da.device), scope:
@@ -84,10 +85,28 @@ def run_device(adapter, a, b, *, out, stream, kernel):
     return out
 
 
-def _checked_span(op: Operand, argument: str) -> tuple[int, int]:
-    rel = _span(op.shape, element_strides(op, argument), op.itemsize, argument)
-    check_address_range(op, argument, rel)
-    return rel
+@lru_cache(maxsize=256)
+def families_for(dtype: str, capability, kernel: str) -> tuple[tuple, tuple[str, ...]]:
+    """(families, their names): the candidates for ``dtype`` on this GPU, best first."""
+    families = choose_families(dtype, capability, kernel)
+    return families, tuple(f.name for f in families)
+
+
+@lru_cache(maxsize=4096)
+def _inputs(a_shape, a_strides, b_shape, b_strides, a_dtype: str, b_dtype: str, itemsize: int):
+    """(result shape, byte span of a, of b): the checks that depend on shapes and strides only."""
+    check_dtypes(a_dtype, b_dtype)
+    shape = result_shape(a_shape, b_shape)
+    check_contraction(a_shape[-1])
+    spans = []
+    for name, s, st in (("a", a_shape, a_strides), ("b", b_shape, b_strides)):
+        if st is None:
+            raise TypeError(
+                f"matmul: {name} has byte strides that are not multiples of its itemsize "
+                f"({itemsize} bytes); expected element-aligned strides (copy it first)."
+            )
+        spans.append(span(s, st, itemsize, name))
+    return shape, spans[0], spans[1]
 
 
 @lru_cache(maxsize=4096)
@@ -96,29 +115,59 @@ def _span(shape, strides, itemsize: int, argument: str) -> tuple[int, int]:
 
 
 def gemm_on_device(adapter, families, info, a: Operand, b: Operand, c: Operand, stream: int,
-                   staged: bool = False) -> None:
-    """c = a @ b on ``stream``; ``c`` has the result shape, dtype and device (all checked)."""
-    gemm = plan_gemm(a.shape, a.strides, b.shape, b.strides, c.strides)
-    if gemm.m == 0 or gemm.n == 0 or gemm.batch == 0:
+                   padded: tuple[bool, bool, bool] | None = None) -> None:
+    """c = a @ b on ``stream``; ``c`` has the result shape, dtype and device (all checked).
+
+    ``families`` is a ``families_for`` result: (candidate families, their names).  ``padded``
+    says which of (a, b, c) are views of buffers of ours whose rows are padded to 16 bytes (and
+    that the operands were staged already); None before any staging.
+    """
+    swapped, launch = _plan_launch(
+        families[1], info.capability, info.num_sms, a.shape, a.strides,
+        b.shape, b.strides, c.shape, c.strides, c.dtype, c.itemsize,
+        ((a.ptr & 15) == 0, (b.ptr & 15) == 0, (c.ptr & 15) == 0), padded or _UNPADDED,
+    )
+    if launch is None:  # nothing to compute
         return
-    if gemm.k == 0:
+    if launch is _ZEROS:
         adapter.fill_zero(c.array)
         return
-    first, second = (b, a) if gemm.swapped else (a, b)
-    spans = tuple(_span(op.shape, op.strides, op.itemsize, name)
-                  for op, name in ((first, "A"), (second, "B"), (c, "C")))
-    aligned = ((first.ptr & 15) == 0, (second.ptr & 15) == 0, (c.ptr & 15) == 0)
-    launch = _resolve(tuple(f.name for f in families), info.capability, info.num_sms, gemm,
-                      c.dtype, c.itemsize, aligned, spans)
     if isinstance(launch, Staging):
-        if staged:
-            raise RuntimeError(f"cutematmul: internal error: staged operands still unusable: {gemm}")
+        if padded is not None:
+            raise RuntimeError(f"cutematmul: internal error: staged operands still unusable: {launch}")
         _run_staged(adapter, families, info, a, b, c, stream, launch)
         return
     fn = get_compiled(launch.key)
-    pa, pb, pc = first.ptr, second.ptr, c.ptr
+    pa, pb, pc = (b.ptr, a.ptr, c.ptr) if swapped else (a.ptr, b.ptr, c.ptr)
     for (oa, ob, oc), sizes in launch.calls:
         fn(pa + oa, pb + ob, pc + oc, *sizes, stream)
+
+
+_ZEROS = "zeros"  # K == 0: the product is a zero fill
+_UNPADDED = (False, False, False)
+
+
+@lru_cache(maxsize=4096)
+def _plan_launch(family_names, capability, num_sms, a_shape, a_strides, b_shape, b_strides,
+                 c_shape, c_strides, dtype, itemsize, caller_aligned, padded):
+    """(swapped, what to do) for operands of these shapes and strides: None (empty result),
+    ``_ZEROS`` (K == 0), a ``Staging`` or a ``Launch``; a pure function, cached on its arguments.
+
+    ``caller_aligned`` says whether the caller's (a, b, c) base pointers are 16-byte aligned,
+    ``padded`` whether their rows end in padding of ours.
+    """
+    gemm = plan_gemm(a_shape, a_strides, b_shape, b_strides, c_strides)
+    if gemm.m == 0 or gemm.n == 0 or gemm.batch == 0:
+        return gemm.swapped, None
+    if gemm.k == 0:
+        return gemm.swapped, _ZEROS
+    views = ((a_shape, a_strides), (b_shape, b_strides))
+    first, second = (views[1], views[0]) if gemm.swapped else views
+    spans = tuple(span(s, st, itemsize, name)
+                  for (s, st), name in ((first, "A"), (second, "B"), ((c_shape, c_strides), "C")))
+    aligned, padded = ((x[1], x[0], x[2]) if gemm.swapped else x for x in (caller_aligned, padded))
+    return gemm.swapped, _resolve(family_names, capability, num_sms, gemm, dtype, itemsize,
+                                  aligned, spans, padded)
 
 
 def _layout_alignment(layout: MatrixLayout, itemsize: int, offsets) -> int:
@@ -143,31 +192,37 @@ def _fits(family, gemm: Gemm, itemsize: int) -> bool:
     return all(s * itemsize < limit for s in strides)
 
 
-@lru_cache(maxsize=2048)
 def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm, dtype: str,
-             itemsize: int, pointers_aligned: tuple[bool, bool, bool], spans) -> Launch | Staging:
+             itemsize: int, pointers_aligned: tuple[bool, bool, bool], spans,
+             padded: tuple[bool, bool, bool]) -> Launch | Staging:
     """The launch for a planned GEMM, or the operands that must be staged first.
 
     ``pointers_aligned`` says, for the kernel's (A, B, C), whether the base pointer is 16-byte
-    aligned; ``spans`` are their relative byte spans.  Everything else is a function of the plan.
+    aligned; ``spans`` are their relative byte spans; ``padded`` which of them end their rows in
+    padding of ours.  Everything else is a function of the plan.
+
+    The family is the first candidate whose addressing limits take the plan (the preferred one
+    otherwise: its staged copies are compact); operands it cannot read as they are get staged.
     """
     layouts = (gemm.a, gemm.b, gemm.c)
     aligns = []
     for j, (layout, ptr_ok) in enumerate(zip(layouts, pointers_aligned)):
         align = _layout_alignment(layout, itemsize, [o[j] for o in gemm.offsets])
         aligns.append(align if ptr_ok else min(align, itemsize))
-    usable = None
-    for name in family_names:
-        family = FAMILIES[name]
-        usable = [_usable(lay, al, family.required_alignment) for lay, al in zip(layouts, aligns)]
-        if all(usable) and _fits(family, gemm, itemsize):
-            break
-    else:
-        # Stage for the preferred family: its copies are compact, aligned and row-major.
-        family = FAMILIES[family_names[0]]
-        usable = [_usable(lay, al, family.required_alignment) for lay, al in zip(layouts, aligns)]
-        if all(usable):  # only the stride limits failed: compact copies of everything fit them
-            usable = [False, False, False]
+    vector = 16 // itemsize
+    unit_extents = (gemm.m if gemm.a.major == "m" else gemm.k,
+                    gemm.n if gemm.b.major == "n" else gemm.k, gemm.n)
+    whole = [pad or extent % vector == 0 for pad, extent in zip(padded, unit_extents)]
+    families = [FAMILIES[name] for name in family_names]
+    family = next((f for f in families if _fits(f, gemm, itemsize)), families[0])
+    usable = [_usable(lay, al, family.required_alignment) for lay, al in zip(layouts, aligns)]
+    if family.whole_vector_loads:
+        usable[0], usable[1] = usable[0] and whole[0], usable[1] and whole[1]
+    if family.whole_vector_stores:
+        usable[2] = usable[2] and whole[2]
+    if not _fits(family, gemm, itemsize):  # compact copies of everything fit its limits
+        usable = [False, False, False]
+    if not all(usable):
         first, second = (usable[1], usable[0]) if gemm.swapped else (usable[0], usable[1])
         return Staging(not first, not second, not usable[2])
 
@@ -185,7 +240,7 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
 def _run_staged(adapter, families, info, a: Operand, b: Operand, c: Operand, stream: int,
                 staging: Staging) -> None:
     """Copy the operands the kernel cannot read into aligned row-major buffers, then run."""
-    pad = max(1, families[0].required_alignment // c.itemsize)
+    pad = max(1, families[0][0].required_alignment // c.itemsize)
     if staging.a:
         a = adapter.describe(adapter.padded_copy(a.array, pad), "a")
     if staging.b:
@@ -197,6 +252,6 @@ def _run_staged(adapter, families, info, a: Operand, b: Operand, c: Operand, str
         shape = tuple(c.shape[:-1]) + (padded,) if c.shape else (padded,)
         buf = adapter.empty(shape, c.array)
         c = adapter.describe(buf[..., :cols] if target.shape else buf[0], "out")
-    gemm_on_device(adapter, families, info, a, b, c, stream, staged=True)
+    gemm_on_device(adapter, families, info, a, b, c, stream, padded=staging)
     if staging.c:
         adapter.copy(target.array, c.array)

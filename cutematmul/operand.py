@@ -9,7 +9,7 @@ lives in the core.  Each adapter declares its *route*:
 * ``"host"``: the arrays are host memory; they are staged through the GPU (``staging.py``).
 * ``"xla"``: the arrays are JAX values; the product is lowered into an XLA custom call (``xla.py``).
 
-Imports: ``plan`` only (leaf otherwise).
+Imports: ``plan`` and ``routes`` (which loads the route modules lazily).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import contextlib
 from typing import Any, NamedTuple
 
 from .plan import round_up
+from .routes import run_route
 
 DTYPES = ("float32", "float16", "bfloat16")
 ROUTES = ("device", "host", "xla")
@@ -93,11 +94,22 @@ class ArrayAdapter:
         """Context that makes the stream ``handle`` current for the library's own operations."""
         return contextlib.nullcontext()
 
+    def shape_of(self, x) -> tuple[int, ...]:
+        return tuple(x.shape)
+
     def padded_copy(self, x, pad_elems: int):
-        """A copy of ``x`` whose rows start every ``pad_elems`` elements (row-major, aligned)."""
-        cols = x.shape[-1]
+        """A copy of ``x`` whose rows start every ``pad_elems`` elements (row-major, aligned).
+
+        The padding is zeroed: a kernel's last vector of a row may read it (never uninitialized
+        memory).
+        """
+        shape = self.shape_of(x)
+        cols = shape[-1]
         padded = round_up(max(cols, 1), pad_elems)
-        view = self.empty(tuple(x.shape[:-1]) + (padded,), x)[..., :cols]
+        buf = self.empty(tuple(shape[:-1]) + (padded,), x)
+        if padded != cols:
+            self.fill_zero(buf)
+        view = buf[..., :cols]
         self.copy(view, x)
         return view
 
@@ -107,6 +119,4 @@ class ArrayAdapter:
         Adapters override this only to intercept calls that must take another way first (PyTorch
         autograd and ``torch.compile``); they then call ``super().matmul``.
         """
-        from .routes import run_route
-
         return run_route(self, a, b, out=out, stream=stream, precision=precision, kernel=kernel)

@@ -18,8 +18,7 @@ import math
 import numpy
 
 from . import device as _device
-from .dispatch import choose_families
-from .launch import gemm_on_device
+from .launch import families_for, gemm_on_device
 from .operand import Operand, check_dtypes
 from .plan import result_shape, round_up
 from .streams import explicit_handle
@@ -66,6 +65,8 @@ def _upload(x: numpy.ndarray, device: int, stream: int, buffers: list) -> Operan
     pitch = _pitch(cols, isz)
     ptr = _device.alloc_async(rows * pitch, stream)
     buffers.append(ptr)
+    if pitch != cols * isz:  # a kernel's last vector of a row may read the padding: zero it
+        _device.memset_async(ptr, rows * pitch, stream)
     _device.copy_2d_async(ptr, pitch, x.ctypes.data, cols * isz, cols * isz, rows, "host_to_device",
                           stream)
     return Operand(None, ptr, x.shape, _device_strides(x.shape, pitch // isz), x.dtype.name, isz, device)
@@ -113,7 +114,7 @@ def _compute(x: numpy.ndarray, y: numpy.ndarray, result: numpy.ndarray, stream: 
     """result = x @ y through device buffers on ``stream`` (the thread's default when None)."""
     device = _device.current_device() if _device.device_count() else 0
     info = _device.device_info(device)
-    families = choose_families(result.dtype.name, info.capability, kernel)
+    families = families_for(result.dtype.name, info.capability, kernel)
     handle = _PER_THREAD_STREAM if stream is None else stream
     buffers: list[int] = []
     try:
@@ -126,7 +127,7 @@ def _compute(x: numpy.ndarray, y: numpy.ndarray, result: numpy.ndarray, stream: 
         buffers.append(cptr)
         gc = Operand(None, cptr, result.shape, _device_strides(result.shape, pitch // isz),
                      result.dtype.name, isz, device)
-        gemm_on_device(_NoLibrary(), families, info, ga, gb, gc, handle)
+        gemm_on_device(_NoLibrary(), families, info, ga, gb, gc, handle, padded=(True, True, True))
         _device.copy_2d_async(result.ctypes.data, cols * isz, cptr, pitch, cols * isz, rows,
                               "device_to_host", handle)
         _device.synchronize(handle)

@@ -21,6 +21,7 @@ Imports: ``plan`` and ``operand`` (leaves) only.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from .operand import Operand
@@ -99,6 +100,7 @@ def check_out(out: Operand, shape, dtype: str, device: int) -> None:
             raise ValueError(f"matmul: out {reason}; pass an array whose elements are distinct.")
 
 
+@functools.lru_cache(maxsize=4096)
 def self_overlap(shape, strides) -> str | None:
     """Why a view's elements may share memory (None when they provably do not).
 

@@ -3,7 +3,8 @@
 #
 #   bash tools/sanitize.sh [OUT_DIR]        # on a GPU machine with compute-sanitizer on PATH
 #
-# Runs tools/sanitize_cases.py under each tool, with PyTorch's caching allocator off so that an
+# Runs tools/sanitize_cases.py under each tool, one process per kernel family (a failure in one
+# cannot hide another's), with PyTorch's caching allocator off so that an
 # access past an allocation lands outside any live allocation and is reported.  Kernels are
 # compiled first in a plain run (the disk cache keeps them), so the sanitized runs only launch.
 # Prints one line per tool: errors found, and the driver's own cuGetProcAddress probes (API
@@ -17,20 +18,22 @@ export PYTORCH_NO_CUDA_MEMORY_CACHING=1
 python tools/sanitize_cases.py > "$out/plain.log" 2>&1 || { cat "$out/plain.log"; exit 1; }
 status=0
 for tool in memcheck racecheck initcheck; do
-  extra=()
-  cases=()
-  [ "$tool" = memcheck ] && extra=(--leak-check no)
-  [ "$tool" = racecheck ] && cases=(--quick)
-  log="$out/$tool.log"
-  compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 200 \
-      python tools/sanitize_cases.py "${cases[@]}" > "$log" 2>&1
-  rc=$?
-  summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
-  probes=$(grep -c "cuGetProcAddress" "$log")
-  real=$(grep -E "^========= (Invalid|Program hit|Uninitialized|Race|Error|Cuda API error|Out-of-range|Misaligned|Address)" "$log" \
-         | grep -vc "cuGetProcAddress")
-  workload=$(grep -c "sanitize_cases:" "$log")
-  echo "$tool: exit $rc; $summary; real errors: $real; cuGetProcAddress probes: $probes; workload finished: $workload"
-  if [ "$real" -ne 0 ] || [ "$workload" -ne 1 ]; then status=1; fi
+  for family in simt sm80 sm90; do
+    extra=()
+    cases=(--families "$family")
+    [ "$tool" = memcheck ] && extra=(--leak-check no)
+    [ "$tool" = racecheck ] && cases+=(--quick)
+    log="$out/$tool-$family.log"
+    compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 50 \
+        python tools/sanitize_cases.py "${cases[@]}" > "$log" 2>&1
+    rc=$?
+    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1 | sed 's/^========= //')
+    probes=$(grep -c "cuGetProcAddress" "$log")
+    real=$(grep -E "^========= (Invalid|Program hit|Uninitialized|Race|Error|Cuda API error|Out-of-range|Misaligned|Address)" "$log" \
+           | grep -v "cuGetProcAddress" | grep -vc "process didn't terminate")
+    workload=$(grep -c "sanitize_cases:" "$log")
+    echo "$tool $family: exit $rc; $summary; real errors: $real; cuGetProcAddress probes: $probes; workload finished: $workload"
+    if [ "$real" -ne 0 ] || [ "$workload" -ne 1 ]; then status=1; fi
+  done
 done
 exit $status
