@@ -30,8 +30,8 @@ from cutematmul.dlpack import (
     interface_byte_strides,
 )
 from cutematmul.operand import ArrayAdapter, Operand
+from cutematmul.streams import PER_THREAD_STREAM
 
-PER_THREAD_STREAM = 2  # cudaStreamPerThread
 _CURRENT_STREAM = contextvars.ContextVar("cutematmul_dlpack_stream", default=PER_THREAD_STREAM)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy
 
 from cutematmul.operand import ArrayAdapter, Operand
+from cutematmul.streams import PER_THREAD_STREAM
 
 
 class NumpyAdapter(ArrayAdapter):
@@ -20,6 +21,9 @@ class NumpyAdapter(ArrayAdapter):
             strides = tuple(s // itemsize for s in x.strides)
         return Operand(x, x.ctypes.data, x.shape, strides, x.dtype.name, itemsize, -1,
                        not x.flags.writeable)
+
+    def current_stream(self, device: int) -> int:
+        return PER_THREAD_STREAM  # host arrays belong to no stream: the calling thread's default
 
     def empty(self, shape, like):
         return numpy.empty(shape, dtype=like.dtype)

@@ -42,6 +42,8 @@ import numpy
 
 from . import device as _device
 from .operand import Operand
+from .streams import LEGACY_STREAM as _LEGACY_STREAM
+from .streams import PER_THREAD_STREAM as _PER_THREAD_STREAM
 from .streams import check_handle
 
 # ---- DLPack constants (dlpack.h, v1.x)
@@ -69,7 +71,6 @@ _SIZED_CODES = {"int": 0, "uint": 1, "float": 2, "bfloat": 4, "complex": 5}
 # __cuda_array_interface__ typestr kinds -> name families (the size is in bytes)
 _TYPESTR_KINDS = {"f": "float", "i": "int", "u": "uint", "c": "complex", "b": "bool", "V": "void"}
 _VERSIONED_NAME, _LEGACY_NAME = b"dltensor_versioned", b"dltensor"
-_LEGACY_STREAM, _PER_THREAD_STREAM = 1, 2
 
 
 def dtype_name(code: int, bits: int, lanes: int = 1) -> str:

@@ -19,7 +19,6 @@ Imports: ``cache``, ``device``, ``dispatch``, ``operand``, ``plan``, ``streams``
 
 from __future__ import annotations
 
-import contextlib
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -28,14 +27,11 @@ from .cache import get_compiled
 from .dispatch import FAMILIES, KernelKey, choose_families, kernel_key
 from .operand import Operand, check_dtypes
 from .plan import Gemm, MatrixLayout, alignment, pieces, plan_gemm, result_shape, round_up
-from .streams import explicit_handle
+from .streams import explicit_handle, resolve_stream
 from .validate import (
     check_address_range, check_contraction, check_launches, check_no_overlap, check_out,
     element_strides, span,
 )
-
-_NO_SCOPE = contextlib.nullcontext()
-
 
 class Launch(NamedTuple):
     """A resolved product: the kernel key and, per launch, byte offsets of (A, B, C) and sizes."""
@@ -75,13 +71,12 @@ def run_device(adapter, a, b, *, out, stream, kernel):
         check_no_overlap(dout, rel_c, (("a", da, rel_a), ("b", db, rel_b)))
     info = _device.device_info(da.device)
     families = families_for(da.dtype, info.capability, kernel)
-    handle = named if named is not None else adapter.current_stream(da.device)
-    scope = _NO_SCOPE if named is None else adapter.on_stream(handle, da.device)
-    with adapter.on_device(da.device), scope:
+    stream = resolve_stream(named, adapter, da.device)
+    with adapter.on_device(da.device), stream.scope(adapter, da.device):
         if out is None:
             out = adapter.empty(shape, a)
             dout = adapter.describe(out, "out", named)
-        gemm_on_device(adapter, families, info, da, db, dout, handle)
+        gemm_on_device(adapter, families, info, da, db, dout, stream.handle)
     return out
 
 

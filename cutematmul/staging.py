@@ -21,12 +21,8 @@ from . import device as _device
 from .launch import families_for, gemm_on_device
 from .operand import Operand, check_dtypes
 from .plan import result_shape, round_up
-from .streams import explicit_handle
+from .streams import explicit_handle, resolve_stream
 from .validate import check_contraction, check_out
-
-# cudaStreamPerThread: the calling thread's default stream, used when no stream is given.
-_PER_THREAD_STREAM = 2
-
 
 class _NoLibrary:
     """Adapter stand-in for device buffers that no array library owns (never asked to stage)."""
@@ -101,7 +97,7 @@ def run_host(adapter, a, b, *, out, stream, kernel):
     if result.size and x.shape[-1] == 0:
         result.fill(0)
     elif result.size:
-        _compute(x, y, result, named, kernel)
+        _compute(adapter, x, y, result, named, kernel)
     if out is not None:
         if result is not out:
             numpy.copyto(out, result)
@@ -109,13 +105,13 @@ def run_host(adapter, a, b, *, out, stream, kernel):
     return result[()] if result.ndim == 0 else result
 
 
-def _compute(x: numpy.ndarray, y: numpy.ndarray, result: numpy.ndarray, stream: int | None,
-             kernel: str) -> None:
-    """result = x @ y through device buffers on ``stream`` (the thread's default when None)."""
+def _compute(adapter, x: numpy.ndarray, y: numpy.ndarray, result: numpy.ndarray,
+             named: int | None, kernel: str) -> None:
+    """result = x @ y through device buffers on the named stream, or the adapter's default."""
     device = _device.current_device() if _device.device_count() else 0
     info = _device.device_info(device)
     families = families_for(result.dtype.name, info.capability, kernel)
-    handle = _PER_THREAD_STREAM if stream is None else stream
+    handle = resolve_stream(named, adapter, device).handle
     buffers: list[int] = []
     try:
         ga = _upload(x, device, handle, buffers)

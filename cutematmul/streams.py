@@ -14,10 +14,15 @@ Imports: nothing of ours.
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
 #: Handles the CUDA runtime gives special meaning: 0 (NULL), cudaStreamLegacy, cudaStreamPerThread.
 SPECIAL_HANDLES = (0, 1, 2)
+#: cudaStreamLegacy, the legacy default stream, synchronizing with every blocking stream.
+LEGACY_STREAM = 1
+#: cudaStreamPerThread: the default of libraries that have no current stream.
+PER_THREAD_STREAM = 2
 #: Every stream is a driver object in the process's user address space (x86-64 and aarch64 Linux:
 #: below 2^47, resp. 2^48) and at least pointer-aligned.
 _USER_SPACE_END = 1 << 48
@@ -27,6 +32,13 @@ _POINTER_ALIGN = 8
 class Stream(NamedTuple):
     handle: int
     explicit: bool
+
+    def scope(self, adapter, device: int):
+        """Context making this stream current for the library's own work (a no-op by default)."""
+        return adapter.on_stream(self.handle, device) if self.explicit else _NO_SCOPE
+
+
+_NO_SCOPE = contextlib.nullcontext()
 
 
 def check_handle(handle, what: str = "stream") -> int:
@@ -70,8 +82,13 @@ def explicit_handle(stream, adapter) -> int:
     )
 
 
-def resolve_stream(stream, adapter, device: int) -> Stream:
-    """``stream=`` as a Stream: the library's current stream on ``device`` when None."""
-    if stream is None:
+def resolve_stream(named: int | None, adapter, device: int) -> Stream:
+    """The Stream to run on: ``named`` (an ``explicit_handle`` result), or the library's current
+    stream on ``device`` when the caller named none.
+
+    Two steps because a DLPack producer must hear of a named stream before the operands' device
+    is known: routes call ``explicit_handle(stream=)`` first, this once the device is known.
+    """
+    if named is None:
         return Stream(adapter.current_stream(device), False)
-    return Stream(explicit_handle(stream, adapter), True)
+    return Stream(named, True)

@@ -7,7 +7,7 @@ import pytest
 
 import cutematmul
 from cutematmul.dispatch import FAMILIES, choose_family
-from cutematmul.streams import Stream, resolve_stream
+from cutematmul.streams import Stream, explicit_handle, resolve_stream
 from conftest import gpu_count
 
 F32 = np.float32
@@ -134,6 +134,5 @@ class _ProtocolStream:
 def test_resolve_stream():
     ad = _FakeAdapter()
     assert resolve_stream(None, ad, 0) == Stream(1234, False)
-    assert resolve_stream(2, ad, 0) == Stream(2, True)
-    assert resolve_stream(0x7F00_1000, ad, 0) == Stream(0x7F00_1000, True)
-    assert resolve_stream(_ProtocolStream(), ad, 0) == Stream(0x7F00_2000, True)
+    for stream, handle in ((2, 2), (0x7F00_1000, 0x7F00_1000), (_ProtocolStream(), 0x7F00_2000)):
+        assert resolve_stream(explicit_handle(stream, ad), ad, 0) == Stream(handle, True)
