@@ -66,7 +66,8 @@ def run_device(adapter, a, b, *, out, stream, kernel):
     if out is not None:
         dout = adapter.describe(out, "out", named)
         check_out(dout, shape, da.dtype, da.device)
-        rel_c = _span(dout.shape, element_strides(dout, "out"), dout.itemsize, "out")
+        rel_c = _span(dout.shape, element_strides(dout.strides, dout.itemsize, "out"),
+                      dout.itemsize, "out")
         check_address_range(dout, "out", rel_c)
         check_no_overlap(dout, rel_c, (("a", da, rel_a), ("b", db, rel_b)))
     info = _device.device_info(da.device)
@@ -93,14 +94,8 @@ def _inputs(a_shape, a_strides, b_shape, b_strides, a_dtype: str, b_dtype: str, 
     check_dtypes(a_dtype, b_dtype)
     shape = result_shape(a_shape, b_shape)
     check_contraction(a_shape[-1])
-    spans = []
-    for name, s, st in (("a", a_shape, a_strides), ("b", b_shape, b_strides)):
-        if st is None:
-            raise TypeError(
-                f"matmul: {name} has byte strides that are not multiples of its itemsize "
-                f"({itemsize} bytes); expected element-aligned strides (copy it first)."
-            )
-        spans.append(span(s, st, itemsize, name))
+    spans = [span(s, element_strides(st, itemsize, name), itemsize, name)
+             for name, s, st in (("a", a_shape, a_strides), ("b", b_shape, b_strides))]
     return shape, spans[0], spans[1]
 
 

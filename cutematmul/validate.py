@@ -72,14 +72,15 @@ def check_address_range(op: Operand, argument: str, rel: tuple[int, int]) -> Non
         )
 
 
-def element_strides(op: Operand, argument: str) -> tuple[int, ...]:
-    """The operand's strides in elements; TypeError when its byte strides are not whole elements."""
-    if op.strides is None:
+def element_strides(strides, itemsize: int, argument: str) -> tuple[int, ...]:
+    """``strides`` (in elements, None when the byte strides are not whole elements), or a
+    TypeError for None: the kernels address whole elements."""
+    if strides is None:
         raise TypeError(
             f"matmul: {argument} has byte strides that are not multiples of its itemsize "
-            f"({op.itemsize} bytes); expected element-aligned strides (copy it first)."
+            f"({itemsize} bytes); expected element-aligned strides (copy it first)."
         )
-    return op.strides
+    return strides
 
 
 def check_out(out: Operand, shape, dtype: str, device: int) -> None:
@@ -158,10 +159,10 @@ def check_contraction(k: int) -> None:
 def check_launches(calls, spans, itemsize: int) -> None:
     """Prove each launch touches only bytes inside the span of the operand it was given.
 
-    ``calls`` are ``(offsets, sizes)`` pairs in kernel order: byte offsets of (A, B, C) from their
-    base pointers and the integer sizes (m, n, k, batch, lda, bsa, ldb, bsb, ldc, bsc);
-    ``spans`` the relative byte spans of the kernel's (A, B, C) views; ``layouts`` are implied by
-    the sizes: A is (m, k, batch), B (n, k, batch), C (m, n, batch).  A RuntimeError here is a
+    ``calls`` are ``(offsets, sizes, majors)`` in kernel order: byte offsets of (A, B, C) from
+    their base pointers, the integer sizes (m, n, k, batch, lda, bsa, ldb, bsb, ldc, bsc) and the
+    majors of A ("m"/"k") and B ("n"/"k"); ``spans`` the relative byte spans of the kernel's
+    (A, B, C) views.  A is (m, k, batch), B (n, k, batch), C (m, n, batch) with unit stride on n.  A RuntimeError here is a
     planner bug, never a user error: it stops the launch instead of touching foreign memory.
     """
     for offsets, sizes, majors in calls:
