@@ -25,13 +25,14 @@ from typing import NamedTuple
 from . import device as _device
 from .cache import get_compiled
 from .dispatch import FAMILIES, KernelKey, choose_families, kernel_key
-from .operand import Operand, check_dtypes
-from .plan import Gemm, MatrixLayout, alignment, pieces, plan_gemm, result_shape, round_up
+from .operand import Operand
+from .plan import Gemm, MatrixLayout, alignment, pieces, plan_gemm, round_up
 from .streams import explicit_handle, resolve_stream
 from .validate import (
-    check_address_range, check_contraction, check_launches, check_no_overlap, check_out,
+    check_address_range, check_launches, check_no_overlap, check_operands, check_out,
     element_strides, span,
 )
+
 
 class Launch(NamedTuple):
     """A resolved product: the kernel key and, per launch, byte offsets of (A, B, C) and sizes."""
@@ -91,9 +92,7 @@ def families_for(dtype: str, capability, kernel: str) -> tuple[tuple, tuple[str,
 @lru_cache(maxsize=4096)
 def _inputs(a_shape, a_strides, b_shape, b_strides, a_dtype: str, b_dtype: str, itemsize: int):
     """(result shape, byte span of a, of b): the checks that depend on shapes and strides only."""
-    check_dtypes(a_dtype, b_dtype)
-    shape = result_shape(a_shape, b_shape)
-    check_contraction(a_shape[-1])
+    shape = check_operands(a_shape, b_shape, a_dtype, b_dtype)
     spans = [span(s, element_strides(st, itemsize, name), itemsize, name)
              for name, s, st in (("a", a_shape, a_strides), ("b", b_shape, b_strides))]
     return shape, spans[0], spans[1]

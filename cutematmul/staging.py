@@ -8,7 +8,7 @@ result comes back the same way.  Device memory is stream-ordered (``cudaMallocAs
 As ``numpy.matmul``: 1-D @ 1-D returns a NumPy scalar; ``out`` may overlap the inputs (they are
 read before it is written) and may have any strides or byte order; a read-only ``out`` is refused.
 
-Imports: ``device``, ``dispatch``, ``launch``, ``operand``, ``plan``, ``streams``, ``validate``.
+Imports: ``device``, ``launch``, ``operand``, ``plan``, ``streams``, ``validate``.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ import numpy
 
 from . import device as _device
 from .launch import families_for, gemm_on_device
-from .operand import Operand, check_dtypes
-from .plan import result_shape, round_up
+from .operand import Operand
+from .plan import round_up
 from .streams import explicit_handle, resolve_stream
-from .validate import check_contraction, check_out
+from .validate import check_operands, check_out
+
 
 class _NoLibrary:
     """Adapter stand-in for device buffers that no array library owns (never asked to stage)."""
@@ -82,9 +83,7 @@ def run_host(adapter, a, b, *, out, stream, kernel):
     """``matmul`` for host (NumPy) arrays; returns a NumPy array, or a scalar for 1-D @ 1-D."""
     named = None if stream is None else explicit_handle(stream, adapter)
     da, db = adapter.describe(a, "a"), adapter.describe(b, "b")
-    check_dtypes(da.dtype, db.dtype)
-    shape = result_shape(da.shape, db.shape)
-    check_contraction(da.shape[-1])
+    shape = check_operands(da.shape, db.shape, da.dtype, db.dtype)
     if out is not None:
         dout = adapter.describe(out, "out")
         check_out(dout, shape, da.dtype, -1)

@@ -24,7 +24,8 @@ from __future__ import annotations
 import functools
 import math
 
-from .operand import Operand
+from .operand import Operand, check_dtypes
+from .plan import result_shape
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -145,6 +146,14 @@ def check_no_overlap(out: Operand, out_rel, inputs) -> None:
             raise ValueError(
                 f"matmul: out overlaps {name} in memory; pass a separate output array."
             )
+
+
+def check_operands(a_shape, b_shape, a_dtype: str, b_dtype: str) -> tuple[int, ...]:
+    """The result shape of a @ b after the checks every route shares: dtypes, shapes, K's limit."""
+    check_dtypes(a_dtype, b_dtype)
+    shape = result_shape(a_shape, b_shape)
+    check_contraction(a_shape[-1])
+    return shape
 
 
 def check_contraction(k: int) -> None:
