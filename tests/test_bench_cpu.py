@@ -619,3 +619,152 @@ def test_json_is_plain(tmp_path):
     path = save_json(tmp_path / "r.json", {}, {}, {}, _fake_results())
     rows = json.loads(path.read_text())["results"]
     assert rows[0]["backend"] == "torch" and rows[0]["tflops"] == 687.2
+
+
+# ---- the start-up mode (python -m cutematmul.bench startup)
+
+import io  # noqa: E402
+import os  # noqa: E402
+
+from cutematmul.bench import startup  # noqa: E402
+
+
+def _startup_result(seconds, compiles, hits, dsl=False, wrong=False, skip_bf16=False) -> dict:
+    products = []
+    for i, (dtype, layout) in enumerate(startup.CONFIGS):
+        p = {"label": startup.label(dtype, layout), "dtype": dtype, "layout": layout,
+             "seconds": seconds[i], "rel_error": 3e-4, "ok": True, "note": "", "imported": []}
+        if skip_bf16 and dtype == "bfloat16":
+            p.update(seconds=None, rel_error=None, note="skipped: cupy cannot make bfloat16 inputs")
+        products.append(p)
+    if wrong:
+        products[2].update(ok=False, rel_error=0.5, note="WRONG: relative error 0.5 > 1e-05")
+    return {"library": "cupy", "size": 1024, "library_import_s": 0.4, "arrays_s": 0.3,
+            "import_s": 0.05, "import_imported": ["cutematmul"], "products": products,
+            "cache_info": {"memory": {"compiles": compiles, "misses": hits or compiles},
+                           "disk": {"hits": hits}, "jax": {"compiles": 0}},
+            "dsl": {"cutlass": dsl, "cutlass.cute": dsl}}
+
+
+def _startup_runs(**warm_options):
+    cold = startup.ChildRun("cold", 0, 12.0, _startup_result([5.2, 1.4, 6.1, 1.3], 4, 0, dsl=True))
+    warm_result = _startup_result([0.021, 0.0012, 0.0011, 0.0013], 0, 4, **warm_options)
+    warm = startup.ChildRun("warm", 1 if warm_options.get("wrong") else 0, 0.9, warm_result)
+    return cold, warm
+
+
+def test_startup_parser_options(tmp_path):
+    args = build_parser().parse_args(["startup"])
+    assert (args.command, args.library, args.cache_dir, args.size) == (
+        "startup", "cupy", None, 1024)
+    args = build_parser().parse_args(["startup", "--library", "torch", "--cache-dir", str(tmp_path),
+                                      "--size", "64"])
+    assert (args.library, args.cache_dir, args.size) == ("torch", tmp_path, 64)
+    proc = subprocess.run([sys.executable, "-m", "cutematmul.bench", "startup", "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "--library {cupy,torch}" in proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("argv", [["startup", "--library", "jax"], ["startup", "--size", "0"],
+                                  ["startup", "--cache-dir", __file__]])
+def test_startup_bad_options_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_startup_check_options_says_what_is_wrong():
+    with pytest.raises(ValueError, match="library must be one of cupy, torch; got 'jax'"):
+        startup.check_options("jax", 1024, startup.CONFIGS)
+    with pytest.raises(ValueError, match="size must be a positive integer"):
+        startup.check_options("cupy", 0, startup.CONFIGS)
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        startup.check_options("cupy", 8, [("int8", "nn")])
+    with pytest.raises(ValueError, match="layout must be one of"):
+        startup.check_options("cupy", 8, [("float16", "xx")])
+    with pytest.raises(ValueError, match="at least one"):
+        startup.run_child("/nonexistent", "cupy", 8, configs=())
+
+
+def test_startup_table_and_targets():
+    cold, warm = _startup_runs()
+    table = startup.render([cold, warm], "cupy")
+    lines = table.splitlines()
+    assert lines[0].split()[:7] == ["phase", "import", "cupy", "arrays+context", "import",
+                                    "cutematmul", "fp16"]
+    assert "fp16 nn (1st)" in lines[0] and "bf16 nn" in lines[0] and "fp16 tn" in lines[0]
+    assert lines[2].startswith("cold") and "5.20 s" in lines[2] and "yes (cutlass.cute)" in lines[2]
+    assert lines[3].startswith("warm") and "21.0 ms" in lines[3] and " no " in lines[3]
+    assert len({len(line) for line in lines[:2]}) == 1  # header and rule aligned
+    line = startup.targets_line(cold, warm)
+    assert "warm import + first product 71.0 ms (target <= 150.0 ms): met" in line
+    assert "warm further product (slowest) 1.30 ms (target <= 20.0 ms): met" in line
+    assert "cold import + first product 5.25 s (target <= 3.00 s): NOT met" in line
+    assert "warm compiles 0 (target 0): met" in line
+    assert "n/a" in startup.targets_line(cold, warm, cold_was_empty=False)
+    assert cold.ok and warm.ok and cold.failure() == "" and warm.compiles == 0
+
+
+def test_startup_wrong_skipped_and_failed_rows():
+    cold, warm = _startup_runs(wrong=True, skip_bf16=True)
+    table = startup.render([cold, warm], "cupy")
+    warm_row = table.splitlines()[3]
+    assert "WRONG" in warm_row and "skipped" in warm_row and "5.0e-01" in warm_row
+    assert not warm.ok and "fp32 nn: WRONG: relative error 0.5" in warm.failure()
+    assert any("bf16 nn skipped" in n for n in startup.notes([warm]))
+    crashed = startup.ChildRun("cold", 1, 2.0, None, stderr="Traceback ...\nRuntimeError: boom")
+    assert "exited with status 1 without a result" in crashed.failure()
+    assert crashed.failure().endswith("RuntimeError: boom")
+    assert "FAILED" in startup.render([crashed], "torch")
+    assert "timed out" in startup.ChildRun("warm", None, 1800.0, None).failure()
+    assert startup.targets(crashed, None)[0][3] is None  # missing figures are not judged
+
+
+def test_startup_run_flow(monkeypatch, tmp_path):
+    cold, warm = _startup_runs()
+    calls = []
+
+    def fake_run_child(directory, library, size, configs, phase):
+        calls.append((directory, library, size, phase))
+        assert directory.is_dir() and not any(directory.iterdir())  # a new empty directory
+        return cold if phase == "cold" else warm
+
+    monkeypatch.setattr(startup, "run_child", fake_run_child)
+    out, err = io.StringIO(), io.StringIO()
+    assert startup.run("torch", None, 64, out=out, err=err) == 0
+    assert [c[3] for c in calls] == ["cold", "warm"] and calls[0][1:3] == ("torch", 64)
+    assert not calls[0][0].exists(), "the temporary cache directory is removed"
+    assert "import torch" in out.getvalue() and "targets (H200)" in out.getvalue()
+    # a directory that already holds kernels: the first process is not called cold
+    (tmp_path / ("0" * 64 + ".so")).write_bytes(b"x")
+    calls.clear()
+    monkeypatch.setattr(startup, "run_child", lambda d, lib, n, c, phase: (
+        calls.append(phase) or (cold if phase == "first" else warm)))
+    assert startup.run("cupy", tmp_path, out=io.StringIO(), err=err) == 0
+    assert calls == ["first", "warm"] and "not cold" in err.getvalue() and tmp_path.is_dir()
+    # a child that fails: exit status 1, and no second process after a crash
+    crashed = startup.ChildRun("cold", 1, 2.0, None, stderr="boom")
+    monkeypatch.setattr(startup, "run_child", lambda *a, **k: crashed)
+    err = io.StringIO()
+    assert startup.run("cupy", None, out=io.StringIO(), err=err) == 1
+    assert "FAILED: cold process exited with status 1" in err.getvalue()
+
+
+def test_startup_child_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("CUTEMATMUL_DISK_CACHE", "0")
+    env = startup.child_environment(tmp_path)
+    assert env["CUTEMATMUL_CACHE_DIR"] == str(tmp_path) and "CUTEMATMUL_DISK_CACHE" not in env
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(startup._PACKAGE_ROOT)
+
+
+def test_startup_child_loads_without_importing_cutematmul():
+    """The child loads startup.py by path; that must import nothing of cutematmul (its import is
+    what is timed), so the module's top level is standard library only."""
+    code = startup._BOOT.replace("sys.exit(m.child_main(sys.argv[2]))",
+                                 "print(sorted(n for n in sys.modules if n.split('.')[0] in "
+                                 "('cutematmul', '_cutematmul_startup_child')))")
+    proc = subprocess.run([sys.executable, "-c", code, startup.__file__, "{}"],
+                          capture_output=True, text=True, timeout=120, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['_cutematmul_startup_child']"

@@ -1,4 +1,5 @@
-"""The command line: ``python -m cutematmul.bench [options]``, ``... host``, ``... report FILE``.
+"""The command line: ``python -m cutematmul.bench [options]``, ``... host``, ``... startup``,
+``... report FILE``.
 
     python -m cutematmul.bench                         # one shape per class, fp16/fp32, ~1-2 min
     python -m cutematmul.bench --full                  # every shape, dtype and backend, ~7 min
@@ -6,6 +7,8 @@
     python -m cutematmul.bench --shapes 8192x8192x8192,64x1024x1024x1024 --layouts all
     python -m cutematmul.bench --backends cutematmul-torch,torch --kernel sm80 --markdown
     python -m cutematmul.bench host                    # host time per 64x64 call
+    python -m cutematmul.bench startup                 # 2 fresh processes: cold, then warm cache
+    python -m cutematmul.bench startup --library torch --cache-dir /opt/cutematmul-cache
     python -m cutematmul.bench report results/bench-XXXX.json --markdown --plot
     python -m cutematmul.bench --list                  # which backends can run here, and why not
 
@@ -16,8 +19,11 @@ shapes) in every dtype with every backend, JAX included.  Options given explicit
 Progress (a tqdm bar, or plain lines) goes to stderr; the table goes to stdout once every point is
 measured.
 
-Exit status: 0, or 1 when a cutematmul result was wrong (or nothing could run), 130 when
-interrupted (the results so far are still written).
+``startup`` times ``import cutematmul`` and the first products in fresh processes, first with
+an empty kernel cache, then with the cache the first one filled (``startup``'s docstring).
+
+Exit status: 0, or 1 when a cutematmul result was wrong (or nothing could run; ``startup``: when
+a child process failed), 130 when interrupted (the results so far are still written).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import time
 from pathlib import Path
 
 from . import host as host_mode
+from . import startup as startup_mode
 from .backends import BACKENDS, DEFAULT_BACKENDS, STAND_INS, get_backend, is_cutematmul
 from .environment import environment, header
 from .report import markdown, render_markdown, render_table, summary_line, text_table
@@ -74,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"named suites: {', '.join(SUITES)}; layouts: {', '.join(LAYOUTS)} "
                "(t = that operand passed as a transposed view).\n"
-               "subcommands: 'host' (host time per small call), 'report FILE.json' (re-render).")
+               "subcommands: 'host' (host time per small call), 'startup' (import and first "
+               "products in fresh processes, cold and warm cache), 'report FILE.json' (re-render).")
     p.add_argument("--full", action="store_true",
                    help="the whole suite: --shapes full --dtypes all --backends all (about 7 minutes "
                         "on an H200); options given explicitly still win")
@@ -106,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tqdm progress bar (default: when stderr is a terminal and tqdm is installed)")
     p.add_argument("--list", action="store_true", help="list the backends and whether they can run")
 
-    sub = p.add_subparsers(dest="command", metavar="{host,report}")
+    sub = p.add_subparsers(dest="command", metavar="{host,startup,report}")
     h = sub.add_parser("host", help="host time per call of a small product",
                        description=host_mode.__doc__)
     _add_backend_options(h, list(BACKENDS))
@@ -114,6 +122,18 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--size", type=_positive_int, default=64, help="M = N = K (default 64)")
     h.add_argument("--calls", type=_positive_int, default=2000, help="timed calls (default 2000)")
     h.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
+
+    s = sub.add_parser("startup",
+                       help="import and first products in fresh processes, cold and warm cache",
+                       description=startup_mode.__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("--library", choices=startup_mode.LIBRARIES, default="cupy",
+                   help="the array library of the inputs (default cupy)")
+    s.add_argument("--cache-dir", type=Path, default=None,
+                   help="CUTEMATMUL_CACHE_DIR of both processes (default: a new empty temporary "
+                        "directory, removed afterwards)")
+    s.add_argument("--size", type=_positive_int, default=startup_mode.DEFAULT_SIZE,
+                   help=f"M = N = K of every product (default {startup_mode.DEFAULT_SIZE})")
 
     r = sub.add_parser("report", help="print (and plot) a saved run's JSON")
     r.add_argument("file", type=Path, help="a bench-*.json written by a run")
@@ -313,6 +333,15 @@ def _host(args, parser) -> int:
     return 0
 
 
+def _startup(args, parser) -> int:
+    if args.cache_dir is not None:
+        try:
+            startup_mode.cache_directory(args.cache_dir)
+        except ValueError as exc:
+            parser.error(str(exc))
+    return startup_mode.run(args.library, args.cache_dir, args.size)
+
+
 def _report(args, parser) -> int:
     try:
         env, _settings, unavailable, results = load_json(args.file)
@@ -330,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "host":
         return _host(args, parser)
+    if args.command == "startup":
+        return _startup(args, parser)
     if args.command == "report":
         return _report(args, parser)
     return _run(args, parser)
