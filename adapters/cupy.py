@@ -61,6 +61,10 @@ class CupyAdapter(ArrayAdapter):
     def empty(self, shape, like):
         return cupy.empty(shape, dtype=like.dtype)
 
+    def workspace(self, count: int, like, stream: int):
+        buf = cupy.empty(count, dtype=cupy.float32)
+        return buf, buf.data.ptr
+
     def copy(self, dst, src) -> None:
         cupy.copyto(dst, src)
 

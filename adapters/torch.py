@@ -124,6 +124,10 @@ class TorchAdapter(ArrayAdapter):
     def empty(self, shape, like):
         return like.new_empty(shape)
 
+    def workspace(self, count: int, like, stream: int):
+        buf = torch.empty(count, dtype=torch.float32, device=like.device)
+        return buf, buf.data_ptr()
+
     def copy(self, dst, src) -> None:
         dst.copy_(src)
 

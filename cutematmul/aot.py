@@ -4,8 +4,8 @@
 configurations a user names (dtypes, layouts, alignments, families, problem shapes, archs) or the
 default set: what the dispatcher picks, for each dtype and operand layout, over a spread of
 problem shapes (squares, skinny and batched products).  A key's configuration depends on the
-problem size only through the tile choice (``configs/<family>.choose_config``), so a few keys
-cover every size.  Keys already on disk are skipped; the rest compile in parallel worker processes
+problem size only through the tile and split-K choice (``dispatch.schedule``), so a few keys cover
+every size; a split product also needs the reduction kernel of its dtype, which is listed too.  Keys already on disk are skipped; the rest compile in parallel worker processes
 (``spawn``), each started with ``CUTE_DSL_ARCH`` set to its target and ``CUDA_VISIBLE_DEVICES=""``
 before it imports the DSL, so this runs on a machine without a GPU.  The directory it fills can be
 shipped (baked into a container image) and used read-only.
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import cache
-from .dispatch import FAMILIES, choose_families, kernel_key
+from .dispatch import FAMILIES, choose_families, reduce_key, schedule
 
 #: SM counts of the usual GPU of each target, for machines without one (``--num-sms`` overrides).
 DEFAULT_NUM_SMS = {"sm_80": 108, "sm_86": 84, "sm_89": 128, "sm_90a": 132, "sm_100a": 148}
@@ -177,8 +177,12 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, dtype: 
         a_major, b_major = LAYOUTS[layout]
         for aligns in _alignments(selection.alignments, family, dtype):
             for m, n, k, *batch in selection.shapes or default_shapes():
-                keys.append(kernel_key(family, capability, num_sms, dtype, a_major, b_major,
-                                       aligns, m, n, k, batch[0] if batch else 1))
+                key, splits, transposed = schedule(family, capability, num_sms, dtype, a_major,
+                                                   b_major, aligns, m, n, k,
+                                                   batch[0] if batch else 1)
+                keys.append(key)
+                if splits > 1 or transposed:
+                    keys.append(reduce_key(capability, dtype))
     return keys
 
 
@@ -275,6 +279,8 @@ def _worker_build(key) -> tuple[str, float]:
 
 
 def _short(key) -> str:
+    if not hasattr(key, "config"):  # the split-K reduction
+        return f"{key.family} {key.arch} {key.dtype}"
     config = getattr(key.config, "name", repr(key.config))
     return f"{key.family} {key.arch} {key.dtype} {key.a_major}{key.b_major} " \
            f"align {key.align_a}/{key.align_b}/{key.align_c} {config}"

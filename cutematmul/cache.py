@@ -22,13 +22,13 @@ second compile of the same ``KernelKey``: the custom call target (``CuteDSLRT_Nv
 in the runtime library) loads a CuTe-ABI object (``dump_to_object``, symbol prefix
 ``cutlass_call``, argument metadata inside) and calls it with a stream and one tensor descriptor
 (pointer, shape, strides) per XLA buffer.  The pointer path's object is a TVM-FFI function
-(``__tvm_ffi_cutematmul_gemm``, no CuTe metadata) taking three raw pointers and ten integers, which
+(``__tvm_ffi_cutematmul_gemm``, no CuTe metadata) taking raw pointers and integers, which
 that target can neither find nor feed: one object cannot serve both.
 
 Disk entries (files: ``cache_disk.py``).  ``digest`` is the sha256 of ``repr(key)`` (plus the
 tier and, for JAX, the broadcast flags, the JAX version and the builder's source), the target arch,
 a digest of every file under ``cutematmul/kernels/`` and ``cutematmul/configs/`` and of
-``dispatch.build_kernel``, the nvidia-cutlass-dsl and apache-tvm-ffi versions, the DSL runtime
+``dispatch.build_kernel`` and ``dispatch.compile_key``, the nvidia-cutlass-dsl and apache-tvm-ffi versions, the DSL runtime
 flavor (cu12/cu13) and the host (OS, CPU).  ``<digest>.json``, written last, holds the payload's
 size and sha256; every load checks both, and an entry that fails (truncated, corrupt, unloadable)
 is removed and rebuilt.  Payloads are built in a scratch directory inside the cache directory and
@@ -51,7 +51,8 @@ Public: ``get_compiled``, ``get_xla_object`` (-> ``XlaObject``), ``cache_info``,
 ``cache_dir``, ``disk_entry``, ``unwritable_reason``, ``entry_digest``, ``dsl_arch``,
 ``runtime_library``.  Ahead-of-time builds: ``aot.py``; the CLI: ``__main__.py``.
 
-Imports: ``cache_disk``; lazily ``dispatch`` and ``kernels.compile`` (the DSL: only to compile),
+Imports: ``cache_disk``; lazily ``dispatch`` (whose ``compile_key`` imports the DSL: only to
+compile),
 ``tvm_ffi`` (on the first disk load), ``cuda.bindings`` (``dsl_arch`` without a forced arch).
 Never ``launch``, ``api`` or ``xla``.
 """
@@ -378,8 +379,7 @@ def _load_entry(directory: Directory, recipe: _Recipe):
 
 def _compile_kernel(key):
     """The DSL's compiled TVM-FFI function for ``key`` (imports the DSL)."""
-    from .dispatch import build_kernel
-    from .kernels.compile import compile_gemm
+    from .dispatch import compile_key
 
     target = dsl_arch()
     if target != key.arch:
@@ -389,7 +389,7 @@ def _compile_kernel(key):
             f"it in a process started with CUTE_DSL_ARCH={key.arch}, e.g. `python -m cutematmul "
             f"precompile --arch {key.arch}`."
         )
-    return compile_gemm(build_kernel(key))
+    return compile_key(key)
 
 
 def _build_kernel_payload(key, scratch: Path) -> tuple[Path | None, Any]:

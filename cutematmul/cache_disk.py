@@ -274,10 +274,12 @@ def _source_roots() -> tuple[Path, ...]:
 
 
 def sources_digest(roots) -> str:
-    """sha256 over every file under ``roots`` (names and contents) and ``dispatch.build_kernel``."""
+    """sha256 over every file under ``roots`` (names and contents) and ``dispatch.build_kernel``
+    and ``dispatch.compile_key`` (what turns a key into code)."""
     from . import dispatch
 
     h = hashlib.sha256(inspect.getsource(dispatch.build_kernel).encode())
+    h.update(inspect.getsource(dispatch.compile_key).encode())
     for root in roots:
         for path in sorted(p for p in Path(root).rglob("*") if p.is_file()):
             if "__pycache__" in path.parts or path.suffix == ".pyc":

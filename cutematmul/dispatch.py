@@ -7,12 +7,15 @@ Kernel families are data: one row of ``FAMILIES`` each, naming the family's kern
 ``cutematmul/kernels/`` and its DSL-free configuration module under ``cutematmul/configs/``:
 
 * ``configs/<family>.py``: ``Config`` (frozen tunables), ``choose_config(m, n, k, batch,
-  num_sms) -> Config`` (the heuristic, no GPU time) and ``supports(m, n, k, batch, dtype,
-  a_major, b_major, align_a, align_b, align_c) -> str | None``;
+  num_sms) -> Config`` (the heuristic, no GPU time), for families that split K also
+  ``choose_schedule(...) -> (Config, splits, transposed)``, and ``supports(m, n, k, batch, dtype, a_major,
+  b_major, align_a, align_b, align_c) -> str | None``;
 * ``kernels/<family>_*.py``: ``Kernel(config, dtype, a_major, b_major, align_a, align_b,
   align_c, num_sms)`` with a ``@cute.jit __call__(mA, mB, mC, stream)``.
 
-``kernel_key`` is the one place a ``KernelKey`` is built, for the pointer launch and for XLA.
+``schedule`` is the one place a ``KernelKey`` and its K-split count are chosen, for the pointer
+launch and (unsplit, through ``kernel_key``) for XLA; ``reduce_key`` names the split-K reduction.
+``compile_key`` turns either key into a compiled function (it imports the DSL).
 
 Imports: nothing of ours at module level (``configs.*`` and ``kernels.*`` lazily, in
 ``Family.configs`` and ``Family.load``: the latter imports the DSL).
@@ -56,6 +59,9 @@ class Family:
     #: scalar path (the sm80 cp.async byte-count tail still addresses the whole vector): operands
     #: whose unit-stride extent is not a whole number of vectors are read from padded copies.
     whole_vector_loads: bool
+    #: True when the kernel can split K (``kernels/entry.py``) and its configs module has
+    #: ``choose_schedule``.
+    split_k: bool
     description: str
 
     def runs_on(self, capability: tuple[int, int]) -> bool:
@@ -77,13 +83,16 @@ FAMILIES = {
     for f in (
         Family("sm90", "cutematmul.kernels.sm90_hgemm", "cutematmul.configs.sm90",
                ("float16", "bfloat16"), 16, (9, 0), True,
-               1 << 40, False, True, False, "TMA + wgmma, warp-specialized persistent HGEMM (Hopper, sm_90a)"),
+               1 << 40, False, True, False, True,
+               "TMA + wgmma, warp-specialized persistent HGEMM (Hopper, sm_90a)"),
         Family("sm80", "cutematmul.kernels.sm80_hgemm", "cutematmul.configs.sm80",
                ("float16", "bfloat16"), 16, (8, 0), False,
-               None, False, False, True, "cp.async + ldmatrix + mma.sync HGEMM (sm_80 and newer)"),
+               None, False, False, True, False,
+               "cp.async + ldmatrix + mma.sync HGEMM (sm_80 and newer)"),
         Family("simt", "cutematmul.kernels.simt_sgemm", "cutematmul.configs.simt",
                ("float32",), 4, (8, 0), False,
-               None, True, False, False, "true-fp32 SIMT SGEMM with cp.async staging (sm_80 and newer)"),
+               None, True, False, False, True,
+               "true-fp32 SIMT SGEMM with cp.async staging (sm_80 and newer)"),
     )
 }
 
@@ -175,10 +184,18 @@ class KernelKey:
 _KEY_FIELDS = tuple(f.name for f in fields(KernelKey))
 
 
-def kernel_key(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,
-               a_major: str, b_major: str, align_bytes: tuple[int, int, int],
-               m: int, n: int, k: int, batch: int) -> KernelKey:
-    """The one KernelKey builder: alignment in bytes -> the vector width the kernel may assume."""
+def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,
+             a_major: str, b_major: str, align_bytes: tuple[int, int, int],
+             m: int, n: int, k: int, batch: int,
+             split_k: bool = True) -> tuple[KernelKey, int, bool]:
+    """(the key of the kernel that runs the problem, its K-split count, transposed).
+
+    The one KernelKey builder: alignment in bytes -> the vector width the kernel may assume, and
+    the family's configuration (tile and split chosen together, no GPU time).  ``split_k`` False
+    asks for a product straight into C (the XLA route has no workspace).  With ``transposed``
+    the key is the kernel of C^T = B^T A^T (A and B trade places, majors and alignments with
+    them) writing fp32 partials into the workspace; the reduction transposes them into C.
+    """
     itemsize = 4 if dtype == "float32" else 2
     vector = 16 // itemsize
     aligns = [vector if a >= 16 else 1 for a in align_bytes]
@@ -187,9 +204,41 @@ def kernel_key(family: Family, capability: tuple[int, int], num_sms: int, dtype:
         for i, extent in enumerate(unit_extents):
             if extent % vector:
                 aligns[i] = 1
-    config = family.configs().choose_config(m, n, k, batch, num_sms)
-    return KernelKey(family.name, target_arch(capability), dtype, a_major, b_major, *aligns,
-                     config, num_sms)
+    configs = family.configs()
+    transposed = False
+    if family.split_k and split_k:
+        config, splits, transposed = configs.choose_schedule(m, n, k, batch, num_sms)
+    else:
+        config, splits = configs.choose_config(m, n, k, batch, num_sms), 1
+    if transposed:
+        a_major, b_major = {"n": "m", "k": "k"}[b_major], {"m": "n", "k": "k"}[a_major]
+        aligns[0], aligns[1] = aligns[1], aligns[0]
+    if splits > 1 or transposed:  # C is the workspace: ours, rows padded to 32 bytes
+        aligns[2] = vector
+    key = KernelKey(family.name, target_arch(capability), dtype, a_major, b_major, *aligns,
+                    config, num_sms)
+    return key, splits, transposed
+
+
+def kernel_key(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,
+               a_major: str, b_major: str, align_bytes: tuple[int, int, int],
+               m: int, n: int, k: int, batch: int) -> KernelKey:
+    """The key of the unsplit kernel for the problem (``schedule`` with ``split_k=False``)."""
+    return schedule(family, capability, num_sms, dtype, a_major, b_major, align_bytes,
+                    m, n, k, batch, split_k=False)[0]
+
+
+@dataclass(frozen=True)
+class ReduceKey:
+    """The split-K reduction (``kernels/splitk_reduce.py``) writing C of ``dtype``."""
+
+    family: str
+    arch: str
+    dtype: str
+
+
+def reduce_key(capability: tuple[int, int], dtype: str) -> ReduceKey:
+    return ReduceKey("splitk_reduce", target_arch(capability), dtype)
 
 
 def build_kernel(key: KernelKey):
@@ -197,3 +246,14 @@ def build_kernel(key: KernelKey):
     module = FAMILIES[key.family].load()
     return module.Kernel(key.config, key.dtype, key.a_major, key.b_major,
                          key.align_a, key.align_b, key.align_c, key.num_sms)
+
+
+def compile_key(key: KernelKey | ReduceKey):
+    """The compiled TVM-FFI function of ``key`` (imports the CuTe DSL and compiles)."""
+    if isinstance(key, ReduceKey):
+        from .kernels.splitk_reduce import compile_reduce
+
+        return compile_reduce(key.dtype)
+    from .kernels.compile import compile_gemm
+
+    return compile_gemm(build_kernel(key))

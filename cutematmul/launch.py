@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from . import device as _device
 from .cache import get_compiled
-from .dispatch import FAMILIES, KernelKey, choose_families, kernel_key
+from .dispatch import FAMILIES, KernelKey, ReduceKey, choose_families, reduce_key, schedule
 from .operand import Operand
 from .plan import Gemm, MatrixLayout, alignment, pieces, plan_gemm, round_up
 from .streams import explicit_handle, resolve_stream
@@ -35,10 +35,18 @@ from .validate import (
 
 
 class Launch(NamedTuple):
-    """A resolved product: the kernel key and, per launch, byte offsets of (A, B, C) and sizes."""
+    """A resolved product: the kernel key and, per launch, byte offsets of (A, B, C) and sizes.
+
+    With ``reduce`` set the kernel writes fp32 partial sums (``splits`` per batch in the one
+    call's sizes) to a workspace of ours and the reduction adds them into C; with ``transposed``
+    too, the kernel computes C^T = B^T A^T (``key`` is that kernel's) and the reduction
+    transposes.  ``calls`` always describe C = A B, as the launch proof checks them.
+    """
 
     key: KernelKey
-    calls: tuple  # ((oa, ob, oc) in bytes, (m, n, k, batch, lda, bsa, ldb, bsb, ldc, bsc))
+    calls: tuple  # ((oa, ob, oc) in bytes, (m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc))
+    reduce: ReduceKey | None = None
+    transposed: bool = False
 
 
 class Staging(NamedTuple):
@@ -128,8 +136,36 @@ def gemm_on_device(adapter, families, info, a: Operand, b: Operand, c: Operand, 
         return
     fn = get_compiled(launch.key)
     pa, pb, pc = (b.ptr, a.ptr, c.ptr) if swapped else (a.ptr, b.ptr, c.ptr)
+    if launch.reduce is not None:
+        _run_split(adapter, fn, launch, pa, pb, pc, c.array, stream)
+        return
     for (oa, ob, oc), sizes in launch.calls:
         fn(pa + oa, pb + ob, pc + oc, *sizes, stream)
+
+
+def _run_split(adapter, fn, launch: Launch, pa: int, pb: int, pc: int, like, stream: int) -> None:
+    """Partial sums into an fp32 workspace of ours, then the reduction into C, on ``stream``.
+
+    The workspace holds ``batch * splits`` row-major matrices of the kernel's output, (m, n), or
+    (n, m) when transposed, rows padded to 8 floats (TMA stores whole 16-byte vectors): exactly
+    the extent the kernel's C covers.
+    """
+    ((oa, ob, oc), sizes), = launch.calls
+    m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc = sizes
+    rows, cols = (n, m) if launch.transposed else (m, n)
+    ldw = round_up(cols, _WORKSPACE_ROW)
+    workspace, wp = adapter.workspace(rows * ldw * batch * splits, like, stream)
+    if launch.transposed:
+        fn(pb + ob, pa + oa, wp, n, m, k, batch, splits, ldb, bsb, lda, bsa, ldw, n * ldw, stream)
+        w_strides = (1, ldw, n * ldw)
+    else:
+        fn(pa + oa, pb + ob, wp, m, n, k, batch, splits, lda, bsa, ldb, bsb, ldw, m * ldw, stream)
+        w_strides = (ldw, 1, m * ldw)
+    get_compiled(launch.reduce)(wp, pc + oc, m, n, batch, splits, *w_strides, ldc, bsc, stream)
+    del workspace  # released in stream order by the library's allocator
+
+
+_WORKSPACE_ROW = 8  # floats: 32 bytes
 
 
 _ZEROS = "zeros"  # K == 0: the product is a zero fill
@@ -215,15 +251,19 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         first, second = (usable[1], usable[0]) if gemm.swapped else (usable[0], usable[1])
         return Staging(not first, not second, not usable[2])
 
-    key = kernel_key(family, capability, num_sms, dtype, gemm.a.major, gemm.b.major,
-                     tuple(aligns), gemm.m, gemm.n, gemm.k, gemm.batch)
+    launches = pieces(gemm)
+    key, splits, transposed = schedule(family, capability, num_sms, dtype, gemm.a.major,
+                                       gemm.b.major, tuple(aligns), gemm.m, gemm.n, gemm.k,
+                                       gemm.batch, split_k=len(launches) == 1)
     calls = []
-    for offsets, (m, n, batch) in pieces(gemm):
-        sizes = (m, n, gemm.k, batch, gemm.a.ld, gemm.a.batch_stride, gemm.b.ld,
+    for offsets, (m, n, batch) in launches:
+        sizes = (m, n, gemm.k, batch, splits, gemm.a.ld, gemm.a.batch_stride, gemm.b.ld,
                  gemm.b.batch_stride, gemm.c.ld, gemm.c.batch_stride)
         calls.append((tuple(o * itemsize for o in offsets), sizes))
     check_launches([(o, s, (gemm.a.major, gemm.b.major)) for o, s in calls], spans, itemsize)
-    return Launch(key, tuple(calls))
+    workspace = splits > 1 or transposed
+    return Launch(key, tuple(calls), reduce_key(capability, dtype) if workspace else None,
+                  transposed)
 
 
 def _run_staged(adapter, families, info, a: Operand, b: Operand, c: Operand, stream: int,
@@ -240,6 +280,9 @@ def _run_staged(adapter, families, info, a: Operand, b: Operand, c: Operand, str
         padded = round_up(max(cols, 1), pad)
         shape = tuple(c.shape[:-1]) + (padded,) if c.shape else (padded,)
         buf = adapter.empty(shape, c.array)
+        # Zeroed so no byte of ours is ever read uninitialized (compute-sanitizer's initcheck
+        # does not see the sm90 kernel's TMA stores: docs/reliability.md).
+        adapter.fill_zero(buf)
         c = adapter.describe(buf[..., :cols] if target.shape else buf[0], "out")
     gemm_on_device(adapter, families, info, a, b, c, stream, padded=staging)
     if staging.c:

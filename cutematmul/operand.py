@@ -9,7 +9,8 @@ lives in the core.  Each adapter declares its *route*:
 * ``"host"``: the arrays are host memory; they are staged through the GPU (``staging.py``).
 * ``"xla"``: the arrays are JAX values; the product is lowered into an XLA custom call (``xla.py``).
 
-Imports: ``plan`` and ``routes`` (which loads the route modules lazily).
+Imports: ``plan`` and ``routes`` (which loads the route modules lazily); lazily ``device`` and
+``dlpack`` (the default split-K workspace).
 """
 
 from __future__ import annotations
@@ -78,6 +79,17 @@ class ArrayAdapter:
     def empty(self, shape: tuple[int, ...], like):
         """A new row-major array of ``like``'s dtype and device, on the library's current stream."""
         raise NotImplementedError
+
+    def workspace(self, count: int, like, stream: int) -> tuple[object, int]:
+        """(owner, address) of ``count`` fp32 scratch elements on the current device, for work
+        on ``stream`` (the library's current stream inside ``on_stream``), released in stream
+        order once ``owner`` is dropped.  The default is a ``DeviceArray`` (cudaMallocAsync on
+        ``stream``); libraries with a memory pool override it."""
+        from .device import current_device
+        from .dlpack import DeviceArray
+
+        buf = DeviceArray((count,), "float32", device=current_device(), stream=stream)
+        return buf, buf.ptr
 
     def copy(self, dst, src) -> None:
         """dst[...] = src, on the library's current stream."""

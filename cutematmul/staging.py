@@ -19,7 +19,7 @@ import numpy
 
 from . import device as _device
 from .launch import families_for, gemm_on_device
-from .operand import Operand
+from .operand import ArrayAdapter, Operand
 from .plan import round_up
 from .streams import explicit_handle, resolve_stream
 from .validate import check_operands, check_out
@@ -32,6 +32,10 @@ class _NoLibrary:
 
     def fill_zero(self, x):  # K == 0 is handled before any device work
         raise RuntimeError("cutematmul: internal error: staged NumPy buffers need no zero fill")
+
+    def workspace(self, count: int, like, stream: int):
+        """Split-K partials: stream-ordered device memory, freed when the owner is dropped."""
+        return ArrayAdapter.workspace(self, count, like, stream)
 
 
 def _pitched(shape) -> tuple[int, int]:

@@ -169,16 +169,20 @@ def check_launches(calls, spans, itemsize: int) -> None:
     """Prove each launch touches only bytes inside the span of the operand it was given.
 
     ``calls`` are ``(offsets, sizes, majors)`` in kernel order: byte offsets of (A, B, C) from
-    their base pointers, the integer sizes (m, n, k, batch, lda, bsa, ldb, bsb, ldc, bsc) and the
-    majors of A ("m"/"k") and B ("n"/"k"); ``spans`` the relative byte spans of the kernel's
-    (A, B, C) views.  A is (m, k, batch), B (n, k, batch), C (m, n, batch) with unit stride on n.  A RuntimeError here is a
-    planner bug, never a user error: it stops the launch instead of touching foreign memory.
+    their base pointers, the integer sizes (m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc)
+    and the majors of A ("m"/"k") and B ("n"/"k"); ``spans`` the relative byte spans of the kernel's
+    (A, B, C) views.  A is (m, k, batch), B (n, k, batch), C (m, n, batch) with unit stride on n
+    (a split-K launch writes its partials to a workspace of ours sized to them, and its
+    reduction writes C as checked here).  A RuntimeError here is a planner bug, never a user
+    error: it stops the launch instead of touching foreign memory.
     """
     for offsets, sizes, majors in calls:
-        m, n, k, batch, lda, bsa, ldb, bsb, ldc, bsc = sizes
-        for v in (m, n, k, batch):
+        m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc = sizes
+        for v in (m, n, k, batch, splits, batch * splits):
             if not 0 < v <= INT32_MAX:
                 raise RuntimeError(f"cutematmul: internal error: launch size {v} outside int32.")
+        if splits > 1 and m * n * batch * splits > INT32_MAX:
+            raise RuntimeError("cutematmul: internal error: split-K partials exceed int32 indexing.")
         a_strides = (1, lda) if majors[0] == "m" else (lda, 1)
         b_strides = (1, ldb) if majors[1] == "n" else (ldb, 1)
         layouts = (

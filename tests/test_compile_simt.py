@@ -107,7 +107,14 @@ for m, n, k, l in [(1, 1, 1, 1), (4096, 4096, 4096, 1), (1024, 1024, 1024, 1), (
     cfg = choose_config(m, n, k, l, 132)
     cfg.validate()
     chosen[f"{m}x{n}x{k}x{l}"] = [cfg.tile_m, cfg.tile_n, cfg.threads]
+from cutematmul.configs.simt import choose_schedule
+scheduled = {}
+for m, n, k in [(1024, 1024, 1024), (16, 8192, 8192), (4096, 4096, 4096)]:
+    cfg, splits = choose_schedule(m, n, k, 1, 132)
+    cfg.validate()
+    scheduled[f"{m}x{n}x{k}"] = [cfg.tile_m, cfg.tile_n, splits]
 print("RESULT=" + json.dumps({
+    "scheduled": scheduled,
     "errors": errors,
     "default": SimtConfig().name,
     "chosen": chosen,
@@ -125,7 +132,13 @@ def test_simt_config_rules(tmp_path):
     assert all(isinstance(e, str) and e.endswith(".") for e in result["errors"]), result["errors"]
     assert result["default"] == "simt_128x128x16_s3_t256_g8_b2"
     assert result["chosen"]["4096x4096x4096x1"] == [128, 128, 256]
-    assert result["chosen"]["1024x1024x1024x1"] == [64, 64, 64]  # 256 CTAs rather than 64
+    tm, tn, _ = result["chosen"]["1024x1024x1024x1"]  # unsplit: enough CTAs for every SM
+    assert (1024 // tm) * (1024 // tn) >= 132, result["chosen"]
+    # Split-K: big tiles with K split when the tiles alone cannot fill the machine; none when
+    # they can.
+    assert result["scheduled"]["1024x1024x1024"][2] > 1, result["scheduled"]
+    assert result["scheduled"]["16x8192x8192"][2] > 1, result["scheduled"]
+    assert result["scheduled"]["4096x4096x4096"] == [128, 128, 1], result["scheduled"]
     assert result["chosen"]["16x8192x512x1"][0] == 32  # thin tile for a skinny M
     assert result["supports_ok"] is None
     assert "a_major" in result["supports_major"]

@@ -67,3 +67,29 @@ def test_sm90_compiles_with_tma_and_wgmma(tmp_path):
         assert c["setmaxnreg"] == 2, f"{name}: producer/consumer register split missing: {c}"
         assert c["mbarrier_wait"] >= 1, name
         assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
+
+
+_PARTIALS = [
+    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 128, "partials": True}),
+    ("BFloat16", "m", "k", {"tile_m": 64, "tile_n": 128, "partials": True}),
+    ("Float16", "k", "k", {"tile_m": 128, "tile_n": 256, "partials": True}),
+    # Narrow tiles of transposed small-M products (C^T = B^T A^T): both B majors.
+    ("Float16", "m", "k", {"tile_m": 128, "tile_n": 16, "epi_n": 16, "partials": True}),
+    ("BFloat16", "k", "n", {"tile_m": 128, "tile_n": 16, "epi_n": 16, "partials": True}),
+    ("Float16", "k", "k", {"tile_m": 128, "tile_n": 32, "partials": True}),
+    ("BFloat16", "m", "n", {"tile_m": 128, "tile_n": 64, "partials": True}),
+]
+
+
+def test_sm90_split_k_partials_store_fp32_with_tma(tmp_path):
+    """The split-K variant keeps the mainloop and stores fp32 partial sums by TMA, no stmatrix
+    (a 16-bit instruction) and no spills."""
+    counts = compile_in_child("sm_90a", _CHILD, _PARTIALS, tmp_path)
+    assert len(counts) == len(_PARTIALS)
+    for name, c in counts.items():
+        assert name.endswith("_partials"), name
+        assert c["wgmma"] >= 4 and c["tma_load"] >= 2, f"{name}: {c}"
+        assert c["tma_store"] >= 1, f"{name}: partial sums not stored with TMA: {c}"
+        assert c["stmatrix"] == 0, f"{name}: fp32 partials went through stmatrix: {c}"
+        assert c["setmaxnreg"] == 2, name
+        assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"

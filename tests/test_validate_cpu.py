@@ -172,7 +172,8 @@ def _run_and_check(a, b, out, bufs, piece=None):
         spans.append(validate.span(view.shape, _estrides(view), itemsize, "x"))
     calls = [
         (tuple(o * itemsize for o in offs),
-         (m, n, g.k, l, g.a.ld, g.a.batch_stride, g.b.ld, g.b.batch_stride, g.c.ld, g.c.batch_stride),
+         (m, n, g.k, l, 1, g.a.ld, g.a.batch_stride, g.b.ld, g.b.batch_stride, g.c.ld,
+          g.c.batch_stride),
          (g.a.major, g.b.major))
         for offs, (m, n, l) in launches
     ]

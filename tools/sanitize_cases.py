@@ -1,8 +1,8 @@
 """The workload compute-sanitizer runs: every kernel family on the shapes that stress addressing.
 
 Each family (simt fp32, sm80 and sm90 fp16/bf16) runs tails in M, N and K, all four operand
-layouts, unaligned and strided views (which go through staging), broadcast batches, 1-D operands
-and a column-major ``out``.  Every result is checked against float64, so a run that "passes" the
+layouts, unaligned and strided views (which go through staging), broadcast batches, 1-D operands,
+split-K products (fp32 partials and the reduction kernel) and a column-major ``out``.  Every result is checked against float64, so a run that "passes" the
 sanitizer with wrong numbers still fails.  Run through ``tools/sanitize.sh``; by itself it is a
 plain correctness check.
 
@@ -21,6 +21,8 @@ import cutematmul
 
 TOL = {"float32": 2e-5, "float16": 1e-3, "bfloat16": 8e-3}
 FAMILY_DTYPES = {"simt": ("float32",), "sm80": ("float16", "bfloat16"), "sm90": ("float16", "bfloat16")}
+# Families that split K on skinny products (5 x 300 x 1000 is split by both on an H100/H200).
+SPLIT_FAMILIES = ("simt", "sm90")
 SHAPES = [(1, 1, 1), (7, 5, 3), (33, 17, 65), (129, 67, 31), (64, 128, 64), (200, 136, 257)]
 
 
@@ -43,7 +45,14 @@ def _operands(m, n, k, layout, dtype, gen):
     return a, b
 
 
-def run(families, quick: bool) -> int:
+def _out(shape, dtype, poison: bool):
+    """The output buffer: NaN-poisoned (initialized), or fresh (only the kernel writes it)."""
+    if poison:
+        return torch.full(shape, float("nan"), device="cuda", dtype=dtype)
+    return torch.empty(shape, device="cuda", dtype=dtype)
+
+
+def run(families, quick: bool, poison: bool = True) -> int:
     gen = torch.Generator(device="cuda").manual_seed(0)
     count = 0
     shapes = SHAPES[:3] if quick else SHAPES
@@ -53,7 +62,7 @@ def run(families, quick: bool) -> int:
             for m, n, k in shapes:
                 for layout in ("nn", "tn", "nt", "tt"):
                     a, b = _operands(m, n, k, layout, dtype, gen)
-                    out = torch.full((m, n), float("nan"), device="cuda", dtype=a.dtype)
+                    out = _out((m, n), a.dtype, poison)
                     _check(cutematmul.matmul(a, b, out=out, kernel=kernel), a, b, dtype,
                            f"{family} {dtype} {m}x{n}x{k} {layout}")
                     count += 1
@@ -67,10 +76,21 @@ def run(families, quick: bool) -> int:
                 (_randn((5, 13), dtype, gen), _randn((13,), dtype, gen)),
             ]
             for a, b in cases:
-                _check(cutematmul.matmul(a, b, kernel=kernel), a, b, dtype, f"{family} {dtype} views")
+                shape = torch.matmul(a.to("meta"), b.to("meta")).shape
+                out = _out(shape, a.dtype, poison)
+                _check(cutematmul.matmul(a, b, out=out, kernel=kernel), a, b, dtype,
+                       f"{family} {dtype} views")
                 count += 1
+            if family in SPLIT_FAMILIES:  # split-K: fp32 partials in a workspace, then the reduction
+                for a, b in ((_randn((5, 1000), dtype, gen), _randn((1000, 300), dtype, gen)),
+                             (_randn((1000, 5), dtype, gen).T, _randn((300, 1000), dtype, gen).T),
+                             (_randn((2, 5, 1000), dtype, gen), _randn((1000, 300), dtype, gen))):
+                    out = _out(torch.matmul(a.to("meta"), b.to("meta")).shape, a.dtype, poison)
+                    _check(cutematmul.matmul(a, b, out=out, kernel=kernel), a, b, dtype,
+                           f"{family} {dtype} split-K")
+                    count += 1
             a, b = _randn((37, 21), dtype, gen), _randn((21, 45), dtype, gen)
-            out = torch.full((45, 37), float("nan"), device="cuda", dtype=a.dtype).T
+            out = _out((45, 37), a.dtype, poison).T
             _check(cutematmul.matmul(a, b, out=out, kernel=kernel), a, b, dtype, f"{family} col-major out")
             count += 1
     torch.cuda.synchronize()
@@ -81,9 +101,12 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--families", default="simt,sm80,sm90")
     p.add_argument("--quick", action="store_true", help="fewer shapes (racecheck is slow)")
+    p.add_argument("--unpoisoned", action="store_true",
+                   help="fresh (uninitialized) outputs instead of NaN-poisoned ones: shows which "
+                        "kernel writes initcheck tracks")
     args = p.parse_args(argv)
     families = [f for f in args.families.split(",") if f]
-    count = run(families, args.quick)
+    count = run(families, args.quick, poison=not args.unpoisoned)
     print(f"sanitize_cases: {count} products correct ({', '.join(families)})")
     return 0
 

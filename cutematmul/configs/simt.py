@@ -2,12 +2,14 @@
 
 DSL-free, so a configuration is chosen (and a cached kernel found) without importing the CuTe DSL.
 
-Imports: nothing of ours.
+Imports: ``configs.waves``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+
+from . import waves
 
 # Lanes of one warp, as a 4 (M) x 8 (N) grid; lane = n_lane + 8 * m_lane.
 _LANES_M = 4
@@ -167,22 +169,44 @@ def _min_blocks(threads: int, smem_bytes: int) -> int:
     return max(1, min(512 // threads, _MAX_CTAS_PER_SM, _SMEM_PER_SM // smem_bytes))
 
 
-def choose_config(m: int, n: int, k: int, batch: int, num_sms: int) -> Config:
-    """Largest tile that still gives every SM at least one CTA; skinny problems get thin tiles."""
+# Relative per-SM throughput of each ladder tile when every SM is busy: every thread keeps 8x8
+# (or 8x4) accumulators, but smaller tiles read more bytes of L2 per FMA.
+_TILE_EFFICIENCY = {(128, 128): 1.0, (128, 64): 0.95, (64, 128): 0.95, (64, 64): 0.85,
+                    (32, 128): 0.8, (128, 32): 0.8, (32, 64): 0.7, (32, 32): 0.55}
+# fp32 FMA as this family sustains it on an H100/H200-class SM (~50 TFLOP/s on 132 SMs).
+_FLOPS_PER_SM = 0.38e12
+_MIN_K_TILES = 8
+
+
+def _config(tm: int, tn: int, threads: int) -> Config:
+    cfg = Config(tile_m=tm, tile_n=tn, threads=threads)
+    return replace(cfg, min_blocks=_min_blocks(threads, cfg.smem_bytes()))
+
+
+def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
+                    max_splits: int = waves.MAX_SPLITS) -> tuple[Config, int, bool]:
+    """(configuration, K-splits, transposed) of least estimated time under the wave model
+    (``waves``); never transposed (fp32 FMA tiles as narrow as 32 serve small M directly).
+
+    Tiles much longer than the problem (beyond its extent rounded up to a power of two) are not
+    considered.  When even the smaller tiles leave SMs idle (skinny products, long K), K is split
+    and ``kernels/splitk_reduce.py`` adds the fp32 partial sums.
+    """
 
     def fits(tile: int, extent: int) -> bool:
         # A tile longer than the extent rounded up to a power of two mostly computes padding.
         return tile <= max(32, 1 << max(0, extent - 1).bit_length())
 
-    candidates = [c for c in _LADDER if fits(c[0], m) and fits(c[1], n)]
-    pick = candidates[-1]
-    for tm, tn, threads in candidates:
-        ctas = -(-m // tm) * -(-n // tn) * max(1, batch)
-        if ctas >= num_sms:
-            pick = (tm, tn, threads)
-            break
-    tm, tn, threads = pick
-    cfg = Config(tile_m=tm, tile_n=tn, threads=threads)
-    return replace(cfg, min_blocks=_min_blocks(threads, cfg.smem_bytes()))
+    configs, tiles = {}, {}
+    for tm, tn, threads in _LADDER:
+        if fits(tm, m) and fits(tn, n):
+            cfg = configs[(tm, tn)] = _config(tm, tn, threads)
+            rate = waves.Rate(_FLOPS_PER_SM, cfg.min_blocks, 4, 4, _MIN_K_TILES)
+            tiles[(tm, tn)] = (_TILE_EFFICIENCY[(tm, tn)], rate)
+    tile, splits = waves.best(m, n, k, batch, num_sms, Config.tile_k, tiles, max_splits)
+    return configs[tile], splits, False
 
 
+def choose_config(m: int, n: int, k: int, batch: int, num_sms: int) -> Config:
+    """The configuration of an unsplit product (the XLA route, which has no workspace)."""
+    return choose_schedule(m, n, k, batch, num_sms, max_splits=1)[0]

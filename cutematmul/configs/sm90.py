@@ -2,13 +2,14 @@
 
 DSL-free, so a configuration is chosen (and a cached kernel found) without importing the CuTe DSL.
 
-Imports: nothing of ours.
+Imports: ``configs.waves``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+from . import waves
 
 # Shared memory a CTA may use on sm_90 (227 KiB), less what the barriers and alignment need.
 _SMEM_BYTES = 232448
@@ -30,12 +31,14 @@ class Config:
     epi_n: int = 32
     epi_stages: int = 4
     stages: int = 0  # 0: as many as fit in shared memory
+    #: C is fp32 partial sums of a K-split (written to our workspace, reduced apart)
+    partials: bool = False
 
     @property
     def name(self) -> str:
         return (
             f"sm90_{self.tile_m}x{self.tile_n}x{self.tile_k}_c{self.cluster_m}x{self.cluster_n}"
-            f"_g{self.raster_group}_s{self.ab_stages(2)}"
+            f"_g{self.raster_group}_s{self.ab_stages(2)}" + ("_partials" if self.partials else "")
         )
 
     @property
@@ -47,14 +50,17 @@ class Config:
         if self.stages:
             return self.stages
         per_stage = (self.tile_m + self.tile_n) * self.tile_k * itemsize
-        epilogue = self.tile_m * self.epi_n * itemsize * self.epi_stages
+        c_itemsize = 4 if self.partials else itemsize
+        epilogue = self.tile_m * self.epi_n * c_itemsize * self.epi_stages
         return min(8, (_SMEM_BYTES - _SMEM_RESERVED - epilogue) // per_stage)
 
     def validate(self) -> None:
         if self.tile_m not in (64, 128):
             raise ValueError(f"Config.tile_m must be 64 or 128, got {self.tile_m}.")
-        if self.tile_n not in (64, 128, 192, 256):
-            raise ValueError(f"Config.tile_n must be 64, 128, 192 or 256, got {self.tile_n}.")
+        if self.tile_n not in (16, 32, 64, 128, 192, 256):
+            raise ValueError(f"Config.tile_n must be 16, 32, 64, 128, 192 or 256, got {self.tile_n}.")
+        if self.tile_n < 64 and not self.partials:
+            raise ValueError(f"Config.tile_n={self.tile_n} (narrow) is only built for fp32 partials.")
         if self.tile_k != 64:
             raise ValueError(f"Config.tile_k must be 64, got {self.tile_k}.")
         if (self.cluster_m, self.cluster_n) not in ((1, 1), (2, 1), (1, 2)):
@@ -87,21 +93,48 @@ def supports(m, n, k, batch, dtype, a_major, b_major, align_a, align_b, align_c)
 
 # Relative per-SM throughput of each tile shape when every SM is busy (larger tiles reuse more).
 _TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.9, (64, 128): 0.7}
+# Narrow tiles for small-M products computed transposed (C^T = B^T A^T): the long N fills the
+# tile's M, the short M its N.  Memory-bound: what they save is padding.
+_NARROW_EFFICIENCY = {(128, 64): 0.8, (128, 32): 0.6, (128, 16): 0.5}
+#: Products with M at most this (and N at least 4x larger) are computed transposed: on an H200
+#: that won at M = 1 and 16 (1.0-1.1x cuBLAS at N = K = 4096..8192) and lost at M = 32 and 64 to
+#: an untransposed 64 x 128 tile.
+SMALL_M = 16
+# fp16/bf16 wgmma as this family sustains it on an H100/H200-class SM (~660 TFLOP/s on 132 SMs).
+_RATE = waves.Rate(flops_per_sm=5.0e12, slots=1, in_bytes=2, out_bytes=2, min_k_tiles=4)
+_TILE_K = 64
+
+
+def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
+                    max_splits: int = waves.MAX_SPLITS) -> tuple[Config, int, bool]:
+    """(configuration, K-splits, transposed) of least estimated time under the wave model.
+
+    With persistent CTAs the last wave is what idles SMs: 128 tiles on 132 SMs use 97% of the
+    machine, 256 tiles use 97% of two waves, 140 tiles only 53%.  When the output tiles cannot
+    fill the machine (skinny products, long K), K is split: each split writes fp32 partial sums
+    (``Config.partials``) that ``kernels/splitk_reduce.py`` adds up.  The raster group is a fixed
+    compile-time bound that the kernel clamps to the number of tile rows at run time, so it
+    never causes a recompile per size.
+
+    Small-M products (M <= ``SMALL_M``, N >= 4 M) are computed transposed, C^T = B^T A^T, into
+    the fp32 workspace (``transposed`` True, always partials, split or not): a 128-row tile then
+    runs along N and a narrow tile along M, instead of a 128-row tile that is mostly padding.
+    This needs the workspace, so ``max_splits=1`` (the XLA route) never takes it.
+    """
+    if max_splits > 1 and m <= SMALL_M and n >= 4 * m:
+        # Candidates by the padding their N (our M) leaves, least first: on a tie it decides.
+        every = {**_TILE_EFFICIENCY, **_NARROW_EFFICIENCY}
+        order = sorted(every, key=lambda t: (-(-m // t[1]) * t[1] - m, -t[0]))
+        tiles = {tile: (every[tile], _RATE) for tile in order}
+        (tm, tn), splits = waves.best(n, m, k, batch, num_sms, _TILE_K, tiles, max_splits,
+                                      tiles_first=True, workspace=True)
+        return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn),
+                      partials=True), splits, True
+    tiles = {tile: (eff, _RATE) for tile, eff in _TILE_EFFICIENCY.items()}
+    (tm, tn), splits = waves.best(m, n, k, batch, num_sms, _TILE_K, tiles, max_splits)
+    return Config(tile_m=tm, tile_n=tn, raster_group=8, partials=splits > 1), splits, False
 
 
 def choose_config(m: int, n: int, k: int, batch: int, num_sms: int) -> Config:
-    """Pick the tile shape that maximizes (tile efficiency) x (fraction of SM time used).
-
-    With persistent CTAs the last wave is what idles SMs: 128 tiles on 132 SMs use 97% of the
-    machine, 256 tiles use 97% of two waves, 140 tiles only 53%.  The raster group is a fixed
-    compile-time bound that the kernel clamps to the number of tile rows at run time, so it never
-    causes a recompile per size.
-    """
-
-    def score(tm, tn):
-        tiles = math.ceil(m / tm) * math.ceil(n / tn) * max(batch, 1)
-        waves = math.ceil(tiles / num_sms)
-        return _TILE_EFFICIENCY[(tm, tn)] * tiles / (waves * num_sms)
-
-    tm, tn = max(_TILE_EFFICIENCY, key=lambda t: score(*t))
-    return Config(tile_m=tm, tile_n=tn, raster_group=8)
+    """The configuration of an unsplit product (the XLA route, which has no workspace)."""
+    return choose_schedule(m, n, k, batch, num_sms, max_splits=1)[0]

@@ -7,7 +7,13 @@ path below, which the CuPy / PyTorch / NumPy adapters use.
 
 The pointer path takes raw device addresses and integer extents and strides, so one compiled kernel
 serves every size, every leading dimension and every batch stride (0 included, for broadcast
-operands) without DLPack conversion on the hot path.  Which stride is the unit stride (the operand's
+operands) without DLPack conversion on the hot path.
+
+Split-K: with ``splits`` > 1, C has ``batch * splits`` matrices (batch-major: C[:, :, l * splits +
+s] is split s of batch l), and a kernel that splits K writes the partial sum over the s-th of
+``splits`` equal runs of K-tiles there.  Kernels read the split count as ``size(mC, 2) //
+size(mA, 2)``, so the tensor entry (``cutlass.jax``, where C and A have one batch extent) is the
+unsplit product.  Which stride is the unit stride (the operand's
 major mode) and how far the addresses and strides are aligned are compile-time facts, carried by the
 kernel object; the host checks both before it picks a compiled kernel.
 """
@@ -45,6 +51,7 @@ def gemm_from_pointers(
     n: cutlass.Int32,
     k: cutlass.Int32,
     batch: cutlass.Int32,
+    splits: cutlass.Int32,
     lda: cutlass.Int64,
     batch_stride_a: cutlass.Int64,
     ldb: cutlass.Int64,
@@ -57,7 +64,8 @@ def gemm_from_pointers(
 
     ``gemm`` is a kernel object (compile-time) with ``a_major`` in {"k", "m"}, ``b_major`` in
     {"k", "n"}, per-operand alignment in elements (``align_a``/``align_b``/``align_c``) and a
-    ``@cute.jit __call__(mA, mB, mC, stream)``.  C always has unit stride along N.
+    ``@cute.jit __call__(mA, mB, mC, stream)``.  C always has unit stride along N; it holds
+    ``batch * splits`` matrices (see the module docstring).
     """
     mA = cute.make_tensor(
         a_ptr,
@@ -68,6 +76,6 @@ def gemm_from_pointers(
         _operand_layout(n, k, batch, ldb, batch_stride_b, gemm.b_major == "n", gemm.align_b),
     )
     mC = cute.make_tensor(
-        c_ptr, _operand_layout(m, n, batch, ldc, batch_stride_c, False, gemm.align_c)
+        c_ptr, _operand_layout(m, n, batch * splits, ldc, batch_stride_c, False, gemm.align_c)
     )
     gemm(mA, mB, mC, stream)

@@ -3,7 +3,9 @@
 What it computes
     C[m, n, l] = sum_k A[m, k, l] * B[n, k, l] in fp32 with ``fma.rn.f32``, for any M, N >= 1,
     K >= 0 (K == 0 writes zeros) and any batch count L (batch strides may be 0 to broadcast an
-    operand).
+    operand).  Split-K (``kernels/entry.py``): when C holds ``splits`` matrices per batch, CTA
+    (tile, l, s) writes the partial sum over the s-th run of K-tiles to C[:, :, l * splits + s];
+    ``kernels/splitk_reduce.py`` adds them up in a fixed order.
     A is K-major (row-major math A) or M-major; B is N-major (row-major math B of shape (K, N)) or
     K-major; C is always N-major (row-major).
 
@@ -35,7 +37,7 @@ How
     * K tail: the first k-tile is the partial one (the k origin is shifted back by the residue),
       copied with a k >= 0 predicate; all later k-tiles are whole, so the main loop only carries
       row predicates.  Predicated-off copies read no memory and zero-fill shared memory.
-    * Rasterization: a 1-D grid over (tile, batch); tiles are visited in groups of
+    * Rasterization: a 1-D grid over (tile, batch x split); tiles are visited in groups of
       ``raster_group`` tile-rows, column by column inside a group, so CTAs running together share
       A and B tiles in L2.  The batch index is folded into the same grid dimension (no 65535 limit).
     * Epilogue: straight from registers to global memory.  With ``align_c == 4`` each 4-wide run
@@ -258,14 +260,16 @@ class SimtSgemm:
         bm, bn, bk, stages = cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.stages
         tid, _, _ = cute.arch.thread_idx()
         pid, _, _ = cute.arch.block_idx()
-        tile_row, tile_col, batch = self._cta_coords(pid, tiles_m, tiles_n)
+        tile_row, tile_col, batch_split = self._cta_coords(pid, tiles_m, tiles_n)
+        splits = mC.shape[2] // mA.shape[2]
+        batch = batch_split // splits
         m_size, n_size, k_size = mC.shape[0], mC.shape[1], mA.shape[1]
 
         # This CTA's slabs: (bm, bk, k_tiles), (bn, bk, k_tiles) and its (bm, bn) output tile,
         # plus matching coordinate tensors for the guards.
         gA = cute.local_tile(mA[None, None, batch], (bm, bk), (tile_row, None))
         gB = cute.local_tile(mB[None, None, batch], (bn, bk), (tile_col, None))
-        gC = cute.local_tile(mC[None, None, batch], (bm, bn), (tile_row, tile_col))
+        gC = cute.local_tile(mC[None, None, batch_split], (bm, bn), (tile_row, tile_col))
         cA = cute.local_tile(cute.make_identity_tensor((m_size, k_size)), (bm, bk),
                              (tile_row, None))
         cB = cute.local_tile(cute.make_identity_tensor((n_size, k_size)), (bn, bk),
@@ -275,6 +279,10 @@ class SimtSgemm:
         k_tiles = cute.size(gA, mode=[2])
         # Shift the k origin back so that k-tile 0 is the partial one: k in [residue, residue+bk).
         residue = k_size - bk * k_tiles
+        # This CTA's split: K-tiles k_first .. k_first + k_count - 1 (k_count may be 0).
+        k_per_split = cute.ceil_div(k_tiles, splits)
+        k_first = (batch_split - batch * splits) * k_per_split
+        k_count = cutlass.max(cutlass.min(k_tiles - k_first, k_per_split), 0)
         gA = cute.domain_offset((0, residue, 0), gA)
         gB = cute.domain_offset((0, residue, 0), gB)
         cA = cute.domain_offset((0, residue, 0), cA)
@@ -302,15 +310,26 @@ class SimtSgemm:
         acc = tiled_mma.make_fragment_C(tCgC)
         acc.fill(0.0)
 
-        # Prologue: k-tiles 0 .. stages-2 into stages 0 .. stages-2, one commit group each.
+        # Prologue: the split's first stages-1 k-tiles into stages 0 .. stages-2, one commit
+        # group each.  Only global k-tile 0 (split 0's first) is the partial one.
         for s in cutlass.range_constexpr(stages - 1):
-            ga = guard_a0 if s == 0 else guard_a
-            gb = guard_b0 if s == 0 else guard_b
-            if s < k_tiles:
-                self._copy_tile(copy_a, self._a_vec, tAgA[None, None, None, s],
-                                tAsA[None, None, None, s], ga)
-                self._copy_tile(copy_b, self._b_vec, tBgB[None, None, None, s],
-                                tBsB[None, None, None, s], gb)
+            if s < k_count:
+                src_a = tAgA[None, None, None, k_first + s]
+                src_b = tBgB[None, None, None, k_first + s]
+                if cutlass.const_expr(s == 0):
+                    if k_first == 0:
+                        self._copy_tile(copy_a, self._a_vec, src_a, tAsA[None, None, None, s],
+                                        guard_a0)
+                        self._copy_tile(copy_b, self._b_vec, src_b, tBsB[None, None, None, s],
+                                        guard_b0)
+                    else:
+                        self._copy_tile(copy_a, self._a_vec, src_a, tAsA[None, None, None, s],
+                                        guard_a)
+                        self._copy_tile(copy_b, self._b_vec, src_b, tBsB[None, None, None, s],
+                                        guard_b)
+                else:
+                    self._copy_tile(copy_a, self._a_vec, src_a, tAsA[None, None, None, s], guard_a)
+                    self._copy_tile(copy_b, self._b_vec, src_b, tBsB[None, None, None, s], guard_b)
             cute.arch.cp_async_commit_group()
 
         cute.arch.cp_async_wait_group(stages - 2)
@@ -322,8 +341,8 @@ class SimtSgemm:
         # copy of tile t + stages - 1 fills the stage that iteration t - 1 finished reading.
         read_stage = cutlass.Int32(0)
         write_stage = cutlass.Int32(stages - 1)
-        fetch = cutlass.Int32(stages - 1)  # next k-tile to request
-        for _ in range(k_tiles):
+        fetch = cutlass.Int32(stages - 1)  # next k-tile of the split to request
+        for _ in range(k_count):
             for kb in cutlass.range_constexpr(bk):
                 if cutlass.const_expr(kb == bk - 1):
                     # Before reading the next tile: it must have landed (our own copies), and
@@ -339,10 +358,10 @@ class SimtSgemm:
                 cute.autovec_copy(tCsB[None, None, nxt, read_stage], tCrB[None, None, nxt])
                 if cutlass.const_expr(kb == 0):
                     # Past the last tile the group is committed empty to keep the count regular.
-                    if fetch < k_tiles:
-                        self._copy_tile(copy_a, self._a_vec, tAgA[None, None, None, fetch],
+                    if fetch < k_count:
+                        self._copy_tile(copy_a, self._a_vec, tAgA[None, None, None, k_first + fetch],
                                         tAsA[None, None, None, write_stage], guard_a)
-                        self._copy_tile(copy_b, self._b_vec, tBgB[None, None, None, fetch],
+                        self._copy_tile(copy_b, self._b_vec, tBgB[None, None, None, k_first + fetch],
                                         tBsB[None, None, None, write_stage], guard_b)
                     cute.arch.cp_async_commit_group()
                 cute.gemm(tiled_mma, acc, tCrA[None, None, kb], tCrB[None, None, kb], acc)

@@ -2,7 +2,9 @@
 
 What it computes
     C[m, n, l] = sum_k A[m, k, l] * B[n, k, l] for fp16 or bf16 A and B, accumulated in fp32 and
-    written as the input dtype.  A may be K-major (row-major) or M-major, B K-major or N-major
+    written as the input dtype, or (``Config.partials``) as fp32 partial sums over a run of K-tiles
+    for split-K (``kernels/entry.py``: C then holds ``splits`` matrices per batch, which
+    ``kernels/splitk_reduce.py`` sums in a fixed order).  A may be K-major (row-major) or M-major, B K-major or N-major
     (N-major is a row-major math B of shape (K, N)); C is always N-major.  L is a batch mode whose
     strides may be 0 (a broadcast operand).
 
@@ -15,8 +17,8 @@ How
       k-tile of wgmma in flight while the next stage's barrier is awaited.  With tile_m = 128 the two
       consumer warpgroups each own 64 rows of the tile; their registers are raised with setmaxnreg
       while the producer's are lowered.
-    * Persistent scheduling: the grid holds one CTA (or cluster) per SM and walks the output tiles
-      with a stride of the grid size; tiles are visited in groups of ``raster_group`` tile-rows so
+    * Persistent scheduling: the grid holds one CTA (or cluster) per SM and walks the work units
+      (output tile x batch x K-split) with a stride of the grid size; tiles are visited in groups of ``raster_group`` tile-rows so
       the CTAs running at one time share A and B tiles in L2.  While consumers run the epilogue of a
       tile, the producer already fills the stages for the next one.
     * Optional 2-CTA clusters multicast the shared operand tile to both CTAs (halving its L2 reads).
@@ -28,7 +30,7 @@ How
     * Tails in M, N and K need no predication: TMA zero-fills out-of-bounds loads and clips stores.
 
 Constraints
-    sm_90a only.  Every operand's base address, leading stride and batch stride must be 16-byte
+    sm_90a only.  Split-K needs ``Config.partials`` (fp32 C).  Every operand's base address, leading stride and batch stride must be 16-byte
     aligned (a TMA rule); the host stages other inputs into aligned copies.  K >= 1 (the host
     writes zeros itself for K = 0).  tile_m in {64, 128}, tile_n in {64, 128, 192, 256},
     tile_k = 64, clusters of at most 2 CTAs.
@@ -88,6 +90,7 @@ class Sm90Hgemm:
         self.consumers = config.consumer_warpgroups
         self.consumer_threads = self.consumers * _THREADS_PER_WARPGROUP
         self.threads = self.consumer_threads + _THREADS_PER_WARPGROUP
+        self.c_dtype = cutlass.Float32 if config.partials else self.dtype
         self.stages = config.ab_stages(self.dtype.width // 8)
         self.epi_tile = (config.tile_m, config.epi_n)
         self.consumer_registers = 232 if self.consumers == 2 else 240
@@ -113,7 +116,7 @@ class Sm90Hgemm:
         sA_layout = sm90_utils.make_smem_layout_a(a_layout, self.tile_mnk, self.dtype, self.stages)
         sB_layout = sm90_utils.make_smem_layout_b(b_layout, self.tile_mnk, self.dtype, self.stages)
         sC_layout = sm90_utils.make_smem_layout_epi(
-            self.dtype, c_layout, self.epi_tile, self.config.epi_stages
+            self.c_dtype, c_layout, self.epi_tile, self.config.epi_stages
         )
 
         tma_a, gA_tma = self._tma_load(mA, sA_layout, (self.tile_mnk[0], self.tile_mnk[2]), self.a_mcast)
@@ -130,7 +133,7 @@ class Sm90Hgemm:
             barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
             sA: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sA_layout)], 1024]
             sB: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sB_layout)], 1024]
-            sC: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sC_layout)], 1024]
+            sC: cute.struct.Align[cute.struct.MemRange[self.c_dtype, cute.cosize(sC_layout)], 1024]
 
         self._storage = Storage
 
@@ -141,16 +144,19 @@ class Sm90Hgemm:
         cluster_tiles_n = cute.ceil_div(
             cute.ceil_div(cute.size(mC, mode=[1]), self.tile_mnk[1]), self.cluster_mn[1]
         )
-        batch = cute.size(mC, mode=[2])
-        total = cluster_tiles_m * cluster_tiles_n * batch
+        # C holds batch x splits matrices (kernels/entry.py); each split takes a run of K-tiles.
+        batch_splits = cute.size(mC, mode=[2])
+        splits = batch_splits // cute.size(mA, mode=[2])
+        total = cluster_tiles_m * cluster_tiles_n * batch_splits
         max_clusters = self.num_sms // self.cluster_size
         num_clusters = cutlass.min(total, max_clusters)
         k_tiles = cute.ceil_div(cute.size(mA, mode=[1]), self.tile_mnk[2])
+        k_tiles_per_split = cute.ceil_div(k_tiles, splits)
 
         self.kernel(
             tma_a, gA_tma, tma_b, gB_tma, tma_c, gC_tma, tiled_mma,
             sA_layout, sB_layout, sC_layout,
-            cluster_tiles_m, cluster_tiles_n, total, k_tiles,
+            cluster_tiles_m, cluster_tiles_n, total, k_tiles, splits, k_tiles_per_split,
         ).launch(
             grid=[self.cluster_mn[0], self.cluster_mn[1], num_clusters],
             block=[self.threads, 1, 1],
@@ -168,8 +174,18 @@ class Sm90Hgemm:
 
     # ---------------------------------------------------------------- device side
     @cute.jit
+    def _k_range(self, lc, splits, k_tiles, k_tiles_per_split):
+        """(batch-split index of C) -> (first K-tile, K-tile count) of that split; the count may
+        be 0 (the split then writes zeros)."""
+        split = lc % splits
+        first = split * k_tiles_per_split
+        count = cutlass.max(cutlass.min(k_tiles - first, k_tiles_per_split), 0)
+        return first, count
+
+    @cute.jit
     def _tile_coord(self, t, cluster_tiles_m, cluster_tiles_n):
-        """Cluster-tile index -> (m, n, l) in cluster-tile units, grouped for L2 reuse."""
+        """Cluster-tile index -> (m, n, l) in cluster-tile units, grouped for L2 reuse; l indexes
+        C's batch x splits mode."""
         per_batch = cluster_tiles_m * cluster_tiles_n
         l = t // per_batch
         r = t - l * per_batch
@@ -197,6 +213,8 @@ class Sm90Hgemm:
         cluster_tiles_n: cutlass.Int32,
         total_tiles: cutlass.Int32,
         k_tiles: cutlass.Int32,
+        splits: cutlass.Int32,
+        k_tiles_per_split: cutlass.Int32,
     ):
         tidx, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -271,17 +289,19 @@ class Sm90Hgemm:
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
                 t = cluster_id
                 while t < total_tiles:
-                    ctm, ctn, l = self._tile_coord(t, cluster_tiles_m, cluster_tiles_n)
+                    ctm, ctn, lc = self._tile_coord(t, cluster_tiles_m, cluster_tiles_n)
                     tile_m = ctm * self.cluster_mn[0] + cta_m
                     tile_n = ctn * self.cluster_mn[1] + cta_n
+                    l = lc // splits
+                    k_first, k_count = self._k_range(lc, splits, k_tiles, k_tiles_per_split)
                     tAgA_t = tAgA[(None, tile_m, None, l)]
                     tBgB_t = tBgB[(None, tile_n, None, l)]
-                    for kt in range(k_tiles):
+                    for kt in range(k_count):
                         ab_pipe.producer_acquire(state)
                         barrier = ab_pipe.producer_get_barrier(state)
-                        cute.copy(tma_a, tAgA_t[(None, kt)], tAsA[(None, state.index)],
+                        cute.copy(tma_a, tAgA_t[(None, k_first + kt)], tAsA[(None, state.index)],
                                   tma_bar_ptr=barrier, mcast_mask=a_mask)
-                        cute.copy(tma_b, tBgB_t[(None, kt)], tBsB[(None, state.index)],
+                        cute.copy(tma_b, tBgB_t[(None, k_first + kt)], tBsB[(None, state.index)],
                                   tma_bar_ptr=barrier, mcast_mask=b_mask)
                         ab_pipe.producer_commit(state)
                         state.advance()
@@ -301,7 +321,9 @@ class Sm90Hgemm:
             k_blocks = cute.size(tCrA, mode=[2])
 
             # Register -> shared copy of one epilogue sub-tile (stmatrix for 16-bit outputs).
-            r2s_atom = sm90_utils.get_smem_store_op(LayoutEnum.ROW_MAJOR, self.dtype, self.acc_dtype)
+            # The stmatrix atom (16-bit) only shapes the thread-value layout; fp32 partial sums
+            # are stored with plain shared stores of that layout.
+            r2s_atom = sm90_utils.get_smem_store_op(LayoutEnum.ROW_MAJOR, self.c_dtype, self.acc_dtype)
             r2s = cute.make_tiled_copy_S(
                 r2s_atom,
                 cute.make_tiled_copy_C_atom(
@@ -314,7 +336,7 @@ class Sm90Hgemm:
             tRS_acc = r2s.retile(acc)
             sub_shape = cute.shape(thr_r2s.partition_S(sC))[:3]
             sub_f32 = cute.make_rmem_tensor(sub_shape, self.acc_dtype)
-            sub_out = cute.make_rmem_tensor(sub_shape, self.dtype)
+            sub_out = cute.make_rmem_tensor(sub_shape, self.c_dtype)
             sub_size = cute.size(sub_f32)
             epi_count = self.tile_mnk[1] // self.epi_tile[1]
             epi_barrier = pipeline.NamedBarrier(
@@ -333,14 +355,15 @@ class Sm90Hgemm:
 
             t = cluster_id
             while t < total_tiles:
-                ctm, ctn, l = self._tile_coord(t, cluster_tiles_m, cluster_tiles_n)
+                ctm, ctn, lc = self._tile_coord(t, cluster_tiles_m, cluster_tiles_n)
                 tile_m = ctm * self.cluster_mn[0] + cta_m
                 tile_n = ctn * self.cluster_mn[1] + cta_n
+                _, k_count = self._k_range(lc, splits, k_tiles, k_tiles_per_split)
 
                 # ---- mainloop: one k-tile of wgmma stays in flight
                 acc.fill(0.0)
                 tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-                for kt in range(k_tiles):
+                for kt in range(k_count):
                     ab_pipe.consumer_wait(read)
                     warpgroup.fence()
                     for kb in cutlass.range_constexpr(k_blocks):
@@ -359,19 +382,19 @@ class Sm90Hgemm:
                         ab_pipe.consumer_release(release)
                         release.advance()
                 warpgroup.wait_group(0)
-                if k_tiles > 0:
+                if k_count > 0:
                     ab_pipe.consumer_release(release)
                     release.advance()
 
                 # ---- epilogue: sub-tiles through shared memory, stored by TMA
-                gC_tile = cute.zipped_divide(gC[(None, None, tile_m, tile_n, l)], self.epi_tile)
+                gC_tile = cute.zipped_divide(gC[(None, None, tile_m, tile_n, lc)], self.epi_tile)
                 bSG_sC, bSG_gC = cpasync.tma_partition(
                     tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_tile
                 )
                 for e in cutlass.range_constexpr(epi_count):
                     for v in cutlass.range_constexpr(sub_size):
                         sub_f32[v] = tRS_acc[e * sub_size + v]
-                    sub_out.store(sub_f32.load().to(self.dtype))
+                    sub_out.store(sub_f32.load().to(self.c_dtype))
                     buf = (subtiles_done + e) % self.config.epi_stages
                     cute.copy(r2s, sub_out, tRS_sC[(None, None, None, buf)])
                     # Make the generic-proxy smem writes visible to the TMA (async proxy).

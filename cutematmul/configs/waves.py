@@ -1,0 +1,105 @@
+"""The wave model: estimated time of a tile shape and a split-K count on a GPU of ``num_sms`` SMs.
+
+One model for every family that splits K, so tile and split are chosen together and the choice
+costs no GPU time.  A product's work units are its output tiles times its K-splits; they run in
+waves of ``num_sms * slots`` (CTAs resident per SM).  Estimated time is the larger of
+
+* compute: waves x the time one unit takes (its padded tile over its share of K, at the family's
+  per-SM rate times the tile shape's efficiency, plus a fixed pipeline fill and drain), and
+* memory: the unique bytes of A, B and C over the bandwidth the active CTAs can draw: each
+  about 2/``num_sms`` of it (on an H200, 64 CTAs streamed a 16 x 8192 x 8192 product's 130 MB
+  at 3.3 TB/s, 32 CTAs a 16 x 4096 x 4096 one's at 2 TB/s),
+
+plus, when K is split, the reduction: the fp32 partials written and read again, and one launch.
+The constants are coarse (H100/H200-class); only the ranking of candidates matters, and the
+benchmark (``python -m cutematmul.bench``) is the judge of the choices.
+
+Imports: nothing of ours.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+#: Device-memory bandwidth (bytes/s) and the host-side cost of one extra launch (s).
+BANDWIDTH = 3.3e12
+LAUNCH_SECONDS = 2.5e-6
+#: What each wave pays besides its math: filling the pipeline and draining the epilogue (s).
+WAVE_SECONDS = 1.0e-6
+#: The most K-splits considered, and the 32-bit limit on the partial sums' element count.
+MAX_SPLITS = 16
+#: Relative difference of estimates below which two candidates count as equally fast.
+TOLERANCE = 0.01
+_INT32_MAX = 2**31 - 1
+#: 1 / the fraction of the SMs whose CTAs draw the whole device-memory bandwidth.
+_SATURATION = 2.0
+
+
+class Rate(NamedTuple):
+    """What a family sustains: flop/s per SM, CTAs resident per SM, bytes per input and output
+    element, and the fewest K-tiles a split may get (below that the pipeline never fills)."""
+
+    flops_per_sm: float
+    slots: int
+    in_bytes: int
+    out_bytes: int
+    min_k_tiles: int
+
+
+def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile_n: int,
+             tile_k: int, splits: int, efficiency: float, rate: Rate,
+             workspace: bool = False) -> float:
+    """Estimated seconds of the product with this tile shape and split count; ``workspace``:
+    the product goes through the fp32 workspace and the reduction even unsplit."""
+    tiles = -(-m // tile_m) * -(-n // tile_n) * batch
+    units = tiles * splits
+    slots = num_sms * rate.slots
+    waves = -(-units // slots)
+    k_tiles = -(-k // tile_k)
+    per_split = -(-k_tiles // splits)
+    unit_seconds = 2.0 * tile_m * tile_n * per_split * tile_k * rate.slots / (
+        rate.flops_per_sm * efficiency)
+    compute = waves * (unit_seconds + WAVE_SECONDS)
+    active = min(1.0, _SATURATION * units / slots)
+    moved = (m * k + n * k) * batch * rate.in_bytes + m * n * batch * rate.out_bytes
+    memory = moved / (BANDWIDTH * active)
+    reduce = 0.0
+    if splits > 1 or workspace:
+        reduce = m * n * batch * (8 * splits + rate.out_bytes) / BANDWIDTH + LAUNCH_SECONDS
+    return max(compute, memory) + reduce
+
+
+def split_choices(m: int, n: int, k: int, batch: int, tile_k: int, rate: Rate,
+                  max_splits: int = MAX_SPLITS) -> range:
+    """The split counts worth trying: each split keeps at least ``rate.min_k_tiles`` K-tiles, and
+    the partial sums stay within 32-bit element counts."""
+    k_tiles = -(-k // tile_k)
+    most = min(max_splits, max(1, k_tiles // rate.min_k_tiles))
+    while most > 1 and (m * n * batch * most > _INT32_MAX or batch * most > _INT32_MAX):
+        most -= 1
+    return range(1, most + 1)
+
+
+def best(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles: dict,
+         max_splits: int = MAX_SPLITS, tiles_first: bool = False,
+         workspace: bool = False) -> tuple[tuple[int, int], int]:
+    """((tile_m, tile_n), splits) of least estimated time; ``tiles`` maps (tile_m, tile_n) to
+    (efficiency, Rate), best first.  Estimates within ``TOLERANCE`` of the least count as equal
+    (the model is coarse): of those, the fewest splits win, then the tile that computes the least
+    padding, then the earlier one (with ``tiles_first``: the earlier tile, then the fewest
+    splits).  ``workspace`` as in
+    ``estimate``."""
+    batch = max(batch, 1)
+    scored = []
+    for order, ((tm, tn), (eff, rate)) in enumerate(tiles.items()):
+        for s in split_choices(m, n, k, batch, tile_k, rate, max_splits):
+            t = estimate(m, n, k, batch, num_sms, tm, tn, tile_k, s, eff, rate, workspace)
+            scored.append((t, s, order, (tm, tn)))
+    least = min(t for t, *_ in scored)
+    def padded(tile):
+        return -(-m // tile[0]) * tile[0] * -(-n // tile[1]) * tile[1]
+
+    near = [((order, s) if tiles_first else (s, padded(tile), order), tile, s)
+            for t, s, order, tile in scored if t <= least * (1 + TOLERANCE)]
+    _, tile, s = min(near)
+    return tile, s

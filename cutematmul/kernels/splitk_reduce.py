@@ -1,0 +1,115 @@
+"""The split-K reduction: C[m, n, l] = sum over s of W[m, n, l * splits + s], in a fixed order.
+
+What it computes
+    W holds the fp32 partial sums a split-K GEMM wrote (``kernels/entry.py``: ``splits`` matrices
+    per batch).  Its strides are runtime values: (ldw, 1, bsw) when the GEMM computed C, (1, ldw,
+    bsw) when it computed C^T (small-M products, ``configs/sm90.py``), so the reduction also
+    transposes.  Each output element is the fp32 sum of its ``splits`` partials, added in split
+    order 0, 1, ..., then rounded once to C's dtype (fp32, fp16 or bf16); with one split it is a
+    conversion.  The same inputs give bitwise-identical outputs run to run: no atomics, no order
+    that depends on scheduling.
+
+How
+    One thread per output element, a 1-D grid over the M x N x L elements with N fastest, so a
+    warp writes 32 consecutive elements of a row of C and, for an untransposed W, reads 32
+    consecutive floats of each partial matrix.  The work is a few bytes per element; it is launched
+    only when the GEMM's tiles would leave most SMs idle, where the reduction costs a few
+    microseconds against the GEMM's tens.
+
+Constraints
+    M * N * L < 2**31 (the planner splits only far smaller products).  C has unit stride along N;
+    its row and batch strides are runtime values, as are all of W's.
+
+Benchmark
+    python -m cutematmul.bench --shapes skinny --dtypes float16 float32 (split-K products)
+"""
+
+from __future__ import annotations
+
+import cuda.bindings.driver as cuda
+
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.runtime import make_fake_stream, make_ptr
+
+_DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16, "float32": cutlass.Float32}
+_THREADS = 256
+_FAKE_ADDRESS = 1 << 20
+
+
+class SplitKReduce:
+    """Sums split-K partials into C of ``dtype``; see the module docstring."""
+
+    def __init__(self, dtype: str):
+        if dtype not in _DTYPES:
+            raise ValueError(f"SplitKReduce writes {', '.join(_DTYPES)}; got {dtype!r}.")
+        self.dtype = _DTYPES[dtype]
+
+    @cute.jit
+    def __call__(self, mW: cute.Tensor, mC: cute.Tensor, splits: cutlass.Int32,
+                 stream: cuda.CUstream):
+        m, n, batch = mC.shape
+        total = m * n * batch
+        self.kernel(mW, mC, splits, total).launch(
+            grid=[cute.ceil_div(total, _THREADS), 1, 1], block=[_THREADS, 1, 1], stream=stream,
+        )
+
+    @cute.kernel
+    def kernel(self, mW: cute.Tensor, mC: cute.Tensor, splits: cutlass.Int32,
+               total: cutlass.Int32):
+        tid, _, _ = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        i = bid * _THREADS + tid
+        if i < total:
+            n_size = mC.shape[1]
+            m_size = mC.shape[0]
+            col = i % n_size
+            rest = i // n_size
+            row = rest % m_size
+            batch = rest // m_size
+            acc = cutlass.Float32(0.0)
+            for s in range(splits):
+                acc = acc + mW[(row, col, batch * splits + s)]
+            mC[(row, col, batch)] = acc.to(self.dtype)
+
+
+@cute.jit
+def reduce_from_pointers(
+    reduce: cutlass.Constexpr,
+    w_ptr: cute.Pointer,
+    c_ptr: cute.Pointer,
+    m: cutlass.Int32,
+    n: cutlass.Int32,
+    batch: cutlass.Int32,
+    splits: cutlass.Int32,
+    w_row_stride: cutlass.Int64,
+    w_col_stride: cutlass.Int64,
+    w_batch_stride: cutlass.Int64,
+    ldc: cutlass.Int64,
+    batch_stride_c: cutlass.Int64,
+    stream: cuda.CUstream,
+):
+    """The pointer entry: W (m, n, batch * splits) fp32 with strides (w_row_stride,
+    w_col_stride, w_batch_stride), C (m, n, batch) with strides (ldc, 1, batch_stride_c)."""
+    mW = cute.make_tensor(
+        w_ptr,
+        cute.make_layout((m, n, batch * splits),
+                         stride=(w_row_stride, w_col_stride, w_batch_stride)),
+    )
+    mC = cute.make_tensor(c_ptr, cute.make_layout((m, n, batch), stride=(ldc, 1, batch_stride_c)))
+    reduce(mW, mC, splits, stream)
+
+
+def compile_reduce(dtype: str, *, keep_ptx: bool = False):
+    """The TVM-FFI function ``f(w_ptr, c_ptr, m, n, batch, splits, w_row_stride, w_col_stride,
+    w_batch_stride, ldc, batch_stride_c, stream)`` for C of ``dtype``; sizes and strides are runtime values, so one compile serves all.  With
+    ``keep_ptx`` the PTX is kept as ``__ptx__`` (the instruction checks of the tests)."""
+    kernel = SplitKReduce(dtype)
+    w = make_ptr(cutlass.Float32, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=4)
+    c = make_ptr(kernel.dtype, _FAKE_ADDRESS, cute.AddressSpace.gmem,
+                 assumed_align=kernel.dtype.width // 8)
+    sizes = [cutlass.Int32(1)] * 4
+    strides = [cutlass.Int64(1)] * 5
+    options = "--enable-tvm-ffi" + (" --keep-ptx" if keep_ptx else "")
+    return cute.compile(reduce_from_pointers, kernel, w, c, *sizes, *strides, make_fake_stream(),
+                        options=options)

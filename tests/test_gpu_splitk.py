@@ -1,0 +1,113 @@
+"""Split-K and transposed small-M products on the GPU: correct against float64, bitwise
+deterministic, every layout and tail.
+
+Each case first asks the dispatcher (``dispatch.schedule``, no GPU time) whether the problem is
+split, and fails if it is not: a shape that stopped splitting after a heuristic change would
+otherwise test nothing.  Outputs are NaN-poisoned before each run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import cutematmul
+from conftest import require_module
+from cutematmul import device, dispatch
+from helpers import Maker, check_matmul
+
+pytestmark = pytest.mark.gpu
+
+LAYOUTS = ["nn", "tn", "nt", "tt"]  # t: the operand is a transposed view
+# (M, N, K): skinny products, tails in M, N and K, a long K with a handful of tiles.
+SPLIT_SHAPES = [(16, 4096, 4096), (7, 1000, 8191), (130, 2040, 6000), (1, 512, 16384),
+                (32, 4096, 16384)]
+
+
+def _splits(m, n, k, batch, dtype, a_major="k", b_major="n") -> int:
+    """The split count (2 for an unsplit transposed product: it takes the workspace path too)."""
+    info = device.device_info(device.current_device())
+    family = dispatch.choose_families(dtype, info.capability)[0]
+    _, splits, transposed = dispatch.schedule(family, info.capability, info.num_sms, dtype,
+                                              a_major, b_major, (16, 16, 16), m, n, k, batch)
+    return max(splits, 2 if transposed else 1)
+
+
+def _operands(mk, m, n, k, layout, dtype, batch=()):
+    a = mk.randn(batch + (k, m), dtype) if layout[0] == "t" else mk.randn(batch + (m, k), dtype)
+    b = mk.randn(batch + (n, k), dtype) if layout[1] == "t" else mk.randn(batch + (k, n), dtype)
+    if layout[0] == "t":
+        a = a.transpose(-1, -2)
+    if layout[1] == "t":
+        b = b.transpose(-1, -2)
+    return a, b
+
+
+@pytest.fixture
+def mk():
+    require_module("torch")
+    return Maker("torch", seed=7)
+
+
+@pytest.mark.parametrize("shape", SPLIT_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_split_k_is_correct(mk, dtype, layout, shape):
+    m, n, k = shape
+    assert _splits(m, n, k, 1, dtype) > 1, f"{shape} {dtype} is no longer split: pick another shape"
+    a, b = _operands(mk, m, n, k, layout, dtype)
+    out = mk.poisoned((m, n), dtype)
+    check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_split_k_with_a_broadcast_batch_and_a_strided_out(mk, dtype):
+    """A batch of 3 against one shared B, written into a column-major ``out`` (the planner then
+    computes C^T = B^T A^T) and into a row-major view of a wider buffer."""
+    import torch
+
+    assert _splits(16, 2048, 8192, 3, dtype) > 1
+    a = mk.randn((3, 16, 8192), dtype)
+    b = mk.randn((8192, 2048), dtype)
+    wide = mk.poisoned((3, 16, 2048 + 40), dtype)
+    out = wide[..., 8:2048 + 8]
+    check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
+    assert torch.isnan(wide[..., :8]).all() and torch.isnan(wide[..., 2048 + 8:]).all(), \
+        "split-K wrote outside the out view"
+    col = mk.poisoned((3, 2048, 16), dtype).transpose(-1, -2)
+    check_matmul(cutematmul.matmul(a, b, out=col), a, b, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_split_k_is_bitwise_deterministic(mk, dtype):
+    """The same inputs give bitwise-identical outputs, run to run and stream to stream."""
+    import torch
+
+    m, n, k = 32, 4096, 16384
+    assert _splits(m, n, k, 1, dtype) > 1
+    a, b = _operands(mk, m, n, k, "nn", dtype)
+    first = cutematmul.matmul(a, b)
+    side = torch.cuda.Stream()
+    for i in range(5):
+        if i % 2:
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                again = cutematmul.matmul(a, b)
+            torch.cuda.current_stream().wait_stream(side)
+        else:
+            again = cutematmul.matmul(a, b)
+        assert torch.equal(again.view(torch.int16 if dtype != "float32" else torch.int32),
+                           first.view(torch.int16 if dtype != "float32" else torch.int32)), \
+            f"run {i} differs bitwise from run 0"
+    check_matmul(first, a, b, dtype)
+
+
+@pytest.mark.parametrize("lib", ["cupy", "numpy"])
+def test_split_k_through_other_libraries(lib):
+    """CuPy (its memory pool) and NumPy (staged, stream-ordered workspace) take the split path."""
+    if lib == "cupy":
+        require_module("cupy")
+    m, n, k = 16, 4096, 8192
+    assert _splits(m, n, k, 1, "float32") > 1
+    mk = Maker(lib, seed=3)
+    a, b = mk.randn((m, k), "float32"), mk.randn((k, n), "float32")
+    check_matmul(cutematmul.matmul(a, b), a, b, "float32")

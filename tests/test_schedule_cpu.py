@@ -1,0 +1,116 @@
+"""The wave model and split-K planning, on a machine without a GPU.
+
+``configs.waves`` ranks (tile, splits) candidates; ``dispatch.schedule`` turns the choice into a
+kernel key and a split count; ``launch._resolve`` plans the split launch and its reduction.  No
+kernel is compiled or run here (tests/test_gpu_splitk.py runs them).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cutematmul import dispatch, launch
+from cutematmul.configs import simt, sm80, sm90, waves
+from cutematmul.plan import plan_gemm
+
+H200 = ((9, 0), 132)
+SKINNY = [(1, 4096, 4096), (16, 8192, 8192), (16, 1024, 4096), (8, 2048, 16384)]
+FULL = [(8192, 8192, 8192), (4096, 14336, 4096), (4097, 4095, 4093), (2048, 2048, 2048)]
+
+
+@pytest.mark.parametrize("module", [sm90, simt], ids=["sm90", "simt"])
+@pytest.mark.parametrize("shape", SKINNY, ids=lambda s: "x".join(map(str, s)))
+def test_skinny_products_split_k(module, shape):
+    m, n, k = shape
+    config, splits, transposed = module.choose_schedule(m, n, k, 1, 132)
+    assert splits > 1 or transposed, (shape, config)
+    tile_k = getattr(config, "tile_k", 64)
+    assert -(-k // tile_k) // splits >= 1, "a split without a K-tile"
+    if module is sm90:
+        assert config.partials, "a split sm90 product must write fp32 partials"
+        assert transposed == (m <= sm90.SMALL_M), "small M is computed transposed"
+        if transposed:
+            assert config.tile_n <= 64, f"a transposed small-M product on a wide tile: {config}"
+
+
+@pytest.mark.parametrize("module", [sm90, simt], ids=["sm90", "simt"])
+@pytest.mark.parametrize("shape", FULL, ids=lambda s: "x".join(map(str, s)))
+def test_products_that_fill_the_machine_are_not_split(module, shape):
+    config, splits, transposed = module.choose_schedule(*shape, 1, 132)
+    assert splits == 1 and not transposed and not getattr(config, "partials", False), \
+        (shape, config, splits)
+
+
+@pytest.mark.parametrize("module", [sm90, simt, sm80], ids=["sm90", "simt", "sm80"])
+def test_choose_config_is_the_unsplit_schedule(module):
+    for m, n, k, batch in [(16, 8192, 8192, 1), (1000, 1000, 1000, 1), (64, 64, 64, 8)]:
+        config = module.choose_config(m, n, k, batch, 132)
+        assert not getattr(config, "partials", False)
+        if hasattr(module, "choose_schedule"):
+            assert module.choose_schedule(m, n, k, batch, 132, max_splits=1) == (config, 1, False)
+
+
+def test_split_counts_respect_k_and_int32_limits():
+    rate = waves.Rate(5e12, 1, 2, 2, min_k_tiles=4)
+    assert list(waves.split_choices(16, 4096, 64 * 4 * 3, 1, 64, rate)) == [1, 2, 3]
+    assert list(waves.split_choices(16, 4096, 100, 1, 64, rate)) == [1]
+    huge = waves.split_choices(2**16, 2**15, 2**20, 1, 64, rate)  # m * n = 2**31: no split fits
+    assert list(huge) == [1]
+
+
+def test_the_model_prefers_a_full_wave_to_a_partial_one():
+    rate = waves.Rate(5e12, 1, 2, 2, 4)
+    full = waves.estimate(128 * 12, 128 * 11, 4096, 1, 132, 128, 128, 64, 1, 1.0, rate)
+    partial = waves.estimate(128 * 12, 128 * 12, 4096, 1, 132, 128, 128, 64, 1, 1.0, rate)
+    assert partial > 1.5 * full  # 144 tiles on 132 SMs take two waves
+
+
+def test_the_xla_key_is_never_split():
+    family = dispatch.FAMILIES["sm90"]
+    key = dispatch.kernel_key(family, *H200, "float16", "k", "n", (16, 16, 16), 16, 8192, 8192, 1)
+    split_key, splits, transposed = dispatch.schedule(family, *H200, "float16", "k", "n",
+                                                      (16, 16, 16), 16, 8192, 8192, 1)
+    assert not key.config.partials and split_key.config.partials and transposed
+    assert (key.a_major, key.b_major) == ("k", "n")
+    assert (split_key.a_major, split_key.b_major) == ("m", "k"), "C^T = B^T A^T swaps the majors"
+
+
+def test_sm80_never_splits():
+    family = dispatch.FAMILIES["sm80"]
+    _, splits, transposed = dispatch.schedule(family, (8, 0), 108, "float16", "k", "n",
+                                              (16, 16, 16), 1, 8192, 8192, 1)
+    assert splits == 1 and not transposed
+
+
+@pytest.mark.parametrize("dtype,itemsize", [("float16", 2), ("float32", 4)])
+def test_a_split_launch_carries_its_reduction_and_passes_the_launch_proof(dtype, itemsize):
+    m, n, k = 130, 2040, 6000
+    gemm = plan_gemm((m, k), (k, 1), (k, n), (n, 1), (n, 1))  # row-major A, B and C
+    spans = [(0, (m * k) * itemsize), (0, (k * n) * itemsize), (0, (m * n) * itemsize)]
+    names = dispatch.choose_families(dtype, H200[0])
+    resolved = launch._resolve(tuple(f.name for f in names), H200[0], H200[1], gemm, dtype,
+                               itemsize, (True, True, True), spans, (False, False, False))
+    assert isinstance(resolved, launch.Launch)
+    assert resolved.reduce == dispatch.reduce_key(H200[0], dtype)
+    (offsets, sizes), = resolved.calls
+    assert sizes[4] > 1 and sizes[:4] == (m, n, k, 1) and not resolved.transposed
+
+
+def test_a_small_m_launch_is_transposed_and_keeps_c_a_b_sizes_for_the_proof():
+    m, n, k = 16, 8192, 8192
+    gemm = plan_gemm((m, k), (k, 1), (k, n), (n, 1), (n, 1))
+    spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
+    resolved = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, "float16", 2,
+                               (True, True, True), spans, (False, False, False))
+    assert resolved.transposed and resolved.reduce is not None
+    (offsets, sizes), = resolved.calls
+    assert sizes[:4] == (m, n, k, 1)
+
+
+def test_an_unsplit_launch_has_no_reduction():
+    m = n = k = 4096
+    gemm = plan_gemm((m, k), (k, 1), (k, n), (n, 1), (n, 1))
+    spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
+    resolved = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, "float16", 2,
+                               (True, True, True), spans, (False, False, False))
+    assert resolved.reduce is None and all(s[4] == 1 for _, s in resolved.calls)
