@@ -51,10 +51,10 @@ Public: ``get_compiled``, ``get_xla_object`` (-> ``XlaObject``), ``cache_info``,
 ``cache_dir``, ``disk_entry``, ``unwritable_reason``, ``entry_digest``, ``dsl_arch``,
 ``runtime_library``.  Ahead-of-time builds: ``aot.py``; the CLI: ``__main__.py``.
 
-Imports: ``cache_disk``; lazily ``dispatch`` (whose ``compile_key`` imports the DSL: only to
-compile),
-``tvm_ffi`` (on the first disk load), ``cuda.bindings`` (``dsl_arch`` without a forced arch).
-Never ``launch``, ``api`` or ``xla``.
+Imports: ``cache_disk``, ``ffi`` (stored kernels are called through the TVM-FFI C ABI, without
+importing the ``tvm_ffi`` package); lazily ``dispatch`` (whose ``compile_key`` imports the DSL:
+only to compile), ``cuda.bindings`` (``dsl_arch`` without a forced arch).  Never ``launch``,
+``api`` or ``xla``.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from . import cache_disk
+from . import cache_disk, ffi
 from .cache_disk import Corrupt, Directory
 
 #: The exported function of every pointer-path object (``__tvm_ffi_`` + this).
@@ -446,12 +446,12 @@ def _timed(tier: _Tier, build: Callable[[], Any]):
 def _load_kernel(path: Path, data: bytes):
     """The exported function of a stored object; ``Corrupt`` when it does not load."""
     if path.suffix == ".so":
-        cache_disk.preload_runtime()  # environment errors propagate: they are not the entry's fault
-        import tvm_ffi
-
+        # Environment errors (no libtvm_ffi.so, no DSL runtime) propagate: not the entry's fault.
+        ffi.library()
+        cache_disk.preload_runtime()
         try:
-            return tvm_ffi.load_module(str(path))[SYMBOL]
-        except Exception as exc:  # any loader failure means the file is unusable
+            return ffi.load(path, SYMBOL)
+        except (OSError, AttributeError) as exc:  # the file does not open, or lacks the symbol
             raise Corrupt(f"{path.name} does not load ({exc})") from None
     from cutlass.cute.runtime import load_module  # an object stored without a linker
 

@@ -63,7 +63,9 @@ def test_second_process_compiles_nothing(tmp_path):
                     "by design (docs/cache.md); everything else above passed")
     # A hit on a linked entry goes through cache._load_kernel: ctypes loads the DSL runtime
     # library found in the nvidia_cutlass_dsl namespace package (no DSL code runs) and
-    # tvm_ffi.load_module opens the .so.  No `cutlass` module at all is needed; the DSL compiler
-    # (cutlass.cute, ~3 s to import) is what a warm start must never pay for.
+    # libtvm_ffi.so, then opens the .so (cutematmul/ffi.py).  No `cutlass` module at all is
+    # needed; the DSL compiler (cutlass.cute, ~3 s to import) is what a warm start must never pay
+    # for, nor the tvm_ffi package (which imports PyTorch when it is installed).
     assert not warm.result["dsl"]["cutlass.cute"], "the warm process imported the DSL compiler"
     assert not warm.result["dsl"]["cutlass"], "the warm process imported the cutlass package"
+    assert not warm.result["dsl"]["tvm_ffi"], "the warm process imported the tvm_ffi package"

@@ -22,6 +22,11 @@ for tool in memcheck racecheck initcheck; do
     extra=()
     cases=(--families "$family")
     [ "$tool" = memcheck ] && extra=(--leak-check no)
+    # initcheck does not track bytes written by TMA bulk stores (cp.async.bulk: see the
+    # unpoisoned run below), so under sm90 it would flag the split-K reduction's reads of the
+    # partial sums the sm90 kernel stored.  That reduction is initchecked in the SIMT run, where
+    # the same kernel reads partials written by ordinary stores.
+    [ "$tool" = initcheck ] && [ "$family" = sm90 ] && extra=(--kernel-name-exclude kns=splitk_reduce)
     [ "$tool" = racecheck ] && cases+=(--quick)
     log="$out/$tool-$family.log"
     compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 50 \

@@ -70,7 +70,7 @@ WARM_FURTHER_S = 0.020  # each further configuration, warm cache
 COLD_FIRST_S = 3.0     # import cutematmul + first product, empty cache
 CHILD_TIMEOUT_S = 1800
 PREFIX = "RESULT="
-DSL_MODULES = ("cutlass", "cutlass.cute")
+DSL_MODULES = ("cutlass", "cutlass.cute", "tvm_ffi")
 _SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding cutematmul/
 _BOOT = (
