@@ -110,7 +110,7 @@ for m, n, k, l in [(1, 1, 1, 1), (4096, 4096, 4096, 1), (1024, 1024, 1024, 1), (
 from cutematmul.configs.simt import choose_schedule
 scheduled = {}
 for m, n, k in [(1024, 1024, 1024), (16, 8192, 8192), (4096, 4096, 4096)]:
-    cfg, splits = choose_schedule(m, n, k, 1, 132)
+    cfg, splits, _ = choose_schedule(m, n, k, 1, 132)
     cfg.validate()
     scheduled[f"{m}x{n}x{k}"] = [cfg.tile_m, cfg.tile_n, splits]
 print("RESULT=" + json.dumps({
