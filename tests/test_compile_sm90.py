@@ -46,6 +46,7 @@ print("COUNTS=" + json.dumps(out))
 
 CONFIGS = [
     {"tile_m": 128, "tile_n": 256},
+    {"tile_m": 128, "tile_n": 192},
     {"tile_m": 128, "tile_n": 128},
     {"tile_m": 64, "tile_n": 128},
     {"tile_m": 128, "tile_n": 256, "cluster_m": 2},

@@ -183,3 +183,28 @@ def test_compiled_kernels_are_reused_across_sizes():
         b = torch.randn(k, n, device="cuda")
         check_matmul(cutematmul.matmul(a, b), a, b, "float32")
     assert cutematmul.cache_info()["memory"]["misses"] == before
+
+
+# Shapes whose tiles leave a partial wave with 128x256, so the dispatcher picks 128x192 (tails in
+# M, N and K; checked against the dispatcher so the test cannot silently stop covering it).
+WAVE_FILL = [(1530, 1540, 700), (1537, 1531, 1000), (1500, 1500, 77)]
+
+
+@pytest.mark.parametrize("shape", WAVE_FILL, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_wave_filling_tile(dtype, layout, shape):
+    from cutematmul import device, dispatch
+
+    m, n, k = shape
+    info = device.device_info(device.current_device())
+    family = dispatch.choose_families(dtype, info.capability)[0]
+    if family.name != "sm90":
+        pytest.skip(f"the 128x192 tile is an sm90 configuration; this GPU runs {family.name}")
+    key, splits, _ = dispatch.schedule(family, info.capability, info.num_sms, dtype, "k", "n",
+                                       (16, 16, 16), m, n, k, 1)
+    assert key.config.tile_n == 192 and splits == 1, key.config
+    mk = _lib("torch")
+    a, b = _operands(mk, m, n, k, layout, dtype)
+    out = mk.poisoned((m, n), dtype)
+    check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)

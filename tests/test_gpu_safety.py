@@ -11,7 +11,7 @@ float64.
 from __future__ import annotations
 
 import mmap
-import os
+import zlib
 
 import numpy as np
 import pytest
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import cutematmul
 from conftest import require_module
-from helpers import TOLERANCE, Maker, check_matmul, relative_error
+from helpers import TOLERANCE, Maker, check_matmul, relative_error, to_numpy
 
 pytestmark = pytest.mark.gpu
 
@@ -268,7 +268,7 @@ def _operand(torch, mk, batch, rows, cols, dtype, transposed, offset, step):
 def test_property_layouts_against_float64(p):
     torch = require_module("torch")
     dtype, (m, n, k), ba, bb, layout, offsets, steps, out_kind, one_d = p
-    mk = Maker("torch", seed=hash(p) % 2**32)
+    mk = Maker("torch", seed=zlib.crc32(repr(p).encode()))  # hash() of str varies by process
     if one_d in ("a", "both"):
         a = mk.randn((k * steps[0] + offsets[0],), dtype)[offsets[0]::steps[0]][:k]
     else:
@@ -298,7 +298,14 @@ def test_property_layouts_against_float64(p):
     res = cutematmul.matmul(a, b, out=out)
     assert res is out
     if all(shape):
-        err = relative_error(out, np.matmul(_np64(a), _np64(b)))
+        # Normalized by ||(|A| |B|)|| rather than ||A B||: the forward error bound of a sum.  Outputs
+        # of a few elements (1-D @ 1-D gives one dot product) can cancel, and relative to their
+        # own size any rounding is then unbounded (a 64-term fp32 dot product measured 2.1e-5).
+        a64, b64 = _np64(a), _np64(b)
+        want = np.matmul(a64, b64)
+        relative_error(out, want)  # its shape and NaN (unwritten element) checks
+        scale = np.linalg.norm(np.matmul(np.abs(a64), np.abs(b64)))
+        err = float(np.linalg.norm(to_numpy(out) - want) / scale) if scale else 0.0
         assert err <= TOLERANCE[dtype], f"relative error {err:.3g} for {p}"
     assert _guards_intact(torch, buf, out), f"bytes outside out changed for {p}"
 

@@ -30,10 +30,11 @@ How
     * Tails in M, N and K need no predication: TMA zero-fills out-of-bounds loads and clips stores.
 
 Constraints
-    sm_90a only.  Split-K needs ``Config.partials`` (fp32 C).  Every operand's base address, leading stride and batch stride must be 16-byte
-    aligned (a TMA rule); the host stages other inputs into aligned copies.  K >= 1 (the host
-    writes zeros itself for K = 0).  tile_m in {64, 128}, tile_n in {64, 128, 192, 256},
-    tile_k = 64, clusters of at most 2 CTAs.
+    sm_90a only.  Split-K needs ``Config.partials`` (fp32 C).  Every operand's base address,
+    leading stride and batch stride must be 16-byte aligned (a TMA rule); the host stages other
+    inputs into aligned copies.  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
+    {64, 128}, tile_n in {64, 128, 192, 256} (also 16 and 32 with ``partials``: the narrow tiles
+    of transposed small-M products), tile_k = 64, clusters of at most 2 CTAs.
 
 Benchmark
     python -m cutematmul.bench --dtypes float16 bfloat16 --kernel sm90
