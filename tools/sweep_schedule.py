@@ -1,0 +1,95 @@
+"""Calibrate the wave model: time forced (tile, K-split) choices beside the model's pick and cuBLAS.
+
+    python tools/sweep_schedule.py [fp16|fp32|both]      # on a GPU machine with PyTorch
+
+For each shape, the model's pick (``configs/<family>.choose_schedule``) and every forced candidate
+(tile x split, transposed for small M) run on the same Gaussian operands; each is timed like the
+benchmark (a spin kernel hides the host's enqueue time, 5 bursts of 20 products, the median).
+``docs/performance.md`` quotes its output.  It swaps the family's ``choose_schedule`` for a fixed
+answer and clears the plan cache around each candidate, so it is a tool, not a library path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import torch
+
+import cutematmul
+from cutematmul import launch
+from cutematmul.configs import simt, sm90
+
+SHAPES = [(16, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192),
+          (16, 4096, 4096), (1, 4096, 4096), (16, 1024, 4096), (32, 14336, 4096),
+          (1000, 1000, 1000), (1536, 1536, 1536), (768, 768, 768)]
+# (tile_m, tile_n, transposed) candidates per family; splits are crossed with them.
+CANDIDATES = {
+    "float16": (sm90, [(128, 256, False), (128, 192, False), (128, 128, False), (64, 128, False),
+                       (128, 16, True), (128, 32, True), (128, 64, True)], [1, 2, 4]),
+    "float32": (simt, [(128, 128, False), (64, 64, False), (32, 128, False)], [1, 2, 4, 8]),
+}
+_SIMT_THREADS = {(128, 128): 256, (64, 64): 64, (32, 128): 64}
+
+
+def time_us(fn, reps: int = 20, bursts: int = 5) -> float:
+    """Median GPU time per call over ``bursts`` bursts, each behind a ~1.5 ms spin kernel."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(bursts):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(3_000_000)
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / reps)
+    return sorted(times)[len(times) // 2]
+
+
+def _config(module, tm: int, tn: int, transposed: bool, splits: int):
+    if module is sm90:
+        return sm90.Config(tile_m=tm, tile_n=tn, epi_n=min(32, tn), partials=splits > 1 or transposed)
+    return simt._config(tm, tn, _SIMT_THREADS[(tm, tn)])
+
+
+def sweep(dtype: str) -> None:
+    module, tiles, split_counts = CANDIDATES[dtype]
+    model = module.choose_schedule
+    for m, n, k in SHAPES:
+        a = torch.randn(m, k, device="cuda").to(getattr(torch, dtype))
+        b = torch.randn(k, n, device="cuda").to(getattr(torch, dtype))
+        out = torch.empty(m, n, device="cuda", dtype=a.dtype)
+        cublas = time_us(lambda: torch.matmul(a, b, out=out))
+        cfg, splits, transposed = model(m, n, k, 1, 132)
+        launch._plan_launch.cache_clear()
+        picked = time_us(lambda: cutematmul.matmul(a, b, out=out))
+        row = [f"pick {cfg.tile_m}x{cfg.tile_n}/s{splits}{'T' if transposed else ''} "
+               f"{picked:.1f}us ({cublas / picked:.2f}x)"]
+        try:
+            for (tm, tn, tr), s in itertools.product(tiles, split_counts):
+                if tr and m > 64:
+                    continue
+                forced = (_config(module, tm, tn, tr, s), s, tr)
+                module.choose_schedule = lambda *args, _f=forced, **kw: _f
+                launch._plan_launch.cache_clear()
+                row.append(f"{tm}x{tn}/s{s}{'T' if tr else ''} "
+                           f"{time_us(lambda: cutematmul.matmul(a, b, out=out)):.1f}")
+        finally:
+            module.choose_schedule = model
+            launch._plan_launch.cache_clear()
+        print(f"{dtype} {m}x{n}x{k}: cuBLAS {cublas:.1f}us | " + " | ".join(row), flush=True)
+
+
+def main(argv=None) -> int:
+    which = (argv or sys.argv[1:] or ["both"])[0]
+    for dtype in {"fp16": ["float16"], "fp32": ["float32"]}.get(which, ["float16", "float32"]):
+        sweep(dtype)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
