@@ -2,14 +2,16 @@
 
 Tiers, looked up in this order:
 
-1. **memory**: a dict in this process.  ``get_compiled(key)`` returns the raw TVM-FFI function the
-   launch path calls, ``fn(a_ptr, b_ptr, c_ptr, m, n, k, batch, lda, bsa, ldb, bsb, ldc, bsc,
-   stream)`` with plain ints; a hit is one dict lookup.
+1. **memory**: a dict in this process.  ``get_compiled(key)`` returns the function the launch
+   path calls with plain ints, ``fn(a_ptr, b_ptr, c_ptr, m, n, k, batch, splits, lda, bsa, ldb,
+   bsb, ldc, bsc, stream)`` (the reduction's: ``kernels/splitk_reduce.py``); a hit is one dict
+   lookup.
 2. **disk**: ``<digest>.so`` plus ``<digest>.json`` in the cache directory.  A hit is a ``dlopen``
-   through ``tvm_ffi.load_module`` after ``ctypes`` has loaded the CuTe DSL runtime library
-   (``libcute_dsl_runtime.so``, the small library the DSL wheel ships): ~1 ms per object with its
-   checksum, and the DSL compiler (``cutlass``, ``cutlass.cute``: ~3 s to import) is never
-   imported.  (``import tvm_ffi`` itself imports PyTorch when it is installed.)
+   with ``ctypes`` after the CuTe DSL runtime library (``libcute_dsl_runtime.so``, the small
+   library the DSL wheel ships) and ``libtvm_ffi.so``; calls go through the TVM-FFI C ABI
+   (``ffi.py``).  ~1 ms per object with its checksum; neither the DSL compiler (``cutlass``,
+   ``cutlass.cute``: ~3 s to import) nor the ``tvm_ffi`` package (which imports PyTorch when it
+   is installed) is imported.
 3. **compile**: ``cute.compile`` (imports the DSL; 1-15 s per key on a small CPU), then the object
    is exported (``export_to_c``), linked into a shared object by the system linker (``$CC``,
    ``cc``, ``gcc``, ``clang`` or ``ld``; only the machine that compiles needs one), written to disk

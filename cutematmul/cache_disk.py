@@ -15,8 +15,8 @@ An entry is two files named by its digest (a sha256, see ``entry_digest`` in ``c
 ``<digest>.lock`` is the key's ``filelock``; scratch directories ``.<digest>.*.tmp`` hold a build
 until its payload is moved into place.
 
-Imports: ``dispatch`` (lazily, for the fingerprint), ``filelock``, ``platformdirs``,
-``tvm_ffi.libinfo`` (to link).  No DSL.
+Imports: ``ffi`` (where ``libtvm_ffi.so`` is, to link), ``dispatch`` (lazily, for the
+fingerprint), ``filelock``, ``platformdirs``.  No DSL.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import ffi
 
 #: Bump when the entry layout, or anything outside the fingerprinted sources that shapes the
 #: generated code, changes.
@@ -366,15 +368,12 @@ def link(obj: Path, out: Path) -> str:
     """Link the object ``obj`` into the shared object ``out``; '' on success, else the reason.
 
     The result names ``libcute_dsl_runtime.so`` and ``libtvm_ffi.so`` as dependencies (no rpath:
-    ``preload_runtime`` and ``import tvm_ffi`` have them loaded when it is opened).
+    ``preload_runtime`` and ``ffi.library`` have them loaded when it is opened).
     """
     command = linker()
     if command is None:
         return "no linker (cc, gcc, clang or ld; or $CC) was found"
-    import tvm_ffi.libinfo
-
-    tvm_ffi_dir = Path(tvm_ffi.libinfo.find_libtvm_ffi()).parent
-    lib_dirs = sorted({str(runtime()[1].parent), str(tvm_ffi_dir)})
+    lib_dirs = sorted({str(runtime()[1].parent), str(ffi.library_path().parent)})
     args = [*command, "-shared", "-o", str(out), str(obj), *(f"-L{d}" for d in lib_dirs),
             "-lcute_dsl_runtime", "-ltvm_ffi"]
     try:

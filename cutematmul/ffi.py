@@ -12,8 +12,8 @@ the 24-byte object header, then the object is released.
 Why: ``import tvm_ffi`` costs ~40-90 ms and imports PyTorch whenever PyTorch is installed (3 s
 or more), which a CuPy caller's first product would pay.  Loading ``libtvm_ffi.so`` (found next
 to the package, not imported) and the object with ctypes costs a few milliseconds.  The object
-needs the library's symbols (error reporting) and the CuTe DSL runtime's (module loading):
-``load`` opens both globally first.
+needs the library's symbols (error reporting) and the CuTe DSL runtime's (module loading): both
+are opened globally before it (``library`` here, the runtime by ``cache``).
 
 Imports: nothing of ours; ``ctypes`` and ``importlib.util`` (to find the library).
 """
@@ -42,21 +42,28 @@ def _text(b: _ByteArray) -> str:
 
 
 @functools.cache
-def library() -> ctypes.CDLL:
-    """``libtvm_ffi.so`` of the installed apache-tvm-ffi, opened globally (not imported)."""
+def library_path() -> Path:
+    """Where the installed apache-tvm-ffi keeps ``libtvm_ffi.so`` (found, not imported): what
+    stored objects are linked against (``cache_disk.link``) and loaded with (``library``)."""
     spec = importlib.util.find_spec("tvm_ffi")
     if spec is None or not spec.submodule_search_locations:
         raise OSError("apache-tvm-ffi is not installed")
     for folder in spec.submodule_search_locations:
         path = Path(folder) / "lib" / "libtvm_ffi.so"
         if path.is_file():
-            lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
-            lib.TVMFFIErrorMoveFromRaised.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-            lib.TVMFFIErrorMoveFromRaised.restype = None
-            lib.TVMFFIObjectDecRef.argtypes = [ctypes.c_void_p]
-            lib.TVMFFIObjectDecRef.restype = ctypes.c_int
-            return lib
+            return path
     raise OSError("libtvm_ffi.so was not found in the apache-tvm-ffi package")
+
+
+@functools.cache
+def library() -> ctypes.CDLL:
+    """``libtvm_ffi.so``, opened globally."""
+    lib = ctypes.CDLL(str(library_path()), mode=ctypes.RTLD_GLOBAL)
+    lib.TVMFFIErrorMoveFromRaised.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    lib.TVMFFIErrorMoveFromRaised.restype = None
+    lib.TVMFFIObjectDecRef.argtypes = [ctypes.c_void_p]
+    lib.TVMFFIObjectDecRef.restype = ctypes.c_int
+    return lib
 
 
 class Function:
@@ -96,10 +103,8 @@ def _raised(name: str) -> Exception:
     return kinds.get(kind, RuntimeError)(f"{message} ({kind} in kernel function {name})")
 
 
-def load(path: Path, symbol: str, preload=()) -> Function:
-    """``symbol`` of the object at ``path``, after opening ``libtvm_ffi.so`` and the libraries
-    ``preload`` (callables returning a CDLL, e.g. the DSL runtime) globally."""
+def load(path: Path, symbol: str) -> Function:
+    """``symbol`` of the object at ``path``, after opening ``libtvm_ffi.so`` globally (the
+    caller opens the DSL runtime library the object also needs: ``cache_disk.preload_runtime``)."""
     library()
-    for opener in preload:
-        opener()
     return Function(ctypes.CDLL(str(path)), symbol)
