@@ -44,7 +44,6 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 # The current device's ordinal without torch.cuda's Python wrapper (CUDA builds only).
 _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 _NO_SCOPE = contextlib.nullcontext()
-_ITEMSIZE = {torch.float32: 4, torch.float16: 2, torch.bfloat16: 2}
 # How many TorchDispatchModes are active (FakeTensorMode, non-strict export, FlopCounterMode...).
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 
@@ -111,8 +110,8 @@ class TorchAdapter(ArrayAdapter):
         if device < 0:
             raise not_on_cuda(argument, x.device.type)
         dtype = x.dtype
-        return Operand(x, ptr, tuple(x.shape), x.stride(), dtype_name(dtype),
-                       _ITEMSIZE.get(dtype) or x.element_size(), device)
+        return Operand(x, ptr, tuple(x.shape), x.stride(), dtype_name(dtype), dtype.itemsize,
+                       device)
 
     def current_stream(self, device: int) -> int:
         if _raw_stream is not None:

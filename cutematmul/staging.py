@@ -25,17 +25,14 @@ from .streams import explicit_handle, resolve_stream
 from .validate import check_operands, check_out
 
 
-class _NoLibrary:
-    """Adapter stand-in for device buffers that no array library owns (never asked to stage)."""
+class _NoLibrary(ArrayAdapter):
+    """Adapter stand-in for device buffers that no array library owns (never asked to stage);
+    split-K workspaces come from ``ArrayAdapter.workspace`` (stream-ordered device memory)."""
 
     name = "numpy-staging"
 
     def fill_zero(self, x):  # K == 0 is handled before any device work
         raise RuntimeError("cutematmul: internal error: staged NumPy buffers need no zero fill")
-
-    def workspace(self, count: int, like, stream: int):
-        """Split-K partials: stream-ordered device memory, freed when the owner is dropped."""
-        return ArrayAdapter.workspace(self, count, like, stream)
 
 
 def _pitched(shape) -> tuple[int, int]:

@@ -102,8 +102,6 @@ class Config:
             )
 
 
-
-
 def supports(m, n, k, batch, dtype, a_major, b_major, align_a, align_b, align_c) -> str | None:
     """None when this kernel family can run the problem, else the reason it cannot."""
     if dtype not in _DTYPES:

@@ -87,8 +87,7 @@ def best(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles: d
     (efficiency, Rate), best first.  Estimates within ``TOLERANCE`` of the least count as equal
     (the model is coarse): of those, the fewest splits win, then the tile that computes the least
     padding, then the earlier one (with ``tiles_first``: the earlier tile, then the fewest
-    splits).  ``workspace`` as in
-    ``estimate``."""
+    splits).  ``workspace`` as in ``estimate``."""
     batch = max(batch, 1)
     scored = []
     for order, ((tm, tn), (eff, rate)) in enumerate(tiles.items()):
@@ -96,6 +95,7 @@ def best(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles: d
             t = estimate(m, n, k, batch, num_sms, tm, tn, tile_k, s, eff, rate, workspace)
             scored.append((t, s, order, (tm, tn)))
     least = min(t for t, *_ in scored)
+
     def padded(tile):
         return -(-m // tile[0]) * tile[0] * -(-n // tile[1]) * tile[1]
 
