@@ -10,6 +10,18 @@ import numpy as np
 TOLERANCE = {"float32": 2e-5, "float16": 1e-3, "bfloat16": 8e-3}
 
 
+def needs_dsl():
+    """The skip mark of tests that compile kernels: they need nvidia-cutlass-dsl, not a GPU."""
+    import importlib.util
+
+    import pytest
+
+    return pytest.mark.skipif(
+        importlib.util.find_spec("cutlass") is None,
+        reason="nvidia-cutlass-dsl (module 'cutlass') is not installed; these tests compile kernels with it",
+    )
+
+
 def to_numpy(x) -> np.ndarray:
     """Any supported array -> NumPy float64 (on the host)."""
     mod = type(x).__module__.split(".", 1)[0]
@@ -113,3 +125,15 @@ def compile_in_child(arch: str, child_code: str, argument, tmp_path, prefix: str
     assert proc.returncode == 0, f"compile child failed for {arch}:\n{proc.stdout}\n{proc.stderr}"
     line = next(l for l in proc.stdout.splitlines() if l.startswith(prefix))
     return json.loads(line[len(prefix):])
+
+
+def dispatched(dtype: str, m: int, n: int, k: int, batch: int = 1):
+    """(family, KernelKey, splits, transposed) the dispatcher picks on this machine's current GPU
+    for row-major, 16-byte aligned operands: what a GPU test asserts its shapes still exercise."""
+    from cutematmul import device, dispatch
+
+    info = device.device_info(device.current_device())
+    family = dispatch.choose_families(dtype, info.capability)[0]
+    key, splits, transposed = dispatch.schedule(family, info.capability, info.num_sms, dtype,
+                                                "k", "n", (16, 16, 16), m, n, k, batch)
+    return family, key, splits, transposed

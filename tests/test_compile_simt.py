@@ -7,16 +7,9 @@ JSON.  Nothing is launched.
 
 from __future__ import annotations
 
-import importlib.util
+from helpers import compile_in_child, needs_dsl
 
-import pytest
-
-from helpers import compile_in_child
-
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("cutlass") is None,
-    reason="nvidia-cutlass-dsl (module 'cutlass') is not installed; these tests compile with it",
-)
+pytestmark = needs_dsl()
 
 # Runs in the child: compile each (a_major, b_major, align) of argv[1] and count instructions.
 _CHILD = r"""

@@ -7,16 +7,9 @@ instructions the design rests on and for register spills.
 
 from __future__ import annotations
 
-import importlib.util
+from helpers import compile_in_child, needs_dsl
 
-import pytest
-
-from helpers import compile_in_child
-
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("cutlass") is None,
-    reason="nvidia-cutlass-dsl (module 'cutlass') is not installed; these tests compile kernels with it",
-)
+pytestmark = needs_dsl()
 
 _CHILD = r"""
 import json, re, sys

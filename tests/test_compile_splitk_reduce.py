@@ -6,16 +6,11 @@ no atomics (the reduction is deterministic by construction: a fixed order, one t
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
-from helpers import compile_in_child
+from helpers import compile_in_child, needs_dsl
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("cutlass") is None,
-    reason="nvidia-cutlass-dsl (module 'cutlass') is not installed; these tests compile kernels with it",
-)
+pytestmark = needs_dsl()
 
 _CHILD = r"""
 import json, re, sys

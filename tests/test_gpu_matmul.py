@@ -11,7 +11,7 @@ import pytest
 
 import cutematmul
 from conftest import require_module
-from helpers import Maker, check_matmul
+from helpers import Maker, check_matmul, dispatched
 
 pytestmark = pytest.mark.gpu
 
@@ -194,15 +194,10 @@ WAVE_FILL = [(1530, 1540, 700), (1537, 1531, 1000), (1500, 1500, 77)]
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_wave_filling_tile(dtype, layout, shape):
-    from cutematmul import device, dispatch
-
     m, n, k = shape
-    info = device.device_info(device.current_device())
-    family = dispatch.choose_families(dtype, info.capability)[0]
+    family, key, splits, _ = dispatched(dtype, m, n, k)
     if family.name != "sm90":
         pytest.skip(f"the 128x192 tile is an sm90 configuration; this GPU runs {family.name}")
-    key, splits, _ = dispatch.schedule(family, info.capability, info.num_sms, dtype, "k", "n",
-                                       (16, 16, 16), m, n, k, 1)
     assert key.config.tile_n == 192 and splits == 1, key.config
     mk = _lib("torch")
     a, b = _operands(mk, m, n, k, layout, dtype)

@@ -12,8 +12,7 @@ import pytest
 
 import cutematmul
 from conftest import require_module
-from cutematmul import device, dispatch
-from helpers import Maker, check_matmul
+from helpers import Maker, check_matmul, dispatched
 
 pytestmark = pytest.mark.gpu
 
@@ -23,12 +22,9 @@ SPLIT_SHAPES = [(16, 4096, 4096), (7, 1000, 8191), (130, 2040, 6000), (1, 512, 1
                 (32, 4096, 16384)]
 
 
-def _splits(m, n, k, batch, dtype, a_major="k", b_major="n") -> int:
+def _splits(m, n, k, batch, dtype) -> int:
     """The split count (2 for an unsplit transposed product: it takes the workspace path too)."""
-    info = device.device_info(device.current_device())
-    family = dispatch.choose_families(dtype, info.capability)[0]
-    _, splits, transposed = dispatch.schedule(family, info.capability, info.num_sms, dtype,
-                                              a_major, b_major, (16, 16, 16), m, n, k, batch)
+    _, _, splits, transposed = dispatched(dtype, m, n, k, batch)
     return max(splits, 2 if transposed else 1)
 
 
