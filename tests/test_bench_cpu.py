@@ -16,11 +16,13 @@ import pytest
 from conftest import gpu_count
 from cutematmul.bench import BACKENDS, Backend, Point, Result, Settings, get_backend, run_point
 from cutematmul.bench import cli, data, report, runner, stats, timing
-from cutematmul.bench.backends import DEFAULT_BACKENDS
+from cutematmul.bench.backends import DEFAULT_BACKENDS, default_backends
+from cutematmul.bench.base import CutematmulBackend
 from cutematmul.bench.cli import build_parser, main, run_choices
 from cutematmul.bench.results import ERROR, OK, SKIPPED, WRONG, load_json, save_csv, save_json
-from cutematmul.bench.shapes import (L2_BYTES, SUITES, Shape, footprint_bytes, input_sets,
-                                     parse_dtypes, parse_layouts, parse_shape, parse_shapes)
+from cutematmul.bench.shapes import (L2_BYTES, PRECISIONS, SUITES, Shape, footprint_bytes,
+                                     input_sets, parse_dtypes, parse_layouts, parse_shape,
+                                     parse_shapes, point_precision)
 
 # ---- shapes
 
@@ -228,7 +230,8 @@ def test_registry_lists_backends():
     for name, backend in BACKENDS.items():
         assert isinstance(backend, Backend) and backend.name == name
         assert backend.clock in ("events", "wall") and backend.library in ("cupy", "torch", "jax")
-    assert [b for b in BACKENDS.values() if b.cublas] == [BACKENDS["cupy"], BACKENDS["torch"]]
+    assert [b for b in BACKENDS.values() if b.cublas] == [
+        BACKENDS["cupy"], BACKENDS["torch"], BACKENDS["torch-tf32"]]
 
 
 def test_available_says_why_not_instead_of_raising():
@@ -619,6 +622,175 @@ def test_json_is_plain(tmp_path):
     path = save_json(tmp_path / "r.json", {}, {}, {}, _fake_results())
     rows = json.loads(path.read_text())["results"]
     assert rows[0]["backend"] == "torch" and rows[0]["tflops"] == 687.2
+
+
+# ---- float32 precision (--precision): points, baselines of the ratio, the error column
+
+
+def _tf32(x: np.ndarray) -> np.ndarray:
+    """float32 -> the nearest TF32 value (10 stored significand bits) as float32: what one TF32
+    tensor-core pass multiplies."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    return ((u + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+class Tf32Numpy(NumpyBackend):
+    """The NumPy stand-in, rounding both operands to TF32 when its ``precision`` is "tf32"."""
+
+    def matmul(self, a, b, out):
+        if self.precision == "tf32":
+            a, b = _tf32(a), _tf32(b)
+        return super().matmul(a, b, out)
+
+
+class CutematmulNumpy(CutematmulBackend, Tf32Numpy):
+    """Stands for a cutematmul backend: ``precision`` is an option that each point sets."""
+
+
+def test_parser_precision():
+    assert build_parser().parse_args([]).precision == "highest"
+    for precision in PRECISIONS:
+        args = build_parser().parse_args(["--dtypes", "fp32", "--precision", precision])
+        assert args.precision == precision
+    assert PRECISIONS == ("highest", "high", "tf32")
+
+
+@pytest.mark.parametrize("bad", ["fp32", "TF32", "medium", ""])
+def test_bad_precision_exits_2(bad, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--precision", bad])
+    assert exc.value.code == 2 and "--precision" in capsys.readouterr().err
+
+
+def test_points_carry_precision_for_float32_only():
+    shape = Shape(8, 8, 8)
+    assert point_precision("float32", "tf32") == "tf32"
+    assert point_precision("float16", "tf32") == point_precision("bfloat16", "high") == "highest"
+    assert Point(shape, "float32", "nn", "tf32").label == "8x8x8 float32 nn tf32"
+    assert Point(shape, "float16", "nn").label == "8x8x8 float16 nn"
+    assert Result.start(Point(shape, "float32", "nn", "high"), "torch").precision == "high"
+    with pytest.raises(ValueError, match="precision must be one of highest, high, tf32; got 'fast'"):
+        Point(shape, "float32", "nn", "fast")
+    with pytest.raises(ValueError, match="float32 points only; a bfloat16 point is 'highest'"):
+        Point(shape, "bfloat16", "nn", "tf32")
+
+
+def test_baseline_of_the_ratio_per_precision():
+    shape = Shape(64, 64, 64)
+    assert set(runner.BASELINES) == set(PRECISIONS)
+    assert runner.baselines(Point(shape, "float32", "nn")) == ("torch", "cupy")
+    assert runner.baselines(Point(shape, "float32", "nn", "high")) == ("torch", "cupy")
+    assert runner.baselines(Point(shape, "float32", "nn", "tf32")) == ("torch-tf32",)
+    assert runner.baselines(Point(shape, "float16", "nn")) == ("torch", "cupy")
+
+
+def test_tf32_baseline_and_default_backends():
+    assert default_backends() == default_backends("highest") == DEFAULT_BACKENDS
+    assert default_backends("high") == default_backends("tf32") == DEFAULT_BACKENDS + ("torch-tf32",)
+    tf32 = BACKENDS["torch-tf32"]
+    assert tf32.library == "torch" and tf32.cublas and tf32.precision == "tf32"
+    assert tf32.supports("float32") == (True, "")
+    assert tf32.supports("float16") == (False, "TF32 applies to float32 products only, not float16 "
+                                               "(see the torch rows)")
+    torch = BACKENDS["torch"]
+    assert torch.precision == "highest" and torch.at_precision("tf32") is torch
+    ours = get_backend("cutematmul-cupy", precision="tf32")
+    assert ours.precision == "tf32" and ours.label == "cutematmul-cupy"
+    assert ours.at_precision("tf32") is ours
+    assert ours.at_precision("highest").precision == "highest" and ours.precision == "tf32"
+    if gpu_count()[0] == 0:
+        ready, unavailable = cli.select_default_backends(precision="tf32")
+        assert ready == [] and "torch-tf32" in unavailable
+
+
+def test_run_point_passes_precision_and_picks_the_baseline():
+    ours = CutematmulNumpy(name="cutematmul-numpy")
+    sgemm, tf32 = Tf32Numpy("torch"), Tf32Numpy("torch-tf32")
+    tf32.precision = "tf32"
+    shape = Shape(48, 40, 256)
+    rows = {r.backend: r for r in run_point(Point(shape, "float32", "nn", "tf32"),
+                                            [ours, sgemm, tf32], FAST)}
+    assert all(r.status == OK and r.precision == "tf32" for r in rows.values()), rows
+    assert {r.reference for r in rows.values()} == {"torch-tf32"} and rows["torch-tf32"].ratio == 1.0
+    # the error column: cutematmul was asked for TF32, the torch stand-in stays IEEE fp32
+    err = rows["cutematmul-numpy"].rel_error
+    assert data.tolerance("float32") < err < data.tolerance("float32", "tf32")
+    assert rows["torch-tf32"].rel_error == rows["cutematmul-numpy"].rel_error
+    assert rows["torch"].rel_error < 1e-6
+    assert ours.precision == "highest"  # the backend passed in is not changed
+    high = {r.backend: r for r in run_point(Point(shape, "float32", "nn", "high"),
+                                            [ours, sgemm, tf32], FAST)}
+    assert {r.reference for r in high.values()} == {"torch"} and high["torch"].ratio == 1.0
+    assert high["cutematmul-numpy"].rel_error < 1e-6 and high["torch-tf32"].status == OK
+    fp16 = run_point(Point(shape, "float16", "nn"), [ours, sgemm], FAST)
+    assert [(r.precision, r.reference, r.status) for r in fp16] == [("highest", "torch", OK)] * 2
+
+
+def test_relative_error_metric_and_tf32_bound():
+    ref = np.array([[3.0, 4.0]])
+    assert data.relative_error(ref * (1 + 1e-3), ref) == pytest.approx(1e-3)
+    assert data.relative_error(np.array([[3.0, 5.0]]), ref) == pytest.approx(1 / 5)  # |(0,1)|/|(3,4)|
+    assert data.relative_error(np.zeros(2), np.zeros(2)) == 0.0
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 512), dtype=np.float32)
+    b = rng.standard_normal((512, 48), dtype=np.float32)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    fp32 = data.relative_error(a @ b, exact)  # float32 products and sums
+    tf32 = data.relative_error(_tf32(a) @ _tf32(b), exact)  # TF32 operands, fp32 sums
+    assert fp32 < 1e-6 and 1e-4 < tf32 < 1e-3
+    assert fp32 < data.tolerance("float32", "highest") == data.tolerance("float32", "high") < tf32
+    assert tf32 * 4 < data.tolerance("float32", "tf32")
+    assert data.tolerance("float16", "tf32") == data.TOLERANCE["float16"]  # 16-bit: its own bound
+
+
+def _tf32_results() -> list[Result]:
+    point = Point(Shape(4096, 4096, 4096), "float32", "nn", "tf32")
+    rows = []
+    for name, seconds, ratio, err in [("cutematmul-cupy", 1.0e-3, 1.02, 7.7e-4),
+                                      ("torch", 2.7e-3, 0.38, 1.1e-6),
+                                      ("torch-tf32", 1.02e-3, 1.0, 7.7e-4)]:
+        r = Result.start(point, name)
+        r.seconds, r.tflops, r.ratio, r.reference, r.rel_error = (
+            seconds, point.shape.flops / seconds / 1e12, ratio, "torch-tf32", err)
+        rows.append(r)
+    return rows
+
+
+def test_precision_in_tables_and_files(tmp_path):
+    rows = _tf32_results()
+    lines = report.text_table(rows).splitlines()
+    assert lines[0] == "float32 at precision='tf32', x cuBLAS against torch-tf32"
+    assert lines[1].split()[:4] == ["shape", "dtype", "layout", "backend"]
+    assert "7.7e-04" in lines[3] and "1.1e-06" in lines[4] and "1.02x" in lines[3]
+    assert report.text_table(_fake_results()).startswith("shape")  # no float32 rows: no line
+    md = report.markdown(rows, {"date": "2026-12-02 10:00 UTC", "gpu": "NVIDIA H200"})
+    assert md.splitlines()[0] == ("Measured 2026-12-02 10:00 UTC · NVIDIA H200 · driver ? (CUDA ?); "
+                                  "float32 at precision='tf32', x cuBLAS against torch-tf32.")
+    assert report.summary_line(rows).startswith("4096x4096x4096 fp32 nn tf32: cutematmul-cupy 137.4")
+    path = save_json(tmp_path / "run.json", {}, {"precision": "tf32"}, {}, rows)
+    assert [r.precision for r in load_json(path)[3]] == ["tf32"] * 3
+    assert "precision" in save_csv(tmp_path / "run.csv", rows).read_text().splitlines()[0].split(",")
+    older = json.loads(path.read_text())  # a run saved before the field existed reads as highest
+    for row in older["results"]:
+        del row["precision"]
+    path.write_text(json.dumps(older))
+    assert {r.precision for r in load_json(path)[3]} == {"highest"}
+
+
+def test_run_records_precision(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(BACKENDS, "numpy", NumpyBackend("numpy"))
+    argv = ["--backends", "numpy", "--shapes", "16x16x16", "--dtypes", "fp16,fp32", "--precision",
+            "tf32", "--rounds", "1", "--bursts", "1", "--heat", "0", "--no-progress",
+            "--out", str(tmp_path)]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "float32 at precision='tf32', no x cuBLAS ratio: none of torch-tf32 runs" in err
+    assert "16x16x16 fp32 nn tf32: numpy" in err
+    assert out.splitlines()[0] == "float32 at precision='tf32', no x cuBLAS ratio"
+    _env, settings, _unavailable, rows = load_json(next(tmp_path.glob("bench-*.json")))
+    assert settings["precision"] == "tf32"
+    assert [(r.dtype, r.precision, r.status) for r in rows] == [("float16", "highest", OK),
+                                                                 ("float32", "tf32", OK)]
 
 
 # ---- the start-up mode (python -m cutematmul.bench startup)

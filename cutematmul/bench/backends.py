@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .backends_cupy import CupyMatmul, CutematmulCupy
 from .backends_jax import CutematmulJax, JaxMatmul
-from .backends_torch import CutematmulTorch, TorchMatmul
+from .backends_torch import CutematmulTorch, TorchMatmul, TorchTF32Matmul
 from .base import Backend
 
 BACKENDS: dict[str, Backend] = {}
@@ -23,6 +23,9 @@ BACKENDS: dict[str, Backend] = {}
 #: through CuPy and through PyTorch, each where it can run.  JAX (XLA, and cutematmul inside
 #: ``jax.jit``) runs when named, with ``--backends all`` or with ``--full``.
 DEFAULT_BACKENDS = ("cutematmul-cupy", "cupy", "torch")
+#: Added to the default selection when float32 is measured at precision "high" or "tf32": cuBLAS
+#: TF32 through PyTorch (it runs float32 points only).
+TF32_BASELINE = "torch-tf32"
 #: (default backend, the one that runs in its place when it cannot run here): without CuPy,
 #: cutematmul on PyTorch tensors.
 STAND_INS = (("cutematmul-cupy", "cutematmul-torch"),)
@@ -44,6 +47,12 @@ def get_backend(name: str, **options) -> Backend:
     return backend.configure(**options) if options else backend
 
 
+def default_backends(precision: str = "highest") -> tuple[str, ...]:
+    """What a plain run measures when float32 is at ``precision``: ``DEFAULT_BACKENDS``, and the
+    TF32 baseline beside them unless ``precision`` is "highest"."""
+    return DEFAULT_BACKENDS if precision == "highest" else DEFAULT_BACKENDS + (TF32_BASELINE,)
+
+
 def is_cutematmul(backend: Backend) -> bool:
     return backend.name.startswith("cutematmul")
 
@@ -53,4 +62,5 @@ register(CutematmulTorch())
 register(CutematmulJax())
 register(CupyMatmul())
 register(TorchMatmul())
+register(TorchTF32Matmul())
 register(JaxMatmul())

@@ -144,4 +144,4 @@ class CutematmulCupy(CutematmulBackend, CupyArrays):
     description = "cutematmul.matmul on CuPy arrays"
 
     def matmul(self, a, b, out):
-        return cutematmul_matmul(a, b, out=out, kernel=self.kernel)
+        return cutematmul_matmul(a, b, out=out, precision=self.precision, kernel=self.kernel)

@@ -150,4 +150,4 @@ class CutematmulJax(CutematmulBackend, JaxArrays):
     def product(self, a, b):
         import cutematmul
 
-        return cutematmul.matmul(a, b, kernel=self.kernel)
+        return cutematmul.matmul(a, b, precision=self.precision, kernel=self.kernel)

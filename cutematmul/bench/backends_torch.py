@@ -1,8 +1,10 @@
-"""PyTorch backends: ``torch`` (``torch.matmul``, i.e. cuBLAS) and ``cutematmul-torch``.
+"""PyTorch backends: ``torch`` (``torch.matmul``, i.e. cuBLAS), ``torch-tf32`` (the same with TF32,
+float32 only) and ``cutematmul-torch``.
 
 PyTorch would run float32 products in TF32 when ``torch.backends.cuda.matmul.allow_tf32`` is on;
 the benchmark turns it off (and sets float32 matmul precision to "highest") the first time it
-finds PyTorch usable, so float32 means IEEE fp32 for every backend.
+finds PyTorch usable, so float32 means IEEE fp32 for every backend but ``torch-tf32``, which
+turns it on around each of its own calls only (cuBLAS TF32: the baseline of ``--precision tf32``).
 """
 
 from __future__ import annotations
@@ -103,9 +105,32 @@ class TorchMatmul(TorchArrays):
         return _torch().matmul(a, b, out=out)
 
 
+class TorchTF32Matmul(TorchArrays):
+    """cuBLAS TF32: ``torch.matmul`` with ``allow_tf32`` on for its own calls (float32 only)."""
+
+    name = "torch-tf32"
+    description = "cuBLAS TF32 through torch.matmul (allow_tf32 on around each call; float32 only)"
+    cublas = True
+    precision = "tf32"
+
+    def supports(self, dtype):
+        if dtype != "float32":
+            return False, f"TF32 applies to float32 products only, not {dtype} (see the torch rows)"
+        return True, ""
+
+    def matmul(self, a, b, out):
+        torch = _torch()
+        flags = torch.backends.cuda.matmul
+        flags.allow_tf32 = True
+        try:
+            return torch.matmul(a, b, out=out)
+        finally:
+            flags.allow_tf32 = False  # the benchmark's setting (true_fp32) for every other call
+
+
 class CutematmulTorch(CutematmulBackend, TorchArrays):
     name = "cutematmul-torch"
     description = "cutematmul.matmul on PyTorch tensors"
 
     def matmul(self, a, b, out):
-        return cutematmul_matmul(a, b, out=out, kernel=self.kernel)
+        return cutematmul_matmul(a, b, out=out, precision=self.precision, kernel=self.kernel)

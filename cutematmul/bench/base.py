@@ -12,6 +12,10 @@ why a backend cannot run instead of raising.
     a, bm, out = b.make_inputs((m, n, k), "float16", layout="nn", seed=0)  # out is all NaN
     b.matmul(a, bm, out)      # asynchronous, on the library's current stream
     b.synchronize()
+
+A cutematmul backend takes ``kernel=`` and ``precision=`` options (``get_backend(name,
+precision="tf32")``), passed to ``cutematmul.matmul``; a baseline's ``precision`` says what its
+float32 products compute (``torch``: IEEE fp32, ``torch-tf32``: TF32).
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ class Backend:
     clock = "events"
     #: True for the library's own cuBLAS product (the reference of the "x cuBLAS" ratio)
     cublas = False
+    #: the float32 arithmetic of its products: "highest" (IEEE fp32), "high" (3xTF32) or "tf32";
+    #: fixed for a baseline, an option of the cutematmul backends (see ``at_precision``)
+    precision = "highest"
 
     def __init__(self, **options):
         self.options = options
@@ -44,6 +51,11 @@ class Backend:
     def configure(self, **options) -> "Backend":
         """A new backend of this kind with ``options`` changed (e.g. ``kernel="sm80"``)."""
         return type(self)(**{**self.options, **options})
+
+    def at_precision(self, precision: str) -> "Backend":
+        """This backend as it runs a point of float32 ``precision`` (``Point.precision``): itself,
+        since a baseline's arithmetic is fixed; a cutematmul backend passes it on."""
+        return self
 
     @property
     def label(self) -> str:
@@ -161,14 +173,19 @@ def cutematmul_supports(kernel: str, dtype: str) -> tuple[bool, str]:
 
 
 class CutematmulBackend:
-    """Mixin for the cutematmul backends: a forced ``kernel``, availability and dtype checks.
+    """Mixin for the cutematmul backends: a forced ``kernel``, the ``precision=`` passed on,
+    availability and dtype checks.
 
     Put it before the library's ``*Arrays`` class: ``class X(CutematmulBackend, CupyArrays)``.
     """
 
-    def __init__(self, kernel: str = "auto", **options):
-        super().__init__(kernel=kernel, **options)
+    def __init__(self, kernel: str = "auto", precision: str = "highest", **options):
+        super().__init__(kernel=kernel, precision=precision, **options)
         self.kernel = kernel
+        self.precision = precision
+
+    def at_precision(self, precision):
+        return self if precision == self.precision else self.configure(precision=precision)
 
     def _probe(self):
         ok, why = super()._probe()

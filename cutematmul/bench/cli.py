@@ -6,6 +6,8 @@
     python -m cutematmul.bench --shapes quick --dtypes fp16 --plot
     python -m cutematmul.bench --shapes 8192x8192x8192,64x1024x1024x1024 --layouts all
     python -m cutematmul.bench --backends cutematmul-torch,torch --kernel sm80 --markdown
+    python -m cutematmul.bench --dtypes fp32 --precision tf32   # beside cuBLAS TF32 (torch-tf32)
+    python -m cutematmul.bench --dtypes fp32 --precision high   # 3xTF32, beside SGEMM and TF32
     python -m cutematmul.bench host                    # host time per 64x64 call
     python -m cutematmul.bench startup                 # 2 fresh processes: cold, then warm cache
     python -m cutematmul.bench startup --library torch --cache-dir /opt/cutematmul-cache
@@ -16,6 +18,12 @@ Without options it measures the ``default`` shapes (``shapes.SUITES``) in fp16 a
 ``backends.DEFAULT_BACKENDS`` (cutematmul on CuPy arrays, cuBLAS through CuPy and PyTorch).
 ``--full`` measures the ``full`` suite (squares 256..16384, LLM-like, skinny, odd and batched
 shapes) in every dtype with every backend, JAX included.  Options given explicitly win over both.
+
+``--precision`` (highest, high or tf32) is passed as ``precision=`` to cutematmul on float32
+points; 16-bit points ignore it.  With high or tf32 the default backends add ``torch-tf32``
+(cuBLAS TF32), and at tf32 the float32 ratios are against it (``runner.BASELINES``); the table
+says which precision and which cuBLAS.
+
 Progress (a tqdm bar, or plain lines) goes to stderr; the table goes to stdout once every point is
 measured.
 
@@ -35,12 +43,14 @@ from pathlib import Path
 
 from . import host as host_mode
 from . import startup as startup_mode
-from .backends import BACKENDS, DEFAULT_BACKENDS, STAND_INS, get_backend, is_cutematmul
+from .backends import (BACKENDS, DEFAULT_BACKENDS, STAND_INS, TF32_BASELINE, default_backends,
+                       get_backend, is_cutematmul)
 from .environment import environment, header
 from .report import markdown, render_markdown, render_table, summary_line, text_table
 from .results import WRONG, Point, load_json, save_csv, save_json
-from .runner import Settings, run_suite
-from .shapes import DEFAULT_DTYPES, LAYOUTS, SUITES, parse_dtypes, parse_layouts, parse_shapes
+from .runner import BASELINES, Settings, run_suite
+from .shapes import (DEFAULT_DTYPES, LAYOUTS, PRECISIONS, SUITES, parse_dtypes, parse_layouts,
+                     parse_shapes, point_precision)
 
 KERNELS = ("auto", "sm90", "sm80", "simt")
 
@@ -66,7 +76,8 @@ def _backend_names(spec: str) -> list[str]:
 def _add_backend_options(p: argparse.ArgumentParser, default: list[str] | None) -> None:
     """``--backends`` and ``--kernel``; ``default`` None stands for the default selection."""
     what = "all" if default is not None else (
-        f"{','.join(DEFAULT_BACKENDS)}, cutematmul-torch without CuPy; --full: all")
+        f"{','.join(DEFAULT_BACKENDS)}, cutematmul-torch without CuPy, {TF32_BASELINE} beside them "
+        "with --precision high/tf32; --full: all")
     p.add_argument("--backends", type=_backend_names, default=default,
                    help=f"comma-separated, or 'all' (default: {what}): {', '.join(BACKENDS)}")
     p.add_argument("--kernel", choices=KERNELS, default="auto",
@@ -93,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated: float16/fp16, bfloat16/bf16, float32/fp32, or all "
                         f"(default: {','.join(DEFAULT_DTYPES)}; --full: all)")
     p.add_argument("--layouts", default="nn", help="comma-separated nn, tn, nt, tt, or all (default nn)")
+    p.add_argument("--precision", choices=PRECISIONS, default="highest",
+                   help="precision= passed to cutematmul on float32 points (16-bit points ignore "
+                        "it): highest (IEEE fp32), high (3xTF32) or tf32; the float32 ratios are "
+                        "against cuBLAS TF32 (torch-tf32) at tf32, SGEMM otherwise (default highest)")
     _add_backend_options(p, None)
     p.add_argument("--reps", type=_positive_int, default=None,
                    help="products per timed burst (default: ~20 ms of GPU work, 1..100)")
@@ -156,9 +171,10 @@ def select_backends(names: list[str], kernel: str = "auto"):
     return ready, unavailable
 
 
-def select_default_backends(kernel: str = "auto"):
-    """``select_backends`` of ``DEFAULT_BACKENDS``, with a stand-in for a default that cannot run."""
-    ready, unavailable = select_backends(list(DEFAULT_BACKENDS), kernel)
+def select_default_backends(kernel: str = "auto", precision: str = "highest"):
+    """``select_backends`` of ``default_backends(precision)``, with a stand-in for a default that
+    cannot run."""
+    ready, unavailable = select_backends(list(default_backends(precision)), kernel)
     for name, stand_in in STAND_INS:
         if name in unavailable:
             more, why_not = select_backends([stand_in], kernel)
@@ -180,12 +196,20 @@ def _run_backends(args):
         return select_backends(args.backends, args.kernel)
     if args.full:
         return select_backends(list(BACKENDS), args.kernel)
-    return select_default_backends(args.kernel)
+    return select_default_backends(args.kernel, args.precision)
 
 
 def _print_unavailable(unavailable: dict) -> None:
     for name, why in unavailable.items():
         print(f"[bench] {name}: not run ({why})", file=sys.stderr)
+
+
+def _print_precision(precision: str, names: list[str]) -> None:
+    """Which float32 precision is measured, and against which cuBLAS (or that none runs)."""
+    baseline = next((n for n in BASELINES[precision] if n in names), None)
+    against = (f"x cuBLAS against {baseline}" if baseline else
+               f"no x cuBLAS ratio: none of {', '.join(BASELINES[precision])} runs")
+    print(f"[bench] float32 at precision={precision!r}, {against}", file=sys.stderr)
 
 
 class Progress:
@@ -255,17 +279,20 @@ def _run(args, parser) -> int:
         return 1
     settings = Settings(reps=args.reps, rounds=args.rounds, bursts=args.bursts, heat=args.heat,
                         check=args.check, max_gb=args.max_gb, seed=args.seed)
-    points = [Point(s, d, lay) for d in dtypes for s in shapes for lay in layouts]
+    points = [Point(s, d, lay, point_precision(d, args.precision))
+              for d in dtypes for s in shapes for lay in layouts]
     env = environment()
     print(f"[bench] {header(env)}", file=sys.stderr)
     print(f"[bench] {len(points)} points x {', '.join(b.name for b in backends)}", file=sys.stderr)
+    if "float32" in dtypes:
+        _print_precision(args.precision, [b.name for b in backends])
     if not args.full and args.shapes is None:
         print("[bench] the default suite, one shape per class; --full measures every shape, dtype "
               "and backend", file=sys.stderr)
     stem = args.out / time.strftime("bench-%Y%m%d-%H%M%S")
     json_path, csv_path = stem.with_suffix(".json"), stem.with_suffix(".csv")
-    run_settings = {**settings.to_dict(), "kernel": args.kernel, "shapes": shape_spec,
-                    "dtypes": dtypes, "layouts": layouts}
+    run_settings = {**settings.to_dict(), "kernel": args.kernel, "precision": args.precision,
+                    "shapes": shape_spec, "dtypes": dtypes, "layouts": layouts}
     progress = Progress(args.progress)
     done = []
 

@@ -14,6 +14,14 @@ from .results import WRONG, Result
 _DTYPE_TITLE = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32 (IEEE)"}
 
 
+def _title(dtype: str, rows: list[Result]) -> str:
+    """The panel's title: the dtype, and cutematmul's precision when a float32 one is not IEEE."""
+    precisions = [p for p in dict.fromkeys(r.precision for r in rows) if p != "highest"]
+    if not precisions:
+        return _DTYPE_TITLE.get(dtype, dtype)
+    return f"fp32 (cutematmul precision={'/'.join(precisions)})"
+
+
 def plot(results: list[Result], path: Path, title: str = "") -> Path:
     """Write the plot of ``results`` (rows with a time) to ``path``; returns ``path``."""
     import matplotlib
@@ -46,7 +54,7 @@ def plot(results: list[Result], path: Path, title: str = "") -> Path:
         ax.set_xticks(range(len(labels)))
         ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel("TFLOP/s")
-        ax.set_title(_DTYPE_TITLE.get(dtype, dtype), fontsize=10)
+        ax.set_title(_title(dtype, rows), fontsize=10)
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=7, ncols=min(len(backends), 5))
     if title:

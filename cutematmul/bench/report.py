@@ -5,6 +5,10 @@ Columns: shape, dtype, layout, backend, median time per product, TFLOP/s, spread
 times, throughput relative to cuBLAS measured in the same rounds (>1: faster), relative error
 against the float64 reference, the first call's time (compile / autotune / module load), and a
 note (why a row was skipped, an error, a wrong result, a host-bound measurement).
+
+Which float32 precision was measured, and which cuBLAS the float32 ratios are against, is one
+line (``precision_line``): in the Markdown header line, and above the plain-text table when it is
+not the default "highest".
 """
 
 from __future__ import annotations
@@ -78,16 +82,33 @@ def render_markdown(headers, rows, right=frozenset()) -> str:
     return "\n".join(lines)
 
 
+def precision_line(results: list[Result]) -> str:
+    """What the float32 rows measured, e.g. "float32 at precision='tf32', x cuBLAS against
+    torch-tf32"; "" without float32 rows."""
+    fp32 = [r for r in results if r.dtype == "float32"]
+    if not fp32:
+        return ""
+    precisions = "/".join(repr(p) for p in dict.fromkeys(r.precision for r in fp32))
+    references = "/".join(dict.fromkeys(r.reference for r in fp32 if r.reference))
+    against = f"x cuBLAS against {references}" if references else "no x cuBLAS ratio"
+    return f"float32 at precision={precisions}, {against}"
+
+
 def text_table(results: list[Result]) -> str:
-    """The results as an aligned plain-text table."""
-    return render_table(COLUMNS, [row(r) for r in results], _RIGHT)
+    """The results as an aligned plain-text table, after the precision line when float32 was
+    measured at a precision other than "highest"."""
+    table = render_table(COLUMNS, [row(r) for r in results], _RIGHT)
+    if all(r.precision == "highest" for r in results if r.dtype == "float32"):
+        return table
+    return f"{precision_line(results)}\n{table}"
 
 
 def markdown(results: list[Result], env: dict | None = None, unavailable: dict | None = None) -> str:
     """A Markdown table of the results, after a header line (date, GPU, versions) when ``env``."""
     parts = []
     if env:
-        parts.append(f"Measured {header(env)}.")
+        measured = "; ".join(p for p in (header(env), precision_line(results)) if p)
+        parts.append(f"Measured {measured}.")
         parts.append("")
     parts.append(render_markdown(COLUMNS, [row(r) for r in results], _RIGHT))
     if unavailable:
@@ -95,8 +116,9 @@ def markdown(results: list[Result], env: dict | None = None, unavailable: dict |
         parts += [f"- {name} did not run: {why}" for name, why in unavailable.items()]
     parts.append("")
     parts.append("time: median over rounds of the per-product time (CUDA events; JAX: host clock); "
-                 "x cuBLAS: median over rounds of cuBLAS time / this time, same run and data; "
-                 "rel err: ||C - C_ref|| / ||C_ref|| on a sample, float64 reference.")
+                 "x cuBLAS: median over rounds of cuBLAS time / this time, same run and data "
+                 "(float32: SGEMM, or cuBLAS TF32 at precision 'tf32'); "
+                 "rel err: ||C - C_ref||_F / ||C_ref||_F on a sample, float64 reference.")
     return "\n".join(parts)
 
 
@@ -115,4 +137,6 @@ def summary_line(results: list[Result]) -> str:
         elif r.status in (ERROR, SKIPPED):
             cells.append(f"{r.backend} {r.status}")
     head = f"{r0.shape} {_DTYPE_SHORT.get(r0.dtype, r0.dtype)} {r0.layout}"
+    if r0.precision != "highest":
+        head += f" {r0.precision}"
     return f"{head}: " + " | ".join(cells) + " TFLOP/s" if cells else head

@@ -1,5 +1,9 @@
 """One row of results per (shape, dtype, layout, backend), and how a run is saved and loaded.
 
+A row carries its point's ``precision``: what cutematmul was asked for on a float32 point
+("highest" on 16-bit points); the baselines' own arithmetic is fixed by their name (``torch``:
+IEEE fp32, ``torch-tf32``: TF32).
+
 A run's JSON holds ``environment`` (GPU, driver, versions), ``settings``, ``unavailable``
 (backends that could not run, with the reason) and ``results`` (the rows).  The CSV holds the
 rows alone, one column per field.
@@ -12,7 +16,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from .shapes import Shape
+from .shapes import PRECISIONS, Shape, point_precision
 
 # status of a row
 OK, WRONG, ERROR, SKIPPED = "ok", "wrong", "error", "skipped"
@@ -20,15 +24,26 @@ OK, WRONG, ERROR, SKIPPED = "ok", "wrong", "error", "skipped"
 
 @dataclass(frozen=True)
 class Point:
-    """One benchmark point: every backend runs it on the same data."""
+    """One benchmark point: every backend runs it on the same data.  ``precision`` is what
+    cutematmul is asked for (``precision=``) on a float32 point; a 16-bit point is "highest"."""
 
     shape: Shape
     dtype: str
     layout: str
+    precision: str = "highest"
+
+    def __post_init__(self):
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"Point: precision must be one of {', '.join(PRECISIONS)}; "
+                             f"got {self.precision!r}.")
+        if self.precision != point_precision(self.dtype, self.precision):
+            raise ValueError(f"Point: precision applies to float32 points only; a {self.dtype} "
+                             f"point is 'highest' (fp32 accumulation), got {self.precision!r}.")
 
     @property
     def label(self) -> str:
-        return f"{self.shape.label} {self.dtype} {self.layout}"
+        label = f"{self.shape.label} {self.dtype} {self.layout}"
+        return label if self.precision == "highest" else f"{label} {self.precision}"
 
 
 @dataclass
@@ -41,6 +56,7 @@ class Result:
     backend: str
     status: str = OK
     note: str = ""
+    precision: str = "highest"  # the point's: cutematmul's precision= on float32 ("highest": 16-bit)
     m: int = 0
     n: int = 0
     k: int = 0
@@ -50,7 +66,7 @@ class Result:
     tflops: float | None = None
     spread: float | None = None  # (max - min) / median of the per-round times
     ratio: float | None = None  # median over rounds of reference time / this time (>1: faster)
-    reference: str = ""  # the cuBLAS backend the ratio is against
+    reference: str = ""  # the cuBLAS backend the ratio is against (``runner.BASELINES``)
     rel_error: float | None = None
     nonfinite: int | None = None  # output elements left NaN/Inf
     first_call_s: float | None = None  # first call incl. compile / autotune / module load
@@ -63,8 +79,8 @@ class Result:
     @classmethod
     def start(cls, point: Point, backend: str, clock: str = "events") -> "Result":
         s = point.shape
-        return cls(s.label, point.dtype, point.layout, backend, m=s.m, n=s.n, k=s.k,
-                   batch=s.batch, flops=s.flops, clock=clock)
+        return cls(s.label, point.dtype, point.layout, backend, precision=point.precision,
+                   m=s.m, n=s.n, k=s.k, batch=s.batch, flops=s.flops, clock=clock)
 
     def mark(self, status: str, note: str) -> "Result":
         self.status = status

@@ -1,20 +1,23 @@
 """Run benchmark points: every backend on the same data, timed in alternating rounds.
 
-For one point (shape, dtype, layout):
+For one point (shape, dtype, layout; float32: the precision cutematmul is asked for):
 
 1. Skip backends that do not compute the dtype, and the whole point when its inputs would not fit
    in ``max_gb`` of device memory.
 2. Draw ``input_sets`` Gaussian (A, B) sets on the host (seed, seed+1, ...; more than twice the
    L2 in all) and copy the same bits to each array library once; its backends share them.
-3. Per backend: the first call (compile, autotune, module load) is timed apart as
-   ``first_call_s``; then the check: C is poisoned with NaN, computed once, sampled against the
-   float64 reference and scanned for unwritten elements.
+3. Per backend (a cutematmul one at the point's precision): the first call (compile, autotune,
+   module load) is timed apart as ``first_call_s``; then the check, untimed: C is poisoned with
+   NaN, computed once, sampled against the float64 reference (``rel_error``, bounded by
+   ``data.tolerance`` of the precision that backend computes at) and scanned for unwritten
+   elements.
 4. Heat: ``heat`` seconds of untimed bursts across the backends.
 5. ``rounds`` rounds, in order A B C, then C B A, and so on; in each round each backend runs
    ``bursts`` timed bursts of ``reps`` products (rotating through the input sets) and its
    round time is their median.  See ``timing`` for how a burst is timed.
 6. Per backend: the median of its round times, TFLOP/s from it, and the median over rounds of
-   (cuBLAS round time / its round time), cuBLAS being ``torch`` or else ``cupy``.
+   (cuBLAS round time / its round time), cuBLAS being the first of ``baselines(point)`` that ran:
+   SGEMM (``torch``, else ``cupy``), or cuBLAS TF32 (``torch-tf32``) for float32 at "tf32".
 
 A backend that raises on a point gets an ``error`` row with the message and the run goes on.
 """
@@ -28,12 +31,14 @@ from dataclasses import asdict, dataclass
 
 from . import stats
 from .base import Backend, describe_error
-from .data import TOLERANCE, Sample, host_operands, reference_sample, relative_error
+from .data import Sample, host_operands, reference_sample, relative_error, tolerance
 from .results import ERROR, OK, SKIPPED, WRONG, Point, Result
 from .shapes import footprint_bytes, input_sets
 from .timing import EventPair, get_spinner, spin_for, timed_burst, wall_burst
 
-REFERENCE_ORDER = ("torch", "cupy")  # whose cuBLAS time the ratios are against
+# Whose cuBLAS time the ratios are against, by the point's precision (16-bit points are
+# "highest"): the first of these that ran.  "high" (3xTF32) is judged against SGEMM.
+BASELINES = {"highest": ("torch", "cupy"), "high": ("torch", "cupy"), "tf32": ("torch-tf32",)}
 BURST_TARGET_SECONDS = 0.02  # automatic reps: about this much GPU work per timed burst
 MIN_REPS, MAX_REPS = 1, 100  # MAX_REPS keeps a burst's launches within the stream's queue
 
@@ -84,7 +89,7 @@ class _Timed:
         return burst
 
     def warm_up(self, settings: Settings, sample: Sample | None, dtype: str) -> None:
-        """First call (timed apart), the correctness check, and the choice of reps."""
+        """First call (timed apart), the correctness check (untimed), and the choice of reps."""
         b, r = self.backend, self.result
         a, bm, out = self.sets[0]
         t0 = time.perf_counter()
@@ -97,10 +102,11 @@ class _Timed:
             b.synchronize()
             r.rel_error = relative_error(b.sample(c, sample), sample.reference)
             r.nonfinite = b.count_nonfinite(c)
+            limit = tolerance(dtype, b.precision)
             if r.nonfinite:
                 r.mark(WRONG, f"output elements left NaN/Inf: {r.nonfinite}")
-            elif not r.rel_error <= TOLERANCE[dtype]:
-                r.mark(WRONG, f"relative error {r.rel_error:.2e} > {TOLERANCE[dtype]:.0e}")
+            elif not r.rel_error <= limit:
+                r.mark(WRONG, f"relative error {r.rel_error:.2e} > {limit:.0e}")
         estimate = self.burst(3).seconds  # GPU time per product (host time for JAX)
         auto = math.ceil(BURST_TARGET_SECONDS / max(estimate, 1e-7))
         self.reps = settings.reps or max(MIN_REPS, min(MAX_REPS, auto))
@@ -116,8 +122,13 @@ def _fail(result: Result, exc: BaseException) -> None:
     result.mark(ERROR, describe_error(exc))
 
 
-def _reference(timed: dict[str, _Timed]) -> _Timed | None:
-    for name in REFERENCE_ORDER:
+def baselines(point: Point) -> tuple[str, ...]:
+    """The backends a point's ratios may be against, in order of preference (``BASELINES``)."""
+    return BASELINES[point.precision]
+
+
+def _reference(point: Point, timed: dict[str, _Timed]) -> _Timed | None:
+    for name in baselines(point):
         t = timed.get(name)
         if t is not None and t.result.status in (OK, WRONG) and any(x is not None for x in t.rounds):
             return t
@@ -151,6 +162,7 @@ def _upload_all(point: Point, backends: list[Backend], results: dict, settings: 
 
 def run_point(point: Point, backends: list[Backend], settings: Settings) -> list[Result]:
     """Every backend on ``point``; one Result per backend, in the order given."""
+    backends = [b.at_precision(point.precision) for b in backends]
     results = {b.name: Result.start(point, b.label, b.clock) for b in backends}
     active = []
     for b in backends:
@@ -239,7 +251,7 @@ def _rounds(timed: list[_Timed], settings: Settings) -> None:
 
 
 def _summarize(point: Point, timed: dict[str, _Timed]) -> None:
-    ref = _reference(timed)
+    ref = _reference(point, timed)
     for t in timed.values():
         r = t.result
         r.round_seconds = list(t.rounds)

@@ -1,4 +1,5 @@
-"""What to measure: GEMM shapes, named suites, dtypes and layouts, and what each point costs.
+"""What to measure: GEMM shapes, named suites, dtypes, layouts and float32 precisions, and what
+each point costs.
 
 A shape is written ``MxNxK`` (``8192x8192x1024``) or, for a batch of products, ``BxMxNxK``
 (``64x1024x1024x1024``: 64 products of 1024^3).  ``parse_shapes`` also takes a named suite
@@ -20,6 +21,8 @@ DTYPE_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 # t: that operand is passed as a transposed view (a.T / b.T); n: as stored, row-major.
 LAYOUTS = ("nn", "tn", "nt", "tt")
+# precision= of cutematmul.matmul for float32: "highest" (IEEE fp32), "high" (3xTF32), "tf32".
+PRECISIONS = ("highest", "high", "tf32")
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,12 @@ def parse_dtypes(spec: str) -> list[str]:
     if not out:
         raise ValueError(f"--dtypes {spec!r} names no dtype.")
     return out
+
+
+def point_precision(dtype: str, precision: str) -> str:
+    """The precision a ``dtype`` point is measured at: ``precision`` for float32; "highest" for
+    16-bit dtypes, whose products accumulate in fp32 whatever is asked."""
+    return precision if dtype == "float32" else "highest"
 
 
 def parse_layouts(spec: str) -> list[str]:
