@@ -184,9 +184,11 @@ def _config(tm: int, tn: int, threads: int) -> Config:
 
 
 def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
-                    max_splits: int = waves.MAX_SPLITS) -> tuple[Config, int, bool]:
+                    max_splits: int = waves.MAX_SPLITS,
+                    math: str = "float32") -> tuple[Config, int, bool]:
     """(configuration, K-splits, transposed) of least estimated time under the wave model
     (``waves``); never transposed (fp32 FMA tiles as narrow as 32 serve small M directly).
+    ``math`` is always "float32" here (the family's one math type).
 
     Tiles much longer than the problem (beyond its extent rounded up to a power of two) are not
     considered.  When even the smaller tiles leave SMs idle (skinny products, long K), K is split
@@ -207,6 +209,7 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     return configs[tile], splits, False
 
 
-def choose_config(m: int, n: int, k: int, batch: int, num_sms: int) -> Config:
+def choose_config(m: int, n: int, k: int, batch: int, num_sms: int,
+                  math: str = "float32") -> Config:
     """The configuration of an unsplit product (the XLA route, which has no workspace)."""
     return choose_schedule(m, n, k, batch, num_sms, max_splits=1)[0]

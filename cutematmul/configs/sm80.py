@@ -126,8 +126,10 @@ _CANDIDATES = (
 )
 
 
-def choose_config(m: int, n: int, k: int, batch: int, num_sms: int) -> Config:
-    """Largest tile that still gives every SM work; the big tile only for several full waves."""
+def choose_config(m: int, n: int, k: int, batch: int, num_sms: int,
+                  math: str = "float16") -> Config:
+    """Largest tile that still gives every SM work; the big tile only for several full waves.
+    ``math`` (float16 or bfloat16) does not change the tile."""
     def ctas(cfg):
         return -(-m // cfg.tile_m) * -(-n // cfg.tile_n) * batch
 

@@ -61,8 +61,8 @@ class Config:
             raise ValueError(f"Config.tile_n must be 16, 32, 64, 128, 192 or 256, got {self.tile_n}.")
         if self.tile_n < 64 and not self.partials:
             raise ValueError(f"Config.tile_n={self.tile_n} (narrow) is only built for fp32 partials.")
-        if self.tile_k != 64:
-            raise ValueError(f"Config.tile_k must be 64, got {self.tile_k}.")
+        if self.tile_k not in (32, 64):
+            raise ValueError(f"Config.tile_k must be 64 (16-bit) or 32 (TF32), got {self.tile_k}.")
         if (self.cluster_m, self.cluster_n) not in ((1, 1), (2, 1), (1, 2)):
             raise ValueError(
                 "Config cluster must be 1x1, 2x1 or 1x2, "
@@ -80,12 +80,20 @@ class Config:
             raise ValueError(f"Config.raster_group must be >= 1, got {self.raster_group}.")
 
 
+#: Math types (``dispatch.math_type``): 16-bit inputs, and fp32 inputs through TF32 wgmma in one
+#: pass ("tf32") or three over split operands ("tf32x3", precision "high").
+MATH_TYPES = ("float16", "bfloat16", "tf32", "tf32x3")
+TF32 = ("tf32", "tf32x3")
+
+
 def supports(m, n, k, batch, dtype, a_major, b_major, align_a, align_b, align_c) -> str | None:
     """None when this family can run the problem, else the reason it cannot."""
-    if dtype not in ("float16", "bfloat16"):
-        return f"sm90 HGEMM takes float16/bfloat16, not {dtype}"
-    if min(align_a, align_b, align_c) < 8:
-        return "sm90 HGEMM needs 16-byte aligned operands (TMA)"
+    if dtype not in MATH_TYPES:
+        return f"sm90 takes {'/'.join(MATH_TYPES)}, not {dtype}"
+    if dtype in TF32 and (a_major, b_major) != ("k", "k"):
+        return "TF32 wgmma needs K-major A and B"
+    if min(align_a, align_b, align_c) * (4 if dtype in TF32 else 2) < 16:
+        return "sm90 needs 16-byte aligned operands (TMA)"
     if k < 1:
         return "sm90 HGEMM needs K >= 1"
     return None
@@ -102,13 +110,28 @@ _NARROW_EFFICIENCY = {(128, 64): 0.8, (128, 32): 0.6, (128, 16): 0.5}
 #: that won at M = 1 and 16 (1.0-1.1x cuBLAS at N = K = 4096..8192) and lost at M = 32 and 64 to
 #: an untransposed 64 x 128 tile.
 SMALL_M = 16
-# fp16/bf16 wgmma as this family sustains it on an H100/H200-class SM (~660 TFLOP/s on 132 SMs).
-_RATE = waves.Rate(flops_per_sm=5.0e12, slots=1, in_bytes=2, out_bytes=2, min_k_tiles=4)
-_TILE_K = 64
+# fp16/bf16 wgmma as this family sustains it on an H100/H200-class SM (~660 TFLOP/s on 132 SMs);
+# TF32 wgmma runs at half that rate on fp32 (4-byte) operands and 32-wide K-tiles.
+_RATES = {
+    16: (64, waves.Rate(flops_per_sm=5.0e12, slots=1, in_bytes=2, out_bytes=2, min_k_tiles=4)),
+    32: (32, waves.Rate(flops_per_sm=2.5e12, slots=1, in_bytes=4, out_bytes=4, min_k_tiles=4)),
+}
+#: The widest tile of a promoting kernel (3xTF32): its wgmma and register accumulators share
+#: the consumer threads' 232 registers.
+_PROMOTED_TILE_N = 192
+#: The epilogue ring of TF32 products: fp32 sub-tiles are twice as large, and two stages leave
+#: room for four A/B stages of a 128 x 256 x 32 tile.
+_TF32_EPI_STAGES = 2
+
+
+def gemm_k(k: int, math: str) -> int:
+    """The K the kernel walks: 3xTF32 runs three passes over K padded to whole 32-wide tiles."""
+    return 3 * (-(-k // 32) * 32) if math == "tf32x3" else k
 
 
 def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
-                    max_splits: int = waves.MAX_SPLITS) -> tuple[Config, int, bool]:
+                    max_splits: int = waves.MAX_SPLITS,
+                    math: str = "float16") -> tuple[Config, int, bool]:
     """(configuration, K-splits, transposed) of least estimated time under the wave model.
 
     With persistent CTAs the last wave is what idles SMs: 128 tiles on 132 SMs use 97% of the
@@ -122,21 +145,33 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     the fp32 workspace (``transposed`` True, always partials, split or not): a 128-row tile then
     runs along N and a narrow tile along M, instead of a 128-row tile that is mostly padding.
     This needs the workspace, so ``max_splits=1`` (the XLA route) never takes it.
+
+    ``math`` (``MATH_TYPES``) sets the K-tile and the rate; 3xTF32 is scheduled as the three
+    passes it runs (``gemm_k``).
     """
+    tf32 = math in TF32
+    tile_k, rate = _RATES[32 if tf32 else 16]
+    k = gemm_k(k, math)
+    # 3xTF32 keeps a second accumulator in registers (the kernel's promotion): at most 192 wide.
+    widest = _PROMOTED_TILE_N if math == "tf32x3" else 256
+    efficiency = {t: e for t, e in _TILE_EFFICIENCY.items() if t[1] <= widest}
+    extra = {"tile_k": tile_k, "epi_stages": _TF32_EPI_STAGES} if tf32 else {}
     if max_splits > 1 and m <= SMALL_M and n >= 4 * m:
         # Candidates by the padding their N (our M) leaves, least first: on a tie it decides.
-        every = {**_TILE_EFFICIENCY, **_NARROW_EFFICIENCY}
+        every = {**efficiency, **_NARROW_EFFICIENCY}
         order = sorted(every, key=lambda t: (-(-m // t[1]) * t[1] - m, -t[0]))
-        tiles = {tile: (every[tile], _RATE) for tile in order}
-        (tm, tn), splits = waves.best(n, m, k, batch, num_sms, _TILE_K, tiles, max_splits,
+        tiles = {tile: (every[tile], rate) for tile in order}
+        (tm, tn), splits = waves.best(n, m, k, batch, num_sms, tile_k, tiles, max_splits,
                                       tiles_first=True, workspace=True)
         return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn),
-                      partials=True), splits, True
-    tiles = {tile: (eff, _RATE) for tile, eff in _TILE_EFFICIENCY.items()}
-    (tm, tn), splits = waves.best(m, n, k, batch, num_sms, _TILE_K, tiles, max_splits)
-    return Config(tile_m=tm, tile_n=tn, raster_group=8, partials=splits > 1), splits, False
+                      partials=True, **extra), splits, True
+    tiles = {tile: (eff, rate) for tile, eff in efficiency.items()}
+    (tm, tn), splits = waves.best(m, n, k, batch, num_sms, tile_k, tiles, max_splits)
+    return Config(tile_m=tm, tile_n=tn, raster_group=8, partials=splits > 1,
+                  **extra), splits, False
 
 
-def choose_config(m: int, n: int, k: int, batch: int, num_sms: int) -> Config:
+def choose_config(m: int, n: int, k: int, batch: int, num_sms: int,
+                  math: str = "float16") -> Config:
     """The configuration of an unsplit product (the XLA route, which has no workspace)."""
-    return choose_schedule(m, n, k, batch, num_sms, max_splits=1)[0]
+    return choose_schedule(m, n, k, batch, num_sms, max_splits=1, math=math)[0]

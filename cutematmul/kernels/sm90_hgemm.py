@@ -52,10 +52,14 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.tensor_utils import LayoutEnum
 
 from ..configs.sm90 import _PRODUCER_REGISTERS, _THREADS_PER_WARPGROUP, Config, choose_config, supports  # noqa: F401
+from . import tf32_mma
 
 Sm90Config = Config  # the name the tests and docs use
 _EPILOGUE_BARRIER_ID = 1
-_DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16}
+# Math type -> operand type.  "tf32" is fp32 data read by TF32 wgmma; "tf32x3" the same over the
+# (big | small) operands of kernels/tf32_prep.py, three passes (see the module docstring).
+_DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16,
+           "tf32": cutlass.TFloat32, "tf32x3": cutlass.TFloat32}
 
 
 class Sm90Hgemm:
@@ -74,13 +78,26 @@ class Sm90Hgemm:
     ):
         config.validate()
         if dtype not in _DTYPES:
-            raise ValueError(f"Sm90Hgemm takes float16 or bfloat16, got {dtype!r}.")
+            raise ValueError(f"Sm90Hgemm takes {', '.join(_DTYPES)}; got {dtype!r}.")
         if a_major not in ("k", "m") or b_major not in ("k", "n"):
             raise ValueError(f"Sm90Hgemm majors must be a in (k, m), b in (k, n); got {a_major}, {b_major}.")
-        if min(align_a, align_b, align_c) < 8:
-            raise ValueError("Sm90Hgemm needs 16-byte (8-element) alignment of every operand.")
-        self.config = config
         self.dtype = _DTYPES[dtype]
+        self.tf32 = self.dtype is cutlass.TFloat32
+        if self.tf32 and (a_major, b_major) != ("k", "k"):
+            raise ValueError(f"Sm90Hgemm {dtype} needs K-major A and B (TF32 wgmma); got {a_major}, {b_major}.")
+        vector = 128 // self.dtype.width
+        if min(align_a, align_b, align_c) < vector:
+            raise ValueError(f"Sm90Hgemm needs 16-byte ({vector}-element) alignment of every operand.")
+        if config.tile_k * self.dtype.width != 128 * 8:
+            raise ValueError(f"Sm90Hgemm {dtype} needs tile_k = {1024 // self.dtype.width}; got {config.tile_k}.")
+        self.config = config
+        #: K-passes over the operands: 3 for 3xTF32 (big*big, big*small, small*big)
+        self.passes = 3 if dtype == "tf32x3" else 1
+        #: 3xTF32 promotes: every K-tile's wgmma result is added into fp32 registers (the
+        #: tensor cores' accumulation truncates; measured 4-30x SGEMM's error without this).
+        self.promote = self.passes == 3
+        if self.promote and config.tile_n > 192:
+            raise ValueError(f"Sm90Hgemm {dtype} keeps two accumulators: tile_n <= 192, got {config.tile_n}.")
         self.a_major, self.b_major = a_major, b_major
         self.align_a, self.align_b, self.align_c = align_a, align_b, align_c
         self.num_sms = num_sms
@@ -91,7 +108,7 @@ class Sm90Hgemm:
         self.consumers = config.consumer_warpgroups
         self.consumer_threads = self.consumers * _THREADS_PER_WARPGROUP
         self.threads = self.consumer_threads + _THREADS_PER_WARPGROUP
-        self.c_dtype = cutlass.Float32 if config.partials else self.dtype
+        self.c_dtype = cutlass.Float32 if config.partials or self.tf32 else self.dtype
         self.stages = config.ab_stages(self.dtype.width // 8)
         self.epi_tile = (config.tile_m, config.epi_n)
         self.consumer_registers = 232 if self.consumers == 2 else 240
@@ -102,18 +119,24 @@ class Sm90Hgemm:
     # ------------------------------------------------------------------ host side
     @cute.jit
     def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, stream: cuda.CUstream):
+        if cutlass.const_expr(self.tf32):  # fp32 data read as TF32 (XLA hands Float32 tensors)
+            mA = cute.make_tensor(cute.recast_ptr(mA.iterator, dtype=self.dtype), mA.layout)
+            mB = cute.make_tensor(cute.recast_ptr(mB.iterator, dtype=self.dtype), mB.layout)
         a_layout = LayoutEnum.from_tensor(mA)
         b_layout = LayoutEnum.from_tensor(mB)
         c_layout = LayoutEnum.from_tensor(mC)
-        tiled_mma = sm90_utils.make_trivial_tiled_mma(
-            self.dtype,
-            self.dtype,
-            a_layout.sm90_mma_major_mode(),
-            b_layout.sm90_mma_major_mode(),
-            self.acc_dtype,
-            (self.consumers, 1, 1),
-            tiler_mn=(64, self.tile_mnk[1]),
-        )
+        if cutlass.const_expr(self.tf32):
+            tiled_mma = tf32_mma.tiled_mma(self.consumers, self.tile_mnk[1])
+        else:
+            tiled_mma = sm90_utils.make_trivial_tiled_mma(
+                self.dtype,
+                self.dtype,
+                a_layout.sm90_mma_major_mode(),
+                b_layout.sm90_mma_major_mode(),
+                self.acc_dtype,
+                (self.consumers, 1, 1),
+                tiler_mn=(64, self.tile_mnk[1]),
+            )
         sA_layout = sm90_utils.make_smem_layout_a(a_layout, self.tile_mnk, self.dtype, self.stages)
         sB_layout = sm90_utils.make_smem_layout_b(b_layout, self.tile_mnk, self.dtype, self.stages)
         sC_layout = sm90_utils.make_smem_layout_epi(
@@ -151,13 +174,17 @@ class Sm90Hgemm:
         total = cluster_tiles_m * cluster_tiles_n * batch_splits
         max_clusters = self.num_sms // self.cluster_size
         num_clusters = cutlass.min(total, max_clusters)
-        k_tiles = cute.ceil_div(cute.size(mA, mode=[1]), self.tile_mnk[2])
+        # With 3 passes A and B are (big | small) along K, each part pass_tiles K-tiles wide.
+        pass_tiles = cute.ceil_div(cute.size(mA, mode=[1]), self.tile_mnk[2])
+        if cutlass.const_expr(self.passes == 3):
+            pass_tiles = pass_tiles // 2
+        k_tiles = pass_tiles * self.passes
         k_tiles_per_split = cute.ceil_div(k_tiles, splits)
 
         self.kernel(
             tma_a, gA_tma, tma_b, gB_tma, tma_c, gC_tma, tiled_mma,
             sA_layout, sB_layout, sC_layout,
-            cluster_tiles_m, cluster_tiles_n, total, k_tiles, splits, k_tiles_per_split,
+            cluster_tiles_m, cluster_tiles_n, total, k_tiles, splits, k_tiles_per_split, pass_tiles,
         ).launch(
             grid=[self.cluster_mn[0], self.cluster_mn[1], num_clusters],
             block=[self.threads, 1, 1],
@@ -182,6 +209,20 @@ class Sm90Hgemm:
         first = split * k_tiles_per_split
         count = cutlass.max(cutlass.min(k_tiles - first, k_tiles_per_split), 0)
         return first, count
+
+    @cute.jit
+    def _pass_tiles(self, kt, pass_tiles):
+        """K-tile kt of the product -> (K-tile of A, K-tile of B).  One pass: the same tile.  Three
+        passes over (big | small) operands: pass 0 reads (big, big), pass 1 (big, small), pass 2
+        (small, big); a part starts pass_tiles tiles after the previous one."""
+        ka = kt
+        kb = kt
+        if cutlass.const_expr(self.passes == 3):
+            p = kt // pass_tiles
+            within = kt - p * pass_tiles
+            ka = within + (p // 2) * pass_tiles
+            kb = within + (p % 2) * pass_tiles
+        return ka, kb
 
     @cute.jit
     def _tile_coord(self, t, cluster_tiles_m, cluster_tiles_n):
@@ -216,6 +257,7 @@ class Sm90Hgemm:
         k_tiles: cutlass.Int32,
         splits: cutlass.Int32,
         k_tiles_per_split: cutlass.Int32,
+        pass_tiles: cutlass.Int32,
     ):
         tidx, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -298,11 +340,12 @@ class Sm90Hgemm:
                     tAgA_t = tAgA[(None, tile_m, None, l)]
                     tBgB_t = tBgB[(None, tile_n, None, l)]
                     for kt in range(k_count):
+                        ka, kb = self._pass_tiles(k_first + kt, pass_tiles)
                         ab_pipe.producer_acquire(state)
                         barrier = ab_pipe.producer_get_barrier(state)
-                        cute.copy(tma_a, tAgA_t[(None, k_first + kt)], tAsA[(None, state.index)],
+                        cute.copy(tma_a, tAgA_t[(None, ka)], tAsA[(None, state.index)],
                                   tma_bar_ptr=barrier, mcast_mask=a_mask)
-                        cute.copy(tma_b, tBgB_t[(None, k_first + kt)], tBsB[(None, state.index)],
+                        cute.copy(tma_b, tBgB_t[(None, kb)], tBsB[(None, state.index)],
                                   tma_bar_ptr=barrier, mcast_mask=b_mask)
                         ab_pipe.producer_commit(state)
                         state.advance()
@@ -319,22 +362,26 @@ class Sm90Hgemm:
             acc = cute.make_rmem_tensor(
                 thr_mma.partition_C(gC[(None, None, 0, 0, 0)]).shape, self.acc_dtype
             )
+            # With promotion, the sums live here (fp32 adds, rounded to nearest) and ``acc``
+            # holds one K-tile's wgmma result at a time.
+            total = cute.make_rmem_tensor(acc.shape, self.acc_dtype) if self.promote else acc
             k_blocks = cute.size(tCrA, mode=[2])
 
             # Register -> shared copy of one epilogue sub-tile (stmatrix for 16-bit outputs).
-            # The stmatrix atom (16-bit) only shapes the thread-value layout; fp32 partial sums
-            # are stored with plain shared stores of that layout.
+            # The stmatrix atom (16-bit) only shapes the thread-value layout (the accumulator
+            # layout is the same for every wgmma input type); fp32 outputs are stored with plain
+            # shared stores of that layout.
             r2s_atom = sm90_utils.get_smem_store_op(LayoutEnum.ROW_MAJOR, self.c_dtype, self.acc_dtype)
             r2s = cute.make_tiled_copy_S(
                 r2s_atom,
                 cute.make_tiled_copy_C_atom(
-                    cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.dtype),
+                    cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), cutlass.Float16),
                     tiled_mma,
                 ),
             )
             thr_r2s = r2s.get_slice(ctid)
             tRS_sC = thr_r2s.partition_D(sC)
-            tRS_acc = r2s.retile(acc)
+            tRS_acc = r2s.retile(total)
             sub_shape = cute.shape(thr_r2s.partition_S(sC))[:3]
             sub_f32 = cute.make_rmem_tensor(sub_shape, self.acc_dtype)
             sub_out = cute.make_rmem_tensor(sub_shape, self.c_dtype)
@@ -364,28 +411,47 @@ class Sm90Hgemm:
                 # ---- mainloop: one k-tile of wgmma stays in flight
                 acc.fill(0.0)
                 tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-                for kt in range(k_count):
-                    ab_pipe.consumer_wait(read)
-                    warpgroup.fence()
-                    for kb in cutlass.range_constexpr(k_blocks):
-                        cute.gemm(
-                            tiled_mma,
-                            acc,
-                            tCrA[(None, None, kb, read.index)],
-                            tCrB[(None, None, kb, read.index)],
-                            acc,
-                        )
-                    warpgroup.commit_group()
-                    read.advance()
-                    if kt > 0:
-                        # The previous k-tile's wgmma has retired: hand its stage back.
-                        warpgroup.wait_group(1)
+                if cutlass.const_expr(self.promote):
+                    total.fill(0.0)
+                    for kt in range(k_count):
+                        # Each K-tile from zero, then added in fp32 registers: the tensor
+                        # cores' own accumulation is not rounded to nearest.
+                        ab_pipe.consumer_wait(read)
+                        warpgroup.fence()
+                        tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
+                        for kb in cutlass.range_constexpr(k_blocks):
+                            cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)],
+                                      tCrB[(None, None, kb, read.index)], acc)
+                            tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                        warpgroup.commit_group()
+                        warpgroup.wait_group(0)
+                        ab_pipe.consumer_release(read)
+                        read.advance()
+                        release.advance()
+                        total.store(total.load() + acc.load())
+                else:
+                    for kt in range(k_count):
+                        ab_pipe.consumer_wait(read)
+                        warpgroup.fence()
+                        for kb in cutlass.range_constexpr(k_blocks):
+                            cute.gemm(
+                                tiled_mma,
+                                acc,
+                                tCrA[(None, None, kb, read.index)],
+                                tCrB[(None, None, kb, read.index)],
+                                acc,
+                            )
+                        warpgroup.commit_group()
+                        read.advance()
+                        if kt > 0:
+                            # The previous k-tile's wgmma has retired: hand its stage back.
+                            warpgroup.wait_group(1)
+                            ab_pipe.consumer_release(release)
+                            release.advance()
+                    warpgroup.wait_group(0)
+                    if k_count > 0:
                         ab_pipe.consumer_release(release)
                         release.advance()
-                warpgroup.wait_group(0)
-                if k_count > 0:
-                    ab_pipe.consumer_release(release)
-                    release.advance()
 
                 # ---- epilogue: sub-tiles through shared memory, stored by TMA
                 gC_tile = cute.zipped_divide(gC[(None, None, tile_m, tile_n, lc)], self.epi_tile)

@@ -1,0 +1,183 @@
+"""Operand preparation for the TF32 modes: a K-major copy of an fp32 operand, optionally split into
+its TF32 head and tail (3xTF32).
+
+What it computes
+    X is one GEMM operand as the kernels see it, (rows, K, batch) fp32 with any runtime strides
+    (rows is M for A, N for B).  D is ours: (rows, parts * kp, batch), K-major, rows ``ld_dst``
+    apart, where ``kp`` = ``width // parts`` is K padded up (the host pads to the GEMM's K-tile).
+    * ``parts = 1`` (precision "tf32"): D[r, c] = X[r, c], unchanged bits (the tensor cores read the
+      top 19 bits); a transposing copy for operands that are not K-major, which TF32 wgmma needs.
+    * ``parts = 2`` (precision "high"): D[r, c] = big = tf32_rna(x) and D[r, kp + c] = small =
+      tf32_rna(x - big), both rounded to nearest (``cvt.rna.tf32.f32``).  x - big is exact in
+      fp32, so big + small carries x to about 2^-22 relative; the 3xTF32 GEMM adds big*big +
+      big*small + small*big (``kernels/sm90_hgemm.py``, ``tf32x3``).  Non-finite x gives
+      big = x and small = 0, so an Inf stays an Inf instead of becoming Inf - Inf = NaN.
+    Columns K..kp-1 of every part are written as zeros: the GEMM runs whole K-tiles per part.
+
+How
+    One CTA of 32 x 8 threads per 32 x 32 block of (rows, K), a 1-D grid over blocks x batch.
+    A K-major X is copied straight through: each warp reads and writes 32 consecutive floats of a
+    row.  An M- or N-major X (``k_major`` False, a compile-time variant) is transposed through a
+    32 x 33 shared-memory tile (the padding column keeps both the column-wise writes and the
+    row-wise reads free of bank conflicts), so reads run along X's unit stride and writes along
+    D's.  Bandwidth-bound: 4 bytes in and 4 * parts out per element of X.
+
+Constraints
+    Blocks x batch < 2**31 and parts * kp < 2**31 (checked by the host).  ``parts`` in {1, 2}
+    and ``k_major`` are compile-time values.
+
+Benchmark
+    python -m cutematmul.bench --dtypes float32 --precision high   (the prep runs inside)
+"""
+
+from __future__ import annotations
+
+import cuda.bindings.driver as cuda
+
+import cutlass
+import cutlass.cute as cute
+from cutlass._mlir.dialects import llvm
+from cutlass.cute.runtime import make_fake_stream, make_ptr
+
+_TILE = 32  # rows and K per block
+_ROWS_PER_PASS = 8  # thread rows: a block of 32 x 8 threads walks its tile in 4 passes
+_FAKE_ADDRESS = 1 << 20
+_EXPONENT = 0x7F800000
+
+
+@cute.jit
+def _as_float(bits: cutlass.Int32) -> cutlass.Float32:
+    return cutlass.Float32(llvm.bitcast(cutlass.Float32.mlir_type, bits.ir_value()))
+
+
+@cute.jit
+def _tf32(x: cutlass.Float32) -> cutlass.Int32:
+    """The bits of x rounded to TF32 (nearest, ties away from zero), low 13 mantissa bits zero."""
+    return cutlass.Int32(cute.arch.cvt_f32_tf32(x))
+
+
+class Tf32Prep:
+    """Writes the K-major (and, with ``parts`` 2, split) copy of an operand; see the docstring."""
+
+    def __init__(self, parts: int, k_major: bool):
+        if parts not in (1, 2):
+            raise ValueError(f"Tf32Prep takes parts 1 (tf32) or 2 (3xTF32 big/small); got {parts}.")
+        self.parts = parts
+        self.k_major = k_major
+
+    @cute.jit
+    def __call__(self, mX: cute.Tensor, mD: cute.Tensor, stream: cuda.CUstream):
+        rows, width, batch = mD.shape
+        k_blocks = cute.ceil_div(width // self.parts, _TILE)
+        row_blocks = cute.ceil_div(rows, _TILE)
+
+        @cute.struct
+        class Storage:
+            tile: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, _TILE * (_TILE + 1)], 16]
+
+        self._storage = Storage
+        self.kernel(mX, mD, k_blocks, row_blocks).launch(
+            grid=[k_blocks * row_blocks * batch, 1, 1], block=[_TILE * _ROWS_PER_PASS, 1, 1],
+            smem=Storage.size_in_bytes(), stream=stream,
+        )
+
+    @cute.jit
+    def _store(self, mD: cute.Tensor, row, k, batch, x: cutlass.Float32):
+        """D[row, k] = x (one part) or big / small of x at k and kp + k (two parts)."""
+        if cutlass.const_expr(self.parts == 1):
+            mD[(row, k, batch)] = x
+        else:
+            kp = mD.shape[1] // 2
+            big_bits = _tf32(x)
+            big = _as_float(big_bits)
+            small = cutlass.Float32(0.0)
+            if (big_bits & _EXPONENT) != _EXPONENT:  # Inf/NaN: small = 0, not Inf - Inf
+                small = _as_float(_tf32(x - big))
+            mD[(row, k, batch)] = big
+            mD[(row, kp + k, batch)] = small
+
+    @cute.kernel
+    def kernel(self, mX: cute.Tensor, mD: cute.Tensor, k_blocks: cutlass.Int32,
+               row_blocks: cutlass.Int32):
+        tid, _, _ = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        tx = tid % _TILE
+        ty = tid // _TILE
+        kb = bid % k_blocks
+        rest = bid // k_blocks
+        r0 = (rest % row_blocks) * _TILE
+        batch = rest // row_blocks
+        k0 = kb * _TILE
+        rows = mD.shape[0]
+        k_size = mX.shape[1]
+        if cutlass.const_expr(self.k_major):
+            # Straight through: lanes run along K in X and in D.
+            for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
+                row = r0 + ty + j * _ROWS_PER_PASS
+                k = k0 + tx
+                if row < rows:
+                    x = cutlass.Float32(0.0)
+                    if k < k_size:
+                        x = mX[(row, k, batch)]
+                    self._store(mD, row, k, batch, x)
+        else:
+            # Transposed through shared memory: lanes run along rows (X's unit stride) when
+            # reading and along K when writing.
+            smem = cutlass.memory.SmemAllocator()
+            storage = smem.allocate(self._storage)
+            tile = storage.tile.get_tensor(cute.make_layout((_TILE, _TILE), stride=(_TILE + 1, 1)))
+            for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
+                row = r0 + tx
+                k = k0 + ty + j * _ROWS_PER_PASS
+                x = cutlass.Float32(0.0)
+                if row < rows and k < k_size:
+                    x = mX[(row, k, batch)]
+                tile[(tx, ty + j * _ROWS_PER_PASS)] = x
+            cute.arch.barrier()
+            for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
+                row = r0 + ty + j * _ROWS_PER_PASS
+                if row < rows:
+                    self._store(mD, row, k0 + tx, batch, tile[(ty + j * _ROWS_PER_PASS, tx)])
+
+
+@cute.jit
+def prep_from_pointers(
+    prep: cutlass.Constexpr,
+    x_ptr: cute.Pointer,
+    d_ptr: cute.Pointer,
+    rows: cutlass.Int32,
+    k: cutlass.Int32,
+    batch: cutlass.Int32,
+    width: cutlass.Int32,
+    x_row_stride: cutlass.Int64,
+    x_col_stride: cutlass.Int64,
+    x_batch_stride: cutlass.Int64,
+    ld_dst: cutlass.Int64,
+    batch_stride_dst: cutlass.Int64,
+    stream: cuda.CUstream,
+):
+    """The pointer entry: X (rows, k, batch) with strides (x_row_stride, x_col_stride,
+    x_batch_stride); D (rows, width, batch) with strides (ld_dst, 1, batch_stride_dst)."""
+    mX = cute.make_tensor(
+        x_ptr,
+        cute.make_layout((rows, k, batch), stride=(x_row_stride, x_col_stride, x_batch_stride)),
+    )
+    mD = cute.make_tensor(
+        d_ptr, cute.make_layout((rows, width, batch), stride=(ld_dst, 1, batch_stride_dst))
+    )
+    prep(mX, mD, stream)
+
+
+def compile_prep(parts: int, k_major: bool, *, keep_ptx: bool = False):
+    """The TVM-FFI function ``f(x_ptr, d_ptr, rows, k, batch, width, x_row_stride, x_col_stride,
+    x_batch_stride, ld_dst, batch_stride_dst, stream)`` for an X that is K-major or not
+    (``k_major``); one compile serves every size and stride.  With
+    ``keep_ptx`` the PTX is kept as ``__ptx__`` (the instruction checks of the tests)."""
+    kernel = Tf32Prep(parts, k_major)
+    x = make_ptr(cutlass.Float32, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=4)
+    d = make_ptr(cutlass.Float32, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=16)
+    sizes = [cutlass.Int32(1)] * 4
+    strides = [cutlass.Int64(1)] * 5
+    options = "--enable-tvm-ffi" + (" --keep-ptx" if keep_ptx else "")
+    return cute.compile(prep_from_pointers, kernel, x, d, *sizes, *strides, make_fake_stream(),
+                        options=options)

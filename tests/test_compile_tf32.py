@@ -1,0 +1,90 @@
+"""The TF32 kernels compile for sm_90a (no GPU needed) with the instructions they rest on.
+
+* sm90 with math "tf32" and "tf32x3": TF32 wgmma (``wgmma...k8.f32.tf32.tf32``), TMA loads and
+  stores, no 16-bit wgmma, no stmatrix (fp32 output), no spills; split-K partials too.
+* The operand prep: ``cvt.rna.tf32.f32`` twice per element for the 3xTF32 split and never for
+  the plain copy; the transposing variant goes through shared memory with one barrier.
+"""
+
+from __future__ import annotations
+
+from helpers import compile_in_child, needs_dsl
+
+pytestmark = needs_dsl()
+
+_GEMM = r"""
+import json, re, sys
+from cutematmul.kernels.compile import compile_gemm
+from cutematmul.kernels.sm90_hgemm import Sm90Config, Sm90Hgemm
+
+PATTERNS = {
+    "wgmma_tf32": r"\bwgmma\.mma_async\.sync\.aligned\.m64n\d+k8\.f32\.tf32\.tf32",
+    "wgmma_16": r"\bwgmma\.mma_async\.sync\.aligned\.m64n\d+k16",
+    "tma_load": r"\bcp\.async\.bulk\.tensor\.\dd\.shared::(?:cta|cluster)\.global",
+    "tma_store": r"\bcp\.async\.bulk\.tensor\.\dd\.global\.shared::cta",
+    "stmatrix": r"\bstmatrix\.sync\.aligned",
+    "setmaxnreg": r"\bsetmaxnreg\.(?:inc|dec)\.sync\.aligned",
+    "local": r"\.local\b",
+}
+out = {}
+for math, cfg in json.loads(sys.argv[1]):
+    kernel = Sm90Hgemm(Sm90Config(**cfg), math, "k", "k", 4, 4, 4, 132)
+    ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
+    out[f"{math}-{kernel.config.name}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
+print("COUNTS=" + json.dumps(out))
+"""
+
+_PREP = r"""
+import json, re, sys
+from cutematmul.kernels.tf32_prep import compile_prep
+
+PATTERNS = {
+    "cvt_rna": r"\bcvt\.rna\.tf32\.f32",
+    "st_global": r"\bst\.global",
+    "st_shared": r"\bst\.shared",
+    "barrier": r"\b(?:bar|barrier)\.sync",
+    "local": r"\.local\b",
+}
+out = {}
+for parts, k_major in json.loads(sys.argv[1]):
+    ptx = compile_prep(parts, k_major, keep_ptx=True).__ptx__
+    out[f"{parts}-{k_major}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
+print("COUNTS=" + json.dumps(out))
+"""
+
+TF32 = {"tile_k": 32, "epi_stages": 2}
+CONFIGS = [
+    ("tf32", {"tile_m": 128, "tile_n": 256, **TF32}),
+    ("tf32", {"tile_m": 128, "tile_n": 192, **TF32}),
+    ("tf32x3", {"tile_m": 128, "tile_n": 192, **TF32}),
+    ("tf32x3", {"tile_m": 128, "tile_n": 128, "partials": True, **TF32}),
+    ("tf32", {"tile_m": 128, "tile_n": 32, "partials": True, **TF32}),
+]
+
+
+def test_sm90_tf32_compiles_to_tf32_wgmma(tmp_path):
+    counts = compile_in_child("sm_90a", _GEMM, CONFIGS, tmp_path)
+    assert len(counts) == len(CONFIGS)
+    for name, c in counts.items():
+        assert c["wgmma_tf32"] >= 4, f"{name}: no TF32 wgmma: {c}"
+        assert c["wgmma_16"] == 0, f"{name}: 16-bit wgmma in a TF32 kernel: {c}"
+        assert c["tma_load"] >= 2 and c["tma_store"] >= 1, f"{name}: {c}"
+        assert c["stmatrix"] == 0, f"{name}: fp32 output through stmatrix: {c}"
+        assert c["setmaxnreg"] == 2, name
+        assert c["local"] == 0, f"{name}: local memory (register spills): {c}"
+
+
+def test_prep_rounds_only_when_splitting_and_transposes_through_shared_memory(tmp_path):
+    variants = [(1, True), (1, False), (2, True), (2, False)]
+    counts = compile_in_child("sm_90a", _PREP, variants, tmp_path)
+    for name, c in counts.items():
+        parts, k_major = name.split("-")
+        if parts == "1":
+            assert c["cvt_rna"] == 0, f"{name}: the tf32 copy must keep the bits: {c}"
+        else:
+            assert c["cvt_rna"] >= 2, f"{name}: big and small are rounded to TF32: {c}"
+        if k_major == "True":
+            assert c["st_shared"] == 0 and c["barrier"] == 0, f"{name}: {c}"
+        else:
+            assert c["st_shared"] >= 1 and c["barrier"] >= 1, f"{name}: no smem transpose: {c}"
+        assert c["local"] == 0, f"{name}: {c}"
