@@ -12,9 +12,7 @@ Imports: ``adapters`` (the registry), ``dispatch``.
 from __future__ import annotations
 
 from .adapters import adapter_for
-from .dispatch import check_kernel
-
-PRECISIONS = ("highest",)
+from .dispatch import PRECISIONS, check_kernel
 
 
 def matmul(a, b, /, *, out=None, stream=None, precision="highest", kernel="auto"):
@@ -33,7 +31,11 @@ def matmul(a, b, /, *, out=None, stream=None, precision="highest", kernel="auto"
         ``__cuda_stream__``, or a stream object of the operands' library.  The call is
         asynchronous on that stream (NumPy inputs excepted: the result is copied back before the
         call returns).
-    precision : "highest" (true fp32 for float32 inputs; 16-bit inputs always accumulate in fp32).
+    precision : how float32 inputs are multiplied (16-bit inputs ignore it: fp16/bf16 products,
+        fp32 accumulation).  "highest" (default): true fp32 FMA.  "high": 3xTF32 on tensor
+        cores, fp32-level accuracy (each operand split into TF32 big + small parts; big*big +
+        big*small + small*big).  "tf32": one TF32 pass, the fastest, ~1e-3 relative error.
+        The TF32 modes need a Hopper GPU (sm_90a); elsewhere they compute "highest".
     kernel : "auto", or a kernel family to force: "sm90" (TMA + wgmma, Hopper), "sm80"
         (mma.sync, Ampere and newer) for 16-bit inputs, "simt" for float32.
 
@@ -53,9 +55,9 @@ def matmul(a, b, /, *, out=None, stream=None, precision="highest", kernel="auto"
                 f"matmul: out must be a {adapter.name} array like a and b; "
                 f"got a {other.name} array."
             )
-    if precision not in PRECISIONS:
+    if not isinstance(precision, str) or precision not in PRECISIONS:
         raise ValueError(
-            f"matmul: precision must be 'highest' (true fp32; TF32 is not offered); got {precision!r}."
+            f"matmul: precision must be one of {', '.join(map(repr, PRECISIONS))}; got {precision!r}."
         )
     check_kernel(kernel)
     return adapter.matmul(a, b, out=out, stream=stream, precision=precision, kernel=kernel)

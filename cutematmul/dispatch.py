@@ -7,7 +7,8 @@ Kernel families are data: one row of ``FAMILIES`` each, naming the family's kern
 ``cutematmul/kernels/`` and its DSL-free configuration module under ``cutematmul/configs/``:
 
 * ``configs/<family>.py``: ``Config`` (frozen tunables), ``choose_config(m, n, k, batch,
-  num_sms) -> Config`` (the heuristic, no GPU time), for families that split K also
+  num_sms, math=...) -> Config`` (the heuristic, no GPU time; ``math`` is the math type,
+  ``math_type``), for families that split K also
   ``choose_schedule(...) -> (Config, splits, transposed)``, and ``supports(m, n, k, batch, dtype, a_major,
   b_major, align_a, align_b, align_c) -> str | None``;
 * ``kernels/<family>_*.py``: ``Kernel(config, dtype, a_major, b_major, align_a, align_b,
@@ -82,9 +83,9 @@ FAMILIES = {
     f.name: f
     for f in (
         Family("sm90", "cutematmul.kernels.sm90_hgemm", "cutematmul.configs.sm90",
-               ("float16", "bfloat16"), 16, (9, 0), True,
+               ("float16", "bfloat16", "tf32", "tf32x3"), 16, (9, 0), True,
                1 << 40, False, True, False, True,
-               "TMA + wgmma, warp-specialized persistent HGEMM (Hopper, sm_90a)"),
+               "TMA + wgmma, warp-specialized persistent GEMM: fp16/bf16, TF32, 3xTF32 (Hopper, sm_90a)"),
         Family("sm80", "cutematmul.kernels.sm80_hgemm", "cutematmul.configs.sm80",
                ("float16", "bfloat16"), 16, (8, 0), False,
                None, False, False, True, False,
@@ -96,12 +97,61 @@ FAMILIES = {
     )
 }
 
-#: What "auto" picks, in order of preference, per input dtype.
+#: What "auto" picks, in order of preference, per math type (``math_type``).
 AUTO_ORDER = {
     "float16": ("sm90", "sm80"),
     "bfloat16": ("sm90", "sm80"),
     "float32": ("simt",),
+    "tf32": ("sm90",),
+    "tf32x3": ("sm90",),
 }
+
+#: ``matmul``'s precision= values, and the math type each gives float32 inputs: "highest" true
+#: fp32 FMA, "high" 3xTF32 (fp32-level accuracy on tensor cores), "tf32" one TF32 pass.
+PRECISIONS = {"highest": "float32", "high": "tf32x3", "tf32": "tf32"}
+#: Math types whose kernels need a TF32 tensor core (sm_90a wgmma).
+TF32_CAPABILITY = (9, 0)
+
+
+def math_type(dtype: str, precision: str, capability: tuple[int, int],
+              shape: tuple[int, int, int, int] | None = None, kernel: str = "auto") -> str:
+    """The arithmetic a product of ``dtype`` inputs runs: the one place precision is decided.
+
+    16-bit inputs ignore ``precision`` (fp16/bf16 products, fp32 accumulation).  float32 inputs
+    take ``PRECISIONS[precision]``, except that they compute true fp32 ("float32": never less
+    accurate than asked) on a GPU without the TF32 kernels, and, with ``kernel`` "auto" and the
+    product's ``shape`` (M, N, K, batch) given, where the fp32 kernel is the faster one
+    (``_fp32_is_faster``).
+    """
+    if dtype != "float32":
+        return dtype
+    math = PRECISIONS[precision]
+    if math == "float32" or capability != TF32_CAPABILITY:
+        return "float32"
+    if kernel == "auto" and shape is not None and _fp32_is_faster(math, *shape):
+        return "float32"
+    return math
+
+
+def _fp32_is_faster(math: str, m: int, n: int, k: int, batch: int) -> bool:
+    """Where the SIMT fp32 kernel beats the TF32 ones (H200, 2026-12-01, same run): the TF32
+    modes first rewrite their operands K-major (3xTF32 also splits them), which a skinny or
+    small product does not earn back.  3xTF32: 25.8 against 30.3 TFLOP/s at 1000^3, 4.2 against
+    17 at 16 x 8192 x 8192, 29 against 44 at 128 x 8192 x 8192 (and 73 against 42 at 2048^3).
+    TF32: 7.0 against 17 at 16 x 8192 x 8192, 53 against 44 at 128 x 8192 x 8192."""
+    if math == "tf32x3":
+        return min(m, n) <= 256 or m * n * k * batch < 2**32
+    return min(m, n) <= 32
+
+
+def output_dtype(math: str) -> str:
+    """The dtype of C (and of the split-K reduction's output) for a math type."""
+    return "float32" if math in ("tf32", "tf32x3") else math
+
+
+def itemsize(math: str) -> int:
+    """Bytes per element of A and B as the kernels read them."""
+    return 2 if math in ("float16", "bfloat16") else 4
 
 KERNEL_CHOICES = ("auto",) + tuple(FAMILIES)
 
@@ -196,8 +246,7 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
     the key is the kernel of C^T = B^T A^T (A and B trade places, majors and alignments with
     them) writing fp32 partials into the workspace; the reduction transposes them into C.
     """
-    itemsize = 4 if dtype == "float32" else 2
-    vector = 16 // itemsize
+    vector = 16 // itemsize(dtype)
     aligns = [vector if a >= 16 else 1 for a in align_bytes]
     if family.scalar_tails:
         unit_extents = (m if a_major == "m" else k, n if b_major == "n" else k)
@@ -207,9 +256,9 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
     configs = family.configs()
     transposed = False
     if family.split_k and split_k:
-        config, splits, transposed = configs.choose_schedule(m, n, k, batch, num_sms)
+        config, splits, transposed = configs.choose_schedule(m, n, k, batch, num_sms, math=dtype)
     else:
-        config, splits = configs.choose_config(m, n, k, batch, num_sms), 1
+        config, splits = configs.choose_config(m, n, k, batch, num_sms, math=dtype), 1
     if transposed:
         a_major, b_major = {"n": "m", "k": "k"}[b_major], {"m": "n", "k": "k"}[a_major]
         aligns[0], aligns[1] = aligns[1], aligns[0]
@@ -241,6 +290,22 @@ def reduce_key(capability: tuple[int, int], dtype: str) -> ReduceKey:
     return ReduceKey("splitk_reduce", target_arch(capability), dtype)
 
 
+@dataclass(frozen=True)
+class PrepKey:
+    """The TF32 operand preparation (``kernels/tf32_prep.py``): ``parts`` 1 is a K-major copy,
+    2 the big/small split of 3xTF32; ``k_major`` whether the operand it reads is K-major
+    already (else it transposes)."""
+
+    family: str
+    arch: str
+    parts: int
+    k_major: bool
+
+
+def prep_key(capability: tuple[int, int], parts: int, k_major: bool) -> PrepKey:
+    return PrepKey("tf32_prep", target_arch(capability), parts, k_major)
+
+
 def build_kernel(key: KernelKey):
     """Instantiate the kernel object a key describes (imports the CuTe DSL)."""
     module = FAMILIES[key.family].load()
@@ -248,12 +313,16 @@ def build_kernel(key: KernelKey):
                          key.align_a, key.align_b, key.align_c, key.num_sms)
 
 
-def compile_key(key: KernelKey | ReduceKey):
+def compile_key(key: KernelKey | ReduceKey | PrepKey):
     """The compiled TVM-FFI function of ``key`` (imports the CuTe DSL and compiles)."""
     if isinstance(key, ReduceKey):
         from .kernels.splitk_reduce import compile_reduce
 
         return compile_reduce(key.dtype)
+    if isinstance(key, PrepKey):
+        from .kernels.tf32_prep import compile_prep
+
+        return compile_prep(key.parts, key.k_major)
     from .kernels.compile import compile_gemm
 
     return compile_gemm(build_kernel(key))

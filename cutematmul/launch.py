@@ -24,9 +24,12 @@ from typing import NamedTuple
 
 from . import device as _device
 from .cache import get_compiled
-from .dispatch import FAMILIES, KernelKey, ReduceKey, choose_families, reduce_key, schedule
+from .dispatch import (
+    FAMILIES, KernelKey, ReduceKey, choose_families,
+    math_type, output_dtype, prep_key, reduce_key, schedule,
+)
 from .operand import Operand
-from .plan import Gemm, MatrixLayout, alignment, pieces, plan_gemm, round_up
+from .plan import Gemm, MatrixLayout, alignment, pieces, plan_gemm, problem_size, round_up
 from .streams import explicit_handle, resolve_stream
 from .validate import (
     check_address_range, check_launches, check_no_overlap, check_operands, check_out,
@@ -37,7 +40,8 @@ from .validate import (
 class Launch(NamedTuple):
     """A resolved product: the kernel key and, per launch, byte offsets of (A, B, C) and sizes.
 
-    With ``reduce`` set the kernel writes fp32 partial sums (``splits`` per batch in the one
+    With ``prep`` set, A and/or B are first rewritten K-major into workspaces of ours (TF32
+    modes).  With ``reduce`` set the kernel writes fp32 partial sums (``splits`` per batch in the one
     call's sizes) to a workspace of ours and the reduction adds them into C; with ``transposed``
     too, the kernel computes C^T = B^T A^T (``key`` is that kernel's) and the reduction
     transposes.  ``calls`` always describe C = A B, as the launch proof checks them.
@@ -47,6 +51,9 @@ class Launch(NamedTuple):
     calls: tuple  # ((oa, ob, oc) in bytes, (m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc))
     reduce: ReduceKey | None = None
     transposed: bool = False
+    #: TF32 modes: per operand (A, B), None or the ``PrepKey`` of the kernel that first copies
+    #: it (for 3xTF32 splits it) into a K-major workspace (``kernels/tf32_prep.py``).
+    prep: tuple | None = None
 
 
 class Staging(NamedTuple):
@@ -57,7 +64,7 @@ class Staging(NamedTuple):
     c: bool
 
 
-def run_device(adapter, a, b, *, out, stream, kernel):
+def run_device(adapter, a, b, *, out, stream, kernel, precision="highest"):
     """``matmul`` for arrays in GPU memory (options already checked by ``api``)."""
     named = None if stream is None else explicit_handle(stream, adapter)
     da = adapter.describe(a, "a", named)
@@ -80,7 +87,8 @@ def run_device(adapter, a, b, *, out, stream, kernel):
         check_address_range(dout, "out", rel_c)
         check_no_overlap(dout, rel_c, (("a", da, rel_a), ("b", db, rel_b)))
     info = _device.device_info(da.device)
-    families = families_for(da.dtype, info.capability, kernel)
+    families = families_for(_math(da, db, precision, info.capability, kernel),
+                            info.capability, kernel)
     stream = resolve_stream(named, adapter, da.device)
     with adapter.on_device(da.device), stream.scope(adapter, da.device):
         if out is None:
@@ -90,11 +98,19 @@ def run_device(adapter, a, b, *, out, stream, kernel):
     return out
 
 
+def _math(da: Operand, db: Operand, precision: str, capability, kernel: str) -> str:
+    """``dispatch.math_type`` of the product (the float32 modes look at its size)."""
+    if da.dtype != "float32" or precision == "highest":
+        return da.dtype
+    return math_type(da.dtype, precision, capability, problem_size(da.shape, db.shape), kernel)
+
+
 @lru_cache(maxsize=256)
-def families_for(dtype: str, capability, kernel: str) -> tuple[tuple, tuple[str, ...]]:
-    """(families, their names): the candidates for ``dtype`` on this GPU, best first."""
-    families = choose_families(dtype, capability, kernel)
-    return families, tuple(f.name for f in families)
+def families_for(math: str, capability, kernel: str) -> tuple[tuple, tuple[str, ...], str]:
+    """(families, their names, math type): the candidates for ``math`` (``dispatch.math_type``)
+    on this GPU, best first."""
+    families = choose_families(math, capability, kernel)
+    return families, tuple(f.name for f in families), math
 
 
 @lru_cache(maxsize=4096)
@@ -121,7 +137,7 @@ def gemm_on_device(adapter, families, info, a: Operand, b: Operand, c: Operand, 
     """
     swapped, launch = _plan_launch(
         families[1], info.capability, info.num_sms, a.shape, a.strides,
-        b.shape, b.strides, c.shape, c.strides, c.dtype, c.itemsize,
+        b.shape, b.strides, c.shape, c.strides, families[2], c.itemsize,
         ((a.ptr & 15) == 0, (b.ptr & 15) == 0, (c.ptr & 15) == 0), padded or _UNPADDED,
     )
     if launch is None:  # nothing to compute
@@ -136,32 +152,82 @@ def gemm_on_device(adapter, families, info, a: Operand, b: Operand, c: Operand, 
         return
     fn = get_compiled(launch.key)
     pa, pb, pc = (b.ptr, a.ptr, c.ptr) if swapped else (a.ptr, b.ptr, c.ptr)
-    if launch.reduce is not None:
-        _run_split(adapter, fn, launch, pa, pb, pc, c.array, stream)
+    if launch.prep is None and launch.reduce is None:
+        for (oa, ob, oc), sizes in launch.calls:
+            fn(pa + oa, pb + ob, pc + oc, *sizes, stream)
         return
     for (oa, ob, oc), sizes in launch.calls:
-        fn(pa + oa, pb + ob, pc + oc, *sizes, stream)
+        held = []  # workspaces, released (in stream order) when the call is issued
+        if launch.prep is not None:
+            sizes = _run_prep(adapter, launch.prep, pa + oa, pb + ob, sizes, c.array, stream, held)
+            pa_call = held[0][1] if launch.prep[0] else pa + oa
+            pb_call = held[-1][1] if launch.prep[1] else pb + ob
+        else:
+            pa_call, pb_call = pa + oa, pb + ob
+        if launch.reduce is not None:
+            _run_split(adapter, fn, launch, pa_call, pb_call, pc + oc, sizes, c.array, stream)
+        else:
+            fn(pa_call, pb_call, pc + oc, *sizes, stream)
+        del held
 
 
-def _run_split(adapter, fn, launch: Launch, pa: int, pb: int, pc: int, like, stream: int) -> None:
+#: K of the TF32 kernels' tiles: the prep pads each part of an operand to whole tiles.
+_TF32_TILE_K = 32
+#: The largest K a 3xTF32 operand (big | small, 2 * K padded) can have in 32-bit extents.
+_TF32X3_MAX_K = 2**30 - _TF32_TILE_K
+
+
+def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
+              held: list) -> tuple:
+    """Rewrite A and/or B K-major into fp32 workspaces (``prep``: per operand None or its
+    ``PrepKey``); append (workspace, pointer) per prepared operand to ``held`` (A first) and
+    return the GEMM's sizes over the prepared operands.
+
+    Workspace layout per operand: (batch or 1 when broadcast) matrices of rows x (parts * kp),
+    K-major, kp = K rounded up to the kernel's K-tile (zeros after K).  3xTF32 operands are
+    (big | small) along K, so the kernel's K is 2 * kp; a one-part copy keeps K.
+    """
+    m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc = sizes
+    kp = round_up(k, _TF32_TILE_K)
+    for index, (rows, ptr, ld, bs) in enumerate(((m, pa, lda, bsa), (n, pb, ldb, bsb))):
+        key = prep[index]
+        if key is None:
+            continue
+        width = key.parts * kp
+        count = batch if bs else 1
+        workspace, wp = adapter.workspace(rows * width * count, like, stream)
+        strides = (ld, 1, bs) if key.k_major else (1, ld, bs)
+        get_compiled(key)(ptr, wp, rows, k, count, width, *strides, width, rows * width, stream)
+        held.append((workspace, wp))
+        new = (width, rows * width if bs else 0)
+        if index == 0:
+            lda, bsa = new
+        else:
+            ldb, bsb = new
+    if any(key is not None and key.parts == 2 for key in prep):
+        k = 2 * kp  # both operands are (big | small)
+    return (m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc)
+
+
+def _run_split(adapter, fn, launch: Launch, pa: int, pb: int, pc: int, sizes: tuple, like,
+               stream: int) -> None:
     """Partial sums into an fp32 workspace of ours, then the reduction into C, on ``stream``.
 
     The workspace holds ``batch * splits`` row-major matrices of the kernel's output, (m, n), or
     (n, m) when transposed, rows padded to 8 floats (TMA stores whole 16-byte vectors): exactly
-    the extent the kernel's C covers.
+    the extent the kernel's C covers.  ``pa``, ``pb``, ``pc`` already include the call's offsets.
     """
-    ((oa, ob, oc), sizes), = launch.calls
     m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc = sizes
     rows, cols = (n, m) if launch.transposed else (m, n)
     ldw = round_up(cols, _WORKSPACE_ROW)
     workspace, wp = adapter.workspace(rows * ldw * batch * splits, like, stream)
     if launch.transposed:
-        fn(pb + ob, pa + oa, wp, n, m, k, batch, splits, ldb, bsb, lda, bsa, ldw, n * ldw, stream)
+        fn(pb, pa, wp, n, m, k, batch, splits, ldb, bsb, lda, bsa, ldw, n * ldw, stream)
         w_strides = (1, ldw, n * ldw)
     else:
-        fn(pa + oa, pb + ob, wp, m, n, k, batch, splits, lda, bsa, ldb, bsb, ldw, m * ldw, stream)
+        fn(pa, pb, wp, m, n, k, batch, splits, lda, bsa, ldb, bsb, ldw, m * ldw, stream)
         w_strides = (ldw, 1, m * ldw)
-    get_compiled(launch.reduce)(wp, pc + oc, m, n, batch, splits, *w_strides, ldc, bsc, stream)
+    get_compiled(launch.reduce)(wp, pc, m, n, batch, splits, *w_strides, ldc, bsc, stream)
     del workspace  # released in stream order by the library's allocator
 
 
@@ -174,9 +240,10 @@ _UNPADDED = (False, False, False)
 
 @lru_cache(maxsize=4096)
 def _plan_launch(family_names, capability, num_sms, a_shape, a_strides, b_shape, b_strides,
-                 c_shape, c_strides, dtype, itemsize, caller_aligned, padded):
+                 c_shape, c_strides, math, itemsize, caller_aligned, padded):
     """(swapped, what to do) for operands of these shapes and strides: None (empty result),
     ``_ZEROS`` (K == 0), a ``Staging`` or a ``Launch``; a pure function, cached on its arguments.
+    ``math`` is the math type (``dispatch.math_type``), ``itemsize`` the operands'.
 
     ``caller_aligned`` says whether the caller's (a, b, c) base pointers are 16-byte aligned,
     ``padded`` whether their rows end in padding of ours.
@@ -191,7 +258,7 @@ def _plan_launch(family_names, capability, num_sms, a_shape, a_strides, b_shape,
     spans = tuple(span(s, st, itemsize, name)
                   for (s, st), name in ((first, "A"), (second, "B"), ((c_shape, c_strides), "C")))
     aligned, padded = ((x[1], x[0], x[2]) if gemm.swapped else x for x in (caller_aligned, padded))
-    return gemm.swapped, _resolve(family_names, capability, num_sms, gemm, dtype, itemsize,
+    return gemm.swapped, _resolve(family_names, capability, num_sms, gemm, math, itemsize,
                                   aligned, spans, padded)
 
 
@@ -217,7 +284,7 @@ def _fits(family, gemm: Gemm, itemsize: int) -> bool:
     return all(s * itemsize < limit for s in strides)
 
 
-def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm, dtype: str,
+def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm, math: str,
              itemsize: int, pointers_aligned: tuple[bool, bool, bool], spans,
              padded: tuple[bool, bool, bool]) -> Launch | Staging:
     """The launch for a planned GEMM, or the operands that must be staged first.
@@ -228,6 +295,8 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
 
     The family is the first candidate whose addressing limits take the plan (the preferred one
     otherwise: its staged copies are compact); operands it cannot read as they are get staged.
+    In the TF32 modes (``_tf32_prep``) an operand the prep kernel rewrites needs only a unit
+    stride: the kernel then reads the K-major, aligned copy.
     """
     layouts = (gemm.a, gemm.b, gemm.c)
     aligns = []
@@ -245,6 +314,11 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         usable[0], usable[1] = usable[0] and whole[0], usable[1] and whole[1]
     if family.whole_vector_stores:
         usable[2] = usable[2] and whole[2]
+    prep = _tf32_prep(capability, math, gemm)
+    for j in (0, 1):
+        if prep[j] is not None:
+            usable[j] = layouts[j].major != "strided" and layouts[j].ld >= 0 and (
+                layouts[j].batch_stride >= 0)
     if not _fits(family, gemm, itemsize):  # compact copies of everything fit its limits
         usable = [False, False, False]
     if not all(usable):
@@ -252,8 +326,12 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         return Staging(not first, not second, not usable[2])
 
     launches = pieces(gemm)
-    key, splits, transposed = schedule(family, capability, num_sms, dtype, gemm.a.major,
-                                       gemm.b.major, tuple(aligns), gemm.m, gemm.n, gemm.k,
+    majors = [gemm.a.major, gemm.b.major]
+    for j in (0, 1):
+        if prep[j] is not None:  # the kernel reads our K-major, 16-byte aligned copy
+            majors[j], aligns[j] = "k", 16
+    key, splits, transposed = schedule(family, capability, num_sms, math, majors[0], majors[1],
+                                       tuple(aligns), gemm.m, gemm.n, gemm.k,
                                        gemm.batch, split_k=len(launches) == 1)
     calls = []
     for offsets, (m, n, batch) in launches:
@@ -262,8 +340,28 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         calls.append((tuple(o * itemsize for o in offsets), sizes))
     check_launches([(o, s, (gemm.a.major, gemm.b.major)) for o, s in calls], spans, itemsize)
     workspace = splits > 1 or transposed
-    return Launch(key, tuple(calls), reduce_key(capability, dtype) if workspace else None,
-                  transposed)
+    return Launch(key, tuple(calls),
+                  reduce_key(capability, output_dtype(math)) if workspace else None,
+                  transposed, None if prep == (None, None) else prep)
+
+
+def _tf32_prep(capability, math: str, gemm: Gemm) -> tuple:
+    """(A's, B's) preparation in the TF32 modes: None or a ``PrepKey``.
+
+    TF32 wgmma reads both operands K-major: "tf32" copies the others K-major (values
+    unchanged), "tf32x3" splits both into TF32 (big | small) parts.  Other math types: none.
+    """
+    if math not in ("tf32", "tf32x3"):
+        return (None, None)
+    if math == "tf32x3" and gemm.k > _TF32X3_MAX_K:
+        raise ValueError(
+            f"matmul: precision='high' takes K up to {_TF32X3_MAX_K} (its split operands are "
+            f"twice as long along K); got K={gemm.k}. Use precision='highest'."
+        )
+    parts = 2 if math == "tf32x3" else 1
+    return tuple(None if parts == 1 and layout.major == "k"
+                 else prep_key(capability, parts, layout.major == "k")
+                 for layout in (gemm.a, gemm.b))
 
 
 def _run_staged(adapter, families, info, a: Operand, b: Operand, c: Operand, stream: int,

@@ -80,6 +80,16 @@ def result_shape(a_shape: Shape, b_shape: Shape) -> Shape:
     return shape
 
 
+def problem_size(a_shape: Shape, b_shape: Shape) -> tuple[int, int, int, int]:
+    """(M, N, K, batch) of ``matmul(a, b)`` for valid shapes (1-D operands promoted)."""
+    m = a_shape[-2] if len(a_shape) > 1 else 1
+    n = b_shape[-1] if len(b_shape) > 1 else 1
+    batch = 1
+    for d in broadcast_shapes(tuple(a_shape[:-2]), tuple(b_shape[:-2])):
+        batch *= d
+    return m, n, a_shape[-1], batch
+
+
 def broadcast_shapes(x: Shape, y: Shape, a_shape: Shape = (), b_shape: Shape = ()) -> Shape:
     """NumPy broadcasting of two batch shapes (JAX symbolic dimensions allowed)."""
     n = max(len(x), len(y))

@@ -30,4 +30,5 @@ def route_function(route: str):
 
 def run_route(adapter, a, b, *, out, stream, precision, kernel):
     """``matmul`` along the adapter's route; arguments were checked by ``api.matmul``."""
-    return route_function(adapter.route)(adapter, a, b, out=out, stream=stream, kernel=kernel)
+    return route_function(adapter.route)(adapter, a, b, out=out, stream=stream, kernel=kernel,
+                                          precision=precision)

@@ -8,7 +8,7 @@ result comes back the same way.  Device memory is stream-ordered (``cudaMallocAs
 As ``numpy.matmul``: 1-D @ 1-D returns a NumPy scalar; ``out`` may overlap the inputs (they are
 read before it is written) and may have any strides or byte order; a read-only ``out`` is refused.
 
-Imports: ``device``, ``launch``, ``operand``, ``plan``, ``streams``, ``validate``.
+Imports: ``device``, ``dispatch``, ``launch``, ``operand``, ``plan``, ``streams``, ``validate``.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import math
 import numpy
 
 from . import device as _device
+from .dispatch import math_type
 from .launch import families_for, gemm_on_device
 from .operand import ArrayAdapter, Operand
-from .plan import round_up
+from .plan import problem_size, round_up
 from .streams import explicit_handle, resolve_stream
 from .validate import check_operands, check_out
 
@@ -80,7 +81,7 @@ def _writable_directly(out: numpy.ndarray) -> bool:
     return out.flags.c_contiguous and out.dtype.isnative
 
 
-def run_host(adapter, a, b, *, out, stream, kernel):
+def run_host(adapter, a, b, *, out, stream, kernel, precision="highest"):
     """``matmul`` for host (NumPy) arrays; returns a NumPy array, or a scalar for 1-D @ 1-D."""
     named = None if stream is None else explicit_handle(stream, adapter)
     da, db = adapter.describe(a, "a"), adapter.describe(b, "b")
@@ -97,7 +98,7 @@ def run_host(adapter, a, b, *, out, stream, kernel):
     if result.size and x.shape[-1] == 0:
         result.fill(0)
     elif result.size:
-        _compute(adapter, x, y, result, named, kernel)
+        _compute(adapter, x, y, result, named, kernel, precision)
     if out is not None:
         if result is not out:
             numpy.copyto(out, result)
@@ -106,11 +107,13 @@ def run_host(adapter, a, b, *, out, stream, kernel):
 
 
 def _compute(adapter, x: numpy.ndarray, y: numpy.ndarray, result: numpy.ndarray,
-             named: int | None, kernel: str) -> None:
+             named: int | None, kernel: str, precision: str) -> None:
     """result = x @ y through device buffers on the named stream, or the adapter's default."""
     device = _device.current_device() if _device.device_count() else 0
     info = _device.device_info(device)
-    families = families_for(result.dtype.name, info.capability, kernel)
+    size = problem_size(x.shape, y.shape)
+    families = families_for(math_type(result.dtype.name, precision, info.capability, size, kernel),
+                            info.capability, kernel)
     handle = resolve_stream(named, adapter, device).handle
     buffers: list[int] = []
     try:

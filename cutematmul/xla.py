@@ -31,7 +31,7 @@ from jax.interpreters import batching, mlir
 from jax._src.interpreters import ad
 
 from . import device as _device
-from .dispatch import KernelKey, build_kernel, choose_family, kernel_key
+from .dispatch import KernelKey, build_kernel, choose_family, kernel_key, math_type
 from .operand import check_dtypes
 from .plan import broadcast_shapes, dims_equal, round_up
 
@@ -43,7 +43,7 @@ cutematmul_p = jax.extend.core.Primitive("cutematmul_matmul")
 # ----------------------------------------------------------------------------- public entry
 
 
-def run_xla(adapter, a, b, *, out, stream, kernel):
+def run_xla(adapter, a, b, *, out, stream, kernel, precision="highest"):
     """The XLA route (``routes``): JAX values are immutable and ordered by XLA itself."""
     if out is not None:
         raise TypeError(
@@ -55,11 +55,14 @@ def run_xla(adapter, a, b, *, out, stream, kernel):
             "matmul: stream= cannot be used with JAX arrays: the product runs on XLA's "
             "stream, ordered with the rest of the JAX computation."
         )
-    return matmul(a, b, kernel=kernel)
+    return matmul(a, b, kernel=kernel, precision=precision)
 
 
-def matmul(a, b, *, kernel: str = "auto"):
-    """``jnp.matmul`` semantics on JAX arrays, computed by cutematmul (eagerly or under ``jit``)."""
+def matmul(a, b, *, kernel: str = "auto", precision: str = "highest"):
+    """``jnp.matmul`` semantics on JAX arrays, computed by cutematmul (eagerly or under ``jit``).
+
+    ``precision`` is a static parameter of the primitive, so the backward and batched products
+    of ``grad`` and ``vmap`` run in the same mode."""
     a, b = jnp.asarray(a), jnp.asarray(b)
     _check_dtypes(a.dtype, b.dtype)
     if a.ndim == 0 or b.ndim == 0:
@@ -72,7 +75,8 @@ def matmul(a, b, *, kernel: str = "auto"):
         b = b[:, None]
     a, trans_a = _untransposed(a)
     b, trans_b = _untransposed(b)
-    out = cutematmul_p.bind(a, b, trans_a=trans_a, trans_b=trans_b, kernel=kernel)
+    out = cutematmul_p.bind(a, b, trans_a=trans_a, trans_b=trans_b, kernel=kernel,
+                            precision=precision)
     if a_vec:
         out = out[..., 0, :]
     if b_vec:
@@ -124,7 +128,7 @@ def _out_shape(a_shape, b_shape, trans_a, trans_b):
     return broadcast_shapes(ba, bb, a_shape, b_shape) + (m, n)
 
 
-def _abstract_eval(a, b, *, trans_a, trans_b, kernel):
+def _abstract_eval(a, b, *, trans_a, trans_b, kernel, precision):
     _check_dtypes(a.dtype, b.dtype)
     return jax.core.ShapedArray(_out_shape(a.shape, b.shape, trans_a, trans_b), a.dtype)
 
@@ -147,19 +151,23 @@ def _unbroadcast(x, target_shape):
     return x
 
 
-def _transpose_lhs(ct, x, y, *, trans_a, trans_b, kernel):
+def _transpose_lhs(ct, x, y, *, trans_a, trans_b, kernel, precision):
     if trans_a:  # x holds A^T: dA^T = op(B) dC^T
-        dx = cutematmul_p.bind(y, ct, trans_a=trans_b, trans_b=True, kernel=kernel)
+        dx = cutematmul_p.bind(y, ct, trans_a=trans_b, trans_b=True, kernel=kernel,
+                               precision=precision)
     else:  # dA = dC op(B)^T
-        dx = cutematmul_p.bind(ct, y, trans_a=False, trans_b=not trans_b, kernel=kernel)
+        dx = cutematmul_p.bind(ct, y, trans_a=False, trans_b=not trans_b, kernel=kernel,
+                               precision=precision)
     return _unbroadcast(dx, x.aval.shape).astype(x.aval.dtype)
 
 
-def _transpose_rhs(ct, x, y, *, trans_a, trans_b, kernel):
+def _transpose_rhs(ct, x, y, *, trans_a, trans_b, kernel, precision):
     if trans_b:  # y holds B^T: dB^T = dC^T op(A)
-        dy = cutematmul_p.bind(ct, x, trans_a=True, trans_b=trans_a, kernel=kernel)
+        dy = cutematmul_p.bind(ct, x, trans_a=True, trans_b=trans_a, kernel=kernel,
+                               precision=precision)
     else:  # dB = op(A)^T dC
-        dy = cutematmul_p.bind(x, ct, trans_a=not trans_a, trans_b=False, kernel=kernel)
+        dy = cutematmul_p.bind(x, ct, trans_a=not trans_a, trans_b=False, kernel=kernel,
+                               precision=precision)
     return _unbroadcast(dy, y.aval.shape).astype(y.aval.dtype)
 
 
@@ -169,7 +177,7 @@ ad.defbilinear(cutematmul_p, _transpose_lhs, _transpose_rhs)
 # ----------------------------------------------------------------------------- vmap
 
 
-def _batch_rule(args, dims, *, trans_a, trans_b, kernel):
+def _batch_rule(args, dims, *, trans_a, trans_b, kernel, precision):
     """Move the mapped axis in front of the batch dims: one batched launch, no Python loop."""
     a, b = args
     da, db = dims
@@ -184,7 +192,8 @@ def _batch_rule(args, dims, *, trans_a, trans_b, kernel):
         missing = nb - (x.ndim - 3)
         return x.reshape((x.shape[0],) + (1,) * missing + x.shape[1:]) if missing else x
 
-    out = cutematmul_p.bind(lead(a, da), lead(b, db), trans_a=trans_a, trans_b=trans_b, kernel=kernel)
+    out = cutematmul_p.bind(lead(a, da), lead(b, db), trans_a=trans_a, trans_b=trans_b, kernel=kernel,
+                            precision=precision)
     return out, 0
 
 
@@ -298,7 +307,30 @@ def _pad_last(x, multiple):
     return jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, padded - cols)])
 
 
-def _lowered(a, b, *, trans_a, trans_b, kernel):
+def _tf32_round(x):
+    """x rounded to TF32 (nearest, ties away from zero, as ``cvt.rna.tf32.f32``), as fp32;
+    Inf and NaN unchanged."""
+    bits = jax.lax.bitcast_convert_type(x, jnp.uint32)
+    rounded = (bits + jnp.uint32(0x1000)) & jnp.uint32(0xFFFFE000)
+    finite = (bits & jnp.uint32(0x7F800000)) != jnp.uint32(0x7F800000)
+    return jax.lax.bitcast_convert_type(jnp.where(finite, rounded, bits), jnp.float32)
+
+
+def _tf32_operand(x3, k_major: bool, arithmetic: str):
+    """(L, rows, K) K-major operand of the TF32 kernel from x3 stored (L, rows, K) when
+    ``k_major``, else (L, K, rows): what ``kernels/tf32_prep.py`` does on the pointer route,
+    here in XLA (which fuses it).  3xTF32: (big | small) along K, each part padded to whole
+    32-wide K-tiles."""
+    if not k_major:
+        x3 = jnp.swapaxes(x3, -1, -2)
+    if arithmetic != "tf32x3":
+        return x3
+    big = _tf32_round(x3)
+    small = jnp.where(jnp.isfinite(x3), _tf32_round(x3 - big), 0.0)
+    return jnp.concatenate([_pad_last(big, 32), _pad_last(small, 32)], axis=-1)
+
+
+def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
     dtype_name = np.dtype(a.dtype).name
     batch_a, (m, k) = _logical(a.shape, trans_a)
     batch_b, (_, n) = _logical(b.shape, trans_b)
@@ -314,10 +346,15 @@ def _lowered(a, b, *, trans_a, trans_b, kernel):
         return jnp.zeros(out_shape, a.dtype)
 
     info = _device.device_info(0)
-    family = choose_family(dtype_name, info.capability, kernel)
+    arithmetic = math_type(dtype_name, precision, info.capability,
+                           (m, n, k, math.prod(_concrete(d) or 1024 for d in batch)), kernel)
+    family = choose_family(arithmetic, info.capability, kernel)
     itemsize = np.dtype(a.dtype).itemsize
     a3, bcast_a = _to_3d(a, batch_a, batch, tuple(a.shape[-2:]))
     b3, bcast_b = _to_3d(b, batch_b, batch, tuple(b.shape[-2:]))
+    if arithmetic in ("tf32", "tf32x3"):  # TF32 wgmma reads both operands K-major
+        a3, trans_a = _tf32_operand(a3, not trans_a, arithmetic), False
+        b3, trans_b = _tf32_operand(b3, trans_b, arithmetic), True
     need = max(1, family.required_alignment // itemsize)
     if need > 1:  # TMA / 128-bit cp.async: pad unit-stride rows to 16 bytes (a copy; documented)
         a3, b3 = _pad_last(a3, need), _pad_last(b3, need)
@@ -328,7 +365,7 @@ def _lowered(a, b, *, trans_a, trans_b, kernel):
 
     aligns = (align_bytes(a3.shape[-1]), align_bytes(b3.shape[-1]), align_bytes(n_out))
     concrete_batch = math.prod(_concrete(d) or 1024 for d in batch)
-    key = kernel_key(family, info.capability, info.num_sms, dtype_name, "m" if trans_a else "k",
+    key = kernel_key(family, info.capability, info.num_sms, arithmetic, "m" if trans_a else "k",
                      "k" if trans_b else "n", aligns, m, n_out, k, concrete_batch)
     compiled = _compile(key, bcast_a, bcast_b, a.dtype)
     rows = b3.shape[0] if bcast_a else a3.shape[0]  # the launch's batch size L

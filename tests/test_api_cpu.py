@@ -47,7 +47,9 @@ def test_bad_out():
 
 
 @pytest.mark.parametrize("kw,exc,msg", [
-    ({"precision": "high"}, ValueError, "precision must be 'highest'"),
+    ({"precision": "fast"}, ValueError, "precision must be one of 'highest'"),
+    ({"precision": "HIGH"}, ValueError, "precision must be one of"),
+    ({"precision": None}, ValueError, "precision must be one of"),
     ({"kernel": "fast"}, ValueError, "kernel must be one of"),
     ({"stream": "s0"}, TypeError, "stream must be None, an int handle"),
     ({"stream": -1}, ValueError, "cannot be a CUDA stream"),

@@ -1,0 +1,142 @@
+"""The float32 precision modes on a machine without a GPU: which math runs, what gets prepared,
+and the TF32 rounding of the XLA route against a bit-level NumPy model.
+
+``dispatch.math_type`` is the one place a precision becomes a math type; ``launch._resolve`` plans
+the K-major preparation (``kernels/tf32_prep.py``) of the operands TF32 wgmma cannot read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cutematmul import dispatch, launch
+from cutematmul.configs import sm90
+from cutematmul.plan import plan_gemm
+
+HOPPER, AMPERE = (9, 0), (8, 0)
+
+
+@pytest.mark.parametrize("precision,math", [("highest", "float32"), ("high", "tf32x3"),
+                                            ("tf32", "tf32")])
+def test_math_type_per_precision(precision, math):
+    assert dispatch.math_type("float32", precision, HOPPER) == math
+    # Without TF32 wgmma the fp32 modes compute true fp32: never less accurate than asked.
+    assert dispatch.math_type("float32", precision, AMPERE) == "float32"
+    for half in ("float16", "bfloat16"):  # 16-bit inputs ignore the mode
+        assert dispatch.math_type(half, precision, HOPPER) == half
+
+
+def _resolve(m, n, k, math, a_major="k", b_major="n", batch=()):
+    a_shape, b_shape = batch + (m, k), batch + (k, n)
+    a_strides = (m * k,) * len(batch) + ((k, 1) if a_major == "k" else (1, m))
+    b_strides = (k * n,) * len(batch) + ((n, 1) if b_major == "n" else (1, k))
+    c_strides = (m * n,) * len(batch) + (n, 1)
+    gemm = plan_gemm(a_shape, a_strides, b_shape, b_strides, c_strides)
+    count = max(1, int(np.prod(batch)))
+    spans = [(0, count * m * k * 4), (0, count * k * n * 4), (0, count * m * n * 4)]
+    families = dispatch.choose_families(math, HOPPER)
+    return launch._resolve(tuple(f.name for f in families), HOPPER, 132, gemm, math, 4,
+                           (True, True, True), spans, (False, False, False))
+
+
+@pytest.mark.parametrize("a_major,b_major", [("k", "n"), ("k", "k"), ("m", "n"), ("m", "k")])
+def test_tf32_prepares_exactly_the_operands_that_are_not_k_major(a_major, b_major):
+    resolved = _resolve(1000, 700, 900, "tf32", a_major, b_major)
+    assert isinstance(resolved, launch.Launch)
+    assert (resolved.key.family, resolved.key.dtype) == ("sm90", "tf32")
+    assert (resolved.key.a_major, resolved.key.b_major) == ("k", "k")
+    want = (a_major != "k", b_major != "k")
+    prep = resolved.prep or (None, None)
+    assert tuple(p is not None for p in prep) == want
+    for p in prep:
+        if p is not None:
+            assert p.parts == 1 and not p.k_major
+
+
+@pytest.mark.parametrize("a_major,b_major", [("k", "n"), ("k", "k"), ("m", "n")])
+def test_tf32x3_splits_both_operands(a_major, b_major):
+    resolved = _resolve(1000, 700, 900, "tf32x3", a_major, b_major, batch=(3,))
+    assert resolved.key.dtype == "tf32x3" and resolved.key.config.tile_k == 32
+    assert all(p.parts == 2 for p in resolved.prep)
+    assert [p.k_major for p in resolved.prep] == [a_major == "k", b_major == "k"]
+    (offsets, sizes), = resolved.calls  # the launch proof ran on the caller's sizes
+    assert sizes[:4] == (1000, 700, 900, 3)
+
+
+def test_run_prep_lays_out_big_and_small_parts(monkeypatch):
+    """The GEMM after the prep reads (big | small) operands of width 2 * kp, K-major; a
+    broadcast operand is prepared once."""
+
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def workspace(self, count, like, stream):
+            self.calls.append(count)
+            return object(), 4096 * len(self.calls)
+
+    calls = []
+    monkeypatch.setattr(launch, "get_compiled",
+                        lambda key: lambda *args: calls.append((key, args)))
+    rec = Recorder()
+    keys = (dispatch.prep_key(HOPPER, 2, True), dispatch.prep_key(HOPPER, 2, False))
+    m, n, k, batch = 100, 60, 70, 3
+    sizes = (m, n, k, batch, 1, k, m * k, n, 0, n, m * n)  # B (N-major) broadcast
+    out = launch._run_prep(rec, keys, 1 << 20, 2 << 20, sizes, None, 7, [])
+    kp = 96
+    assert rec.calls == [m * 2 * kp * batch, n * 2 * kp * 1]
+    assert out == (m, n, 2 * kp, batch, 1, 2 * kp, m * 2 * kp, 2 * kp, 0, n, m * n)
+    (ka, a_args), (kb, b_args) = calls
+    assert a_args[2:11] == (m, k, batch, 2 * kp, k, 1, m * k, 2 * kp, m * 2 * kp)
+    assert b_args[2:11] == (n, k, 1, 2 * kp, 1, n, 0, 2 * kp, n * 2 * kp)
+
+
+def test_sm90_tf32_schedule_uses_32_wide_k_tiles_and_three_passes():
+    config, splits, _ = sm90.choose_schedule(4096, 4096, 4096, 1, 132, math="tf32")
+    assert config.tile_k == 32 and config.ab_stages(4) >= 4
+    assert sm90.gemm_k(70, "tf32x3") == 3 * 96 and sm90.gemm_k(70, "tf32") == 70
+    assert sm90.supports(64, 64, 64, 1, "tf32", "k", "n", 4, 4, 4) is not None
+    assert sm90.supports(64, 64, 64, 1, "tf32", "k", "k", 4, 4, 4) is None
+
+
+def _rna_model(x: np.ndarray) -> np.ndarray:
+    """cvt.rna.tf32.f32 in NumPy bits: add half an ulp of TF32, clear the low 13 bits."""
+    bits = x.astype(np.float32).view(np.uint32)
+    finite = (bits & 0x7F800000) != 0x7F800000
+    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).astype(np.uint32)
+    return np.where(finite, rounded, bits).view(np.float32)
+
+
+def test_xla_route_rounding_matches_the_bit_model():
+    jax = pytest.importorskip("jax")
+    from cutematmul import xla
+
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(4096) * np.exp2(rng.integers(-40, 40, 4096))).astype(np.float32)
+    x[:6] = [np.inf, -np.inf, np.nan, 0.0, -0.0, np.finfo(np.float32).max]
+    got = np.asarray(jax.jit(xla._tf32_round)(x))
+    np.testing.assert_array_equal(got.view(np.uint32), _rna_model(x).view(np.uint32))
+    # big + small carries x to ~2^-22 relative; Inf gives small = 0 (not Inf - Inf = NaN).
+    parts = np.asarray(xla._tf32_operand(jax.numpy.asarray(x[None, None, 6:]), True, "tf32x3"))
+    k = x.size - 6
+    kp = -(-k // 32) * 32
+    big, small = parts[0, 0, :k], parts[0, 0, kp:kp + k]
+    rel = np.abs((big.astype(np.float64) + small) - x[6:]) / np.abs(x[6:].astype(np.float64))
+    assert rel.max() <= 2.0**-22
+    assert (big.view(np.uint32) & 0x1FFF == 0).all() and (small.view(np.uint32) & 0x1FFF == 0).all()
+    inf_parts = np.asarray(xla._tf32_operand(jax.numpy.asarray(x[None, None, :3]), True, "tf32x3"))
+    assert np.isinf(inf_parts[0, 0, 0]) and inf_parts[0, 0, 32] == 0.0
+
+
+@pytest.mark.parametrize("shape,precision,math", [
+    ((16, 8192, 8192, 1), "high", "float32"), ((128, 8192, 8192, 1), "high", "float32"),
+    ((1000, 1000, 1000, 1), "high", "float32"), ((4096, 4096, 4096, 1), "high", "tf32x3"),
+    ((16, 8192, 8192, 1), "tf32", "float32"), ((128, 8192, 8192, 1), "tf32", "tf32"),
+])
+def test_auto_takes_the_fp32_kernel_where_it_is_faster(shape, precision, math):
+    """Skinny and small products run true fp32 under "auto" (more accurate, and there faster);
+    a forced kernel keeps the mode."""
+    assert dispatch.math_type("float32", precision, HOPPER, shape) == math
+    assert dispatch.math_type("float32", precision, HOPPER, shape, "sm90") == \
+        dispatch.PRECISIONS[precision]
