@@ -155,7 +155,12 @@ def test_compiles_once_per_configuration():
     f = jax.jit(lambda x, y: cutematmul.matmul(x, y))
     f(_randn((4096, 512), "float16", 17), _randn((512, 4096), "float16", 18))
     before = xla.cache_info()["entries"]
-    for m, k, n in [(4104, 520, 4112), (4352, 256, 3840)]:  # same kernel configuration
+    shapes = [(4000, 600, 4096), (4352, 256, 3840)]
+    from cutematmul.configs import sm90  # the shapes must share the first one's configuration
+
+    assert all(sm90.choose_config(m, n, k, 1, 132) == sm90.choose_config(4096, 4096, 512, 1, 132)
+               for m, k, n in shapes), "pick shapes the dispatcher maps to one configuration"
+    for m, k, n in shapes:
         a, b = _randn((m, k), "float16", m), _randn((k, n), "float16", n)
         _check(f(a, b), _ref(a, b), "float16")
     assert xla.cache_info()["entries"] == before
@@ -249,3 +254,38 @@ def test_custom_partitioning_keeps_rows_sharded():
     assert c.sharding.spec[0] == "d", c.sharding
     hlo = f.lower(a, b).compile().as_text()
     assert "all-gather" not in hlo, "A was gathered instead of partitioned"
+
+
+def _err(got, expected):
+    got = np.asarray(got, dtype=np.float64)
+    return float(np.linalg.norm(got - expected) / np.linalg.norm(expected))
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt"])
+def test_precision_modes_inside_jit_grad_and_vmap(layout):
+    """The primitive carries the mode: jit, the backward products of grad, and vmap keep it.
+    "tf32" is measurably coarser than fp32 and within its bound; "high" is fp32-accurate.
+    A "t" operand is passed stored transposed and transposed back inside the jitted function."""
+    a, b = _randn((3, 256, 2048), "float32", 20), _randn((2048, 192), "float32", 21)
+    want = _ref(a, b)
+    sa = jnp.swapaxes(a, -1, -2) if layout[0] == "t" else a
+    sb = b.T if layout[1] == "t" else b
+
+    def product(x, y, precision):
+        x = jnp.swapaxes(x, -1, -2) if layout[0] == "t" else x
+        y = y.T if layout[1] == "t" else y
+        kernel = "auto" if precision == "highest" else "sm90"  # auto may pick fp32 here
+        return cutematmul.matmul(x, y, precision=precision, kernel=kernel)
+
+    a64, b64 = np.asarray(a[0], np.float64), np.asarray(b, np.float64)
+    ref_grad = 2 * a64.T @ (a64 @ b64)
+    errors = {}
+    for precision in ("high", "tf32", "highest"):
+        f = jax.jit(jax.vmap(lambda x, y, p=precision: product(x, y, p), in_axes=(0, None)))
+        errors[precision] = _err(f(sa, sb), want)
+        g = jax.jit(jax.grad(lambda x, y, p=precision: jnp.sum(product(x, y, p) ** 2),
+                             argnums=1))(sa[0], sb)
+        errors[precision + "-grad"] = _err(g.T if layout[1] == "t" else g, ref_grad)
+    assert errors["highest"] <= 2e-6 and errors["high"] <= 2e-6, errors
+    assert errors["highest-grad"] <= 2e-6 and errors["high-grad"] <= 2e-6, errors
+    assert 1e-5 <= errors["tf32"] <= 4e-3 and 1e-5 <= errors["tf32-grad"] <= 4e-3, errors

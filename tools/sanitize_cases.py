@@ -1,12 +1,13 @@
 """The workload compute-sanitizer runs: every kernel family on the shapes that stress addressing.
 
-Each family (simt fp32, sm80 and sm90 fp16/bf16) runs tails in M, N and K, all four operand
+Each family (simt fp32, sm80 and sm90 fp16/bf16, and "tf32": the sm90 kernel in the TF32 and
+3xTF32 modes with the operand prep of ``kernels/tf32_prep.py``) runs tails in M, N and K, all four operand
 layouts, unaligned and strided views (which go through staging), broadcast batches, 1-D operands,
 split-K products (fp32 partials and the reduction kernel) and a column-major ``out``.  Every result is checked against float64, so a run that "passes" the
 sanitizer with wrong numbers still fails.  Run through ``tools/sanitize.sh``; by itself it is a
 plain correctness check.
 
-    python tools/sanitize_cases.py [--families simt,sm80,sm90] [--quick]
+    python tools/sanitize_cases.py [--families simt,sm80,sm90,tf32] [--quick]
 """
 
 from __future__ import annotations
@@ -19,10 +20,17 @@ import torch
 
 import cutematmul
 
-TOL = {"float32": 2e-5, "float16": 1e-3, "bfloat16": 8e-3}
-FAMILY_DTYPES = {"simt": ("float32",), "sm80": ("float16", "bfloat16"), "sm90": ("float16", "bfloat16")}
-# Families that split K on skinny products (5 x 300 x 1000 is split by both on an H100/H200).
-SPLIT_FAMILIES = ("simt", "sm90")
+TOL = {("float32", "highest"): 2e-5, ("float32", "high"): 2e-5, ("float32", "tf32"): 4e-3,
+       ("float16", "highest"): 1e-3, ("bfloat16", "highest"): 8e-3}
+#: (dtype, precision) per family; "tf32" is the sm90 kernel on float32 through the TF32 modes.
+FAMILY_MODES = {"simt": (("float32", "highest"),),
+                "sm80": (("float16", "highest"), ("bfloat16", "highest")),
+                "sm90": (("float16", "highest"), ("bfloat16", "highest")),
+                "tf32": (("float32", "tf32"), ("float32", "high"))}
+#: What kernel= each family is reached with (the TF32 modes are the sm90 kernel's).
+KERNEL = {"simt": "simt", "sm80": "sm80", "sm90": "auto", "tf32": "auto"}
+# Families that split K on skinny products (5 x 300 x 1000 is split on an H100/H200).
+SPLIT_FAMILIES = ("simt", "sm90", "tf32")
 SHAPES = [(1, 1, 1), (7, 5, 3), (33, 17, 65), (129, 67, 31), (64, 128, 64), (200, 136, 257)]
 
 
@@ -30,13 +38,13 @@ def _randn(shape, dtype, gen):
     return torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32).to(getattr(torch, dtype))
 
 
-def _check(res, a, b, dtype, what):
+def _check(res, a, b, mode, what):
     want = torch.matmul(a.double(), b.double())
     num = torch.linalg.vector_norm((res.double() - want).reshape(-1))
     den = torch.linalg.vector_norm(want.reshape(-1))
     err = float(num / den) if float(den) else float(num)
-    if not err <= TOL[dtype]:
-        raise AssertionError(f"{what}: relative error {err:.3g} > {TOL[dtype]}")
+    if not err <= TOL[mode]:
+        raise AssertionError(f"{what}: relative error {err:.3g} > {TOL[mode]}")
 
 
 def _operands(m, n, k, layout, dtype, gen):
@@ -57,14 +65,19 @@ def run(families, quick: bool, poison: bool = True) -> int:
     count = 0
     shapes = SHAPES[:3] if quick else SHAPES
     for family in families:
-        kernel = "auto" if family == "sm90" else family
-        for dtype in FAMILY_DTYPES[family]:
+        kernel = KERNEL[family]
+        for mode in FAMILY_MODES[family]:
+            dtype, precision = mode
+
+            def product(a, b, out):
+                return cutematmul.matmul(a, b, out=out, kernel=kernel, precision=precision)
+
             for m, n, k in shapes:
                 for layout in ("nn", "tn", "nt", "tt"):
                     a, b = _operands(m, n, k, layout, dtype, gen)
                     out = _out((m, n), a.dtype, poison)
-                    _check(cutematmul.matmul(a, b, out=out, kernel=kernel), a, b, dtype,
-                           f"{family} {dtype} {m}x{n}x{k} {layout}")
+                    _check(product(a, b, out), a, b, mode,
+                           f"{family} {mode} {m}x{n}x{k} {layout}")
                     count += 1
             # Unaligned and strided views (staging), a broadcast batch, 1-D operands, column-major out.
             big = _randn((70, 90), dtype, gen)
@@ -78,7 +91,7 @@ def run(families, quick: bool, poison: bool = True) -> int:
             for a, b in cases:
                 shape = torch.matmul(a.to("meta"), b.to("meta")).shape
                 out = _out(shape, a.dtype, poison)
-                _check(cutematmul.matmul(a, b, out=out, kernel=kernel), a, b, dtype,
+                _check(product(a, b, out), a, b, mode,
                        f"{family} {dtype} views")
                 count += 1
             if family in SPLIT_FAMILIES:  # split-K: fp32 partials in a workspace, then the reduction
@@ -86,12 +99,12 @@ def run(families, quick: bool, poison: bool = True) -> int:
                              (_randn((1000, 5), dtype, gen).T, _randn((300, 1000), dtype, gen).T),
                              (_randn((2, 5, 1000), dtype, gen), _randn((1000, 300), dtype, gen))):
                     out = _out(torch.matmul(a.to("meta"), b.to("meta")).shape, a.dtype, poison)
-                    _check(cutematmul.matmul(a, b, out=out, kernel=kernel), a, b, dtype,
+                    _check(product(a, b, out), a, b, mode,
                            f"{family} {dtype} split-K")
                     count += 1
             a, b = _randn((37, 21), dtype, gen), _randn((21, 45), dtype, gen)
             out = _out((45, 37), a.dtype, poison).T
-            _check(cutematmul.matmul(a, b, out=out, kernel=kernel), a, b, dtype, f"{family} col-major out")
+            _check(product(a, b, out), a, b, mode, f"{family} col-major out")
             count += 1
     torch.cuda.synchronize()
     return count
@@ -99,7 +112,7 @@ def run(families, quick: bool, poison: bool = True) -> int:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--families", default="simt,sm80,sm90")
+    p.add_argument("--families", default="simt,sm80,sm90,tf32")
     p.add_argument("--quick", action="store_true", help="fewer shapes (racecheck is slow)")
     p.add_argument("--unpoisoned", action="store_true",
                    help="fresh (uninitialized) outputs instead of NaN-poisoned ones: shows which "

@@ -1,0 +1,173 @@
+"""float32 precision modes on the GPU: "highest" (SIMT fp32), "high" (3xTF32) and "tf32".
+
+Each mode is held to its error bound against a float64 product of the same inputs, beside cuBLAS
+SGEMM's own error on those inputs (PyTorch with TF32 off): Gaussian data and data with a wide
+exponent range (rows of A and columns of B scaled by 2^-20..2^20), K from 1 to 16384, every
+layout, batches and a broadcast operand.  Outputs are NaN-poisoned before each run.
+
+Bounds: "high" <= 2x cuBLAS SGEMM's relative Frobenius error (plus 2^-24, the rounding of a
+single product, so a K = 1 product is not held to less than its last bit); "tf32" <= 4e-3 (one
+TF32 pass: 11 significant bits per operand); "highest" the suite-wide fp32 bound.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cutematmul
+from conftest import require_module
+from helpers import TOLERANCE, relative_error, to_numpy
+
+pytestmark = pytest.mark.gpu
+
+LAYOUTS = ["nn", "tn", "nt", "tt"]  # t: the operand is a transposed view
+KS = [1, 7, 64, 1000, 4096, 16384]
+TF32_BOUND = 4e-3
+UNIT = 2.0**-24
+
+
+@pytest.fixture(scope="module")
+def torch():
+    torch = require_module("torch")
+    old = (torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision())
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    yield torch
+    torch.backends.cuda.matmul.allow_tf32 = old[0]
+    torch.set_float32_matmul_precision(old[1])
+
+
+def _tf32_capable() -> bool:
+    from cutematmul import device
+
+    return device.device_info(device.current_device()).capability == (9, 0)
+
+
+def _operands(torch, m, n, k, layout, seed, batch=(), wide=False):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a_shape = batch + ((k, m) if layout[0] == "t" else (m, k))
+    b_shape = batch + ((n, k) if layout[1] == "t" else (k, n))
+    a = torch.randn(a_shape, device="cuda", generator=g)
+    b = torch.randn(b_shape, device="cuda", generator=g)
+    if layout[0] == "t":
+        a = a.transpose(-1, -2)
+    if layout[1] == "t":
+        b = b.transpose(-1, -2)
+    if wide:  # rows of A and columns of B over 40 binades
+        ea = torch.randint(-20, 21, (m, 1), device="cuda", generator=g).float()
+        eb = torch.randint(-20, 21, (1, n), device="cuda", generator=g).float()
+        a = a * torch.exp2(ea)
+        b = b * torch.exp2(eb)
+    return a, b
+
+
+def _errors(torch, a, b, precision):
+    """(cutematmul's error, cuBLAS SGEMM's error) against float64, relative Frobenius.  The TF32
+    modes are forced onto their kernel (kernel="sm90"): with "auto", small and skinny products
+    take the fp32 kernel instead (``dispatch._fp32_is_faster``), which would test nothing."""
+    expected = np.matmul(to_numpy(a), to_numpy(b))
+    out = torch.full(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]),
+                     float("nan"), device="cuda")
+    kernel = "auto" if precision == "highest" or not _tf32_capable() else "sm90"
+    got = cutematmul.matmul(a, b, out=out, precision=precision, kernel=kernel)
+    return relative_error(got, expected), relative_error(torch.matmul(a, b), expected)
+
+
+def _check(err, sgemm_err, precision):
+    if precision == "high":
+        assert err <= 2 * sgemm_err + UNIT, f"3xTF32 error {err:.3g} > 2 x SGEMM's {sgemm_err:.3g}"
+    elif precision == "tf32":
+        assert err <= TF32_BOUND, f"TF32 error {err:.3g} > {TF32_BOUND}"
+    else:
+        assert err <= TOLERANCE["float32"], f"fp32 error {err:.3g}"
+
+
+@pytest.mark.parametrize("k", KS)
+@pytest.mark.parametrize("precision", ["high", "tf32", "highest"])
+@pytest.mark.parametrize("wide", [False, True], ids=["gauss", "wide"])
+def test_error_bound_over_k(torch, precision, k, wide):
+    err, sgemm = _errors(torch, *_operands(torch, 136, 200, k, "nn", k, wide=wide), precision)
+    _check(err, sgemm, precision)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("precision", ["high", "tf32"])
+@pytest.mark.parametrize("shape", [(300, 260, 777), (16, 2048, 4096), (1, 129, 70)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_layouts_and_tails(torch, precision, layout, shape):
+    m, n, k = shape
+    err, sgemm = _errors(torch, *_operands(torch, m, n, k, layout, 11), precision)
+    _check(err, sgemm, precision)
+
+
+@pytest.mark.parametrize("precision", ["high", "tf32"])
+def test_batched_and_broadcast(torch, precision):
+    a, b = _operands(torch, 96, 80, 300, "nn", 3, batch=(3,))
+    _check(*_errors(torch, a, b, precision), precision)
+    shared = b[0]  # one B for the whole batch (stride 0 after broadcasting)
+    _check(*_errors(torch, a, shared, precision), precision)
+    at = a.transpose(-1, -2).contiguous().transpose(-1, -2)  # M-major batch of A
+    _check(*_errors(torch, at, shared, precision), precision)
+
+
+def test_modes_differ_where_they_should(torch):
+    """The mode reaches the kernel: TF32 is measurably coarser than fp32, 3xTF32 is not."""
+    if not _tf32_capable():
+        pytest.skip("the TF32 modes run only on sm_90a; elsewhere they compute 'highest'")
+    a, b = _operands(torch, 512, 512, 4096, "nn", 5)
+    tf32, sgemm = _errors(torch, a, b, "tf32")
+    high, _ = _errors(torch, a, b, "high")
+    assert tf32 > 20 * sgemm, (tf32, sgemm)
+    assert high <= 2 * sgemm, (high, sgemm)
+
+
+@pytest.mark.parametrize("precision", ["high", "tf32"])
+def test_repeatable_bitwise(torch, precision):
+    """Split and unsplit TF32 products give bitwise-identical results run to run."""
+    for m, n, k in ((16, 4096, 8192), (1024, 1024, 1024)):
+        a, b = _operands(torch, m, n, k, "nn", 9)
+        first = cutematmul.matmul(a, b, precision=precision, kernel="sm90")
+        for _ in range(3):
+            assert torch.equal(cutematmul.matmul(a, b, precision=precision, kernel="sm90"), first)
+
+
+def test_high_non_finite_inputs_stay_non_finite(torch):
+    """3xTF32 splits x into big + small, and an infinite x gets small = 0 (not Inf - Inf).  What
+    it cannot keep is IEEE's Inf * 1 = Inf where the other operand's small part is 0: the cross
+    term Inf * 0 gives NaN (as in CUTLASS's 3xTF32; docs/api.md).  Rows without a non-finite
+    input are unaffected and accurate; rows with one are all non-finite."""
+    a, b = _operands(torch, 64, 64, 64, "nn", 2)
+    a[3, 5] = float("inf")
+    a[9, 1] = float("nan")
+    got = cutematmul.matmul(a, b, precision="high", kernel="sm90")
+    bad = torch.zeros(64, dtype=torch.bool, device="cuda")
+    bad[3] = bad[9] = True
+    assert not torch.isfinite(got[bad]).any()
+    expected = np.matmul(to_numpy(a[~bad]), to_numpy(b))
+    assert relative_error(got[~bad], expected) <= 2e-6
+
+
+def test_cupy_and_host_routes_take_the_mode(torch):
+    """The same mode through CuPy arrays and NumPy (host) arrays."""
+    cupy = require_module("cupy")
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((200, 3000), dtype=np.float32)
+    b = rng.standard_normal((3000, 150), dtype=np.float32)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    for precision, bound in (("high", 1e-6), ("tf32", TF32_BOUND)):
+        got = cutematmul.matmul(cupy.asarray(a), cupy.asarray(b), precision=precision,
+                                kernel="sm90")
+        assert relative_error(got, expected) <= bound
+        host = cutematmul.matmul(a, b, precision=precision, kernel="sm90")
+        assert relative_error(host, expected) <= bound
+
+
+def test_auto_takes_the_fp32_kernel_where_it_is_faster(torch):
+    """Skinny and small products in the TF32 modes run the SIMT fp32 kernel under "auto" (more
+    accurate and, there, faster); large ones the TF32 kernel."""
+    a, b = _operands(torch, 16, 4096, 4096, "nn", 8)
+    expected = np.matmul(to_numpy(a), to_numpy(b))
+    for precision in ("high", "tf32"):
+        got = cutematmul.matmul(a, b, precision=precision)
+        assert relative_error(got, expected) <= TOLERANCE["float32"]
