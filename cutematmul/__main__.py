@@ -1,6 +1,7 @@
 """``python -m cutematmul``: pre-build the kernel cache, and inspect or clear it.
 
-    python -m cutematmul precompile [default] [--arch sm_90a] [--dtypes ...] [--layouts ...]
+    python -m cutematmul precompile [default] [--arch sm_90a] [--dtypes ...] [--precisions ...]
+                                    [--layouts ...]
                                     [--alignments aligned|all] [--families ...] [--shapes ...]
                                     [--num-sms N] [--jobs N] [--cache-dir DIR] [--dry-run]
     python -m cutematmul info [--cache-dir DIR]
@@ -43,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
                           "(default: this GPU's, else sm_90a)")
     pre.add_argument("--dtypes", metavar="LIST",
                      help=f"comma-separated, of {', '.join(aot.DTYPES)}")
+    pre.add_argument("--precisions", metavar="LIST",
+                     help="float32 modes, comma-separated, of highest, high, tf32 "
+                          "(default: highest)")
     pre.add_argument("--layouts", metavar="LIST",
                      help=f"operand majors of A and B, of {', '.join(aot.LAYOUTS)} or 'all' "
                           "(default: all; 'kn' = row-major A @ row-major B)")
@@ -71,6 +75,8 @@ def _selection(args) -> dict:
     return dict(
         archs=tuple(_split(args.arch)) or (aot.default_arch(),),
         dtypes=_checked(_split(args.dtypes), aot.DTYPES, "--dtypes") or None,
+        precisions=_checked(_split(args.precisions), tuple(aot.PRECISIONS), "--precisions")
+        or None,
         layouts=_checked(_split(args.layouts, all_of=aot.LAYOUTS), aot.LAYOUTS, "--layouts")
         or None,
         alignments=args.alignments,

@@ -1,11 +1,13 @@
 """Ahead-of-time builds: fill a kernel cache directory before any process needs it.
 
 ``precompile(...)`` (and ``python -m cutematmul precompile``) lists ``KernelKey``s, either the
-configurations a user names (dtypes, layouts, alignments, families, problem shapes, archs) or the
-default set: what the dispatcher picks, for each dtype and operand layout, over a spread of
+configurations a user names (dtypes, float32 precisions, layouts, alignments, families, problem
+shapes, archs) or the default set: what the dispatcher picks, for each dtype and operand layout, over a spread of
 problem shapes (squares, skinny and batched products).  A key's configuration depends on the
 problem size only through the tile and split-K choice (``dispatch.schedule``), so a few keys cover
-every size; a split product also needs the reduction kernel of its dtype, which is listed too.  Keys already on disk are skipped; the rest compile in parallel worker processes
+every size; a split product also needs the reduction kernel of its dtype, which is listed too.
+The float32 modes "high" and "tf32" (``precisions``; the default set is "highest" only) add the
+TF32 kernels the dispatcher picks and the operand-prep kernels of ``kernels/tf32_prep.py``.  Keys already on disk are skipped; the rest compile in parallel worker processes
 (``spawn``), each started with ``CUTE_DSL_ARCH`` set to its target and ``CUDA_VISIBLE_DEVICES=""``
 before it imports the DSL, so this runs on a machine without a GPU.  The directory it fills can be
 shipped (baked into a container image) and used read-only.
@@ -26,7 +28,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import cache
-from .dispatch import FAMILIES, choose_families, reduce_key, schedule
+from .dispatch import (
+    FAMILIES, PRECISIONS, choose_families, math_type, output_dtype, prep_key, reduce_key, schedule,
+)
 
 #: SM counts of the usual GPU of each target, for machines without one (``--num-sms`` overrides).
 DEFAULT_NUM_SMS = {"sm_80": 108, "sm_86": 84, "sm_89": 128, "sm_90a": 132, "sm_100a": 148}
@@ -54,6 +58,7 @@ class Selection:
 
     archs: tuple[str, ...] | None = None  # None: this machine's GPU, else sm_90a
     dtypes: tuple[str, ...] | None = None  # None: every dtype some family of the arch computes
+    precisions: tuple[str, ...] | None = None  # float32 modes; None: "highest" only
     layouts: tuple[str, ...] | None = None  # None: all four
     alignments: str = "aligned"  # or "all": also operands aligned to one element
     families: tuple[str, ...] | None = None  # None: the dispatcher's first choice per dtype
@@ -61,8 +66,8 @@ class Selection:
     num_sms: int | None = None  # None: the GPU's when it has the arch, else DEFAULT_NUM_SMS
 
     def __post_init__(self):
-        for name, allowed in (("dtypes", DTYPES), ("layouts", tuple(LAYOUTS)),
-                              ("families", tuple(FAMILIES))):
+        for name, allowed in (("dtypes", DTYPES), ("precisions", tuple(PRECISIONS)),
+                              ("layouts", tuple(LAYOUTS)), ("families", tuple(FAMILIES))):
             values = getattr(self, name)
             if isinstance(values, str):
                 values = (values,)
@@ -107,10 +112,20 @@ def plan_keys(selection: Selection = Selection()) -> list:
         capability = capability_of(arch)
         sms = selection.num_sms or _num_sms(arch)
         for dtype in selection.dtypes or DTYPES:
-            for family in _families(selection, dtype, capability):
-                for key in _family_keys(selection, family, capability, sms, dtype):
-                    keys.setdefault(replace(key, arch=arch), None)
+            for math in _maths(selection, dtype, capability):
+                for family in _families(selection, math, capability):
+                    for key in _family_keys(selection, family, capability, sms, math):
+                        keys.setdefault(replace(key, arch=arch), None)
     return list(keys)
+
+
+def _maths(selection: Selection, dtype: str, capability) -> list[str]:
+    """The math types (``dispatch.math_type``) the selected precisions give ``dtype``; the TF32
+    ones bring "float32" along (small and skinny products fall back to it)."""
+    maths = [math_type(dtype, p, capability) for p in selection.precisions or ("highest",)]
+    if dtype == "float32":
+        maths.append("float32")
+    return list(dict.fromkeys(maths))
 
 
 def default_arch() -> str:
@@ -171,18 +186,22 @@ def _families(selection: Selection, dtype: str, capability) -> tuple:
                  if dtype in FAMILIES[name].dtypes and FAMILIES[name].runs_on(capability))
 
 
-def _family_keys(selection: Selection, family, capability, num_sms: int, dtype: str) -> list:
+def _family_keys(selection: Selection, family, capability, num_sms: int, math: str) -> list:
+    tf32 = math in ("tf32", "tf32x3")
     keys = []
+    if tf32:  # the kernel reads K-major copies; the prep kernels make them, either source major
+        parts = 2 if math == "tf32x3" else 1
+        keys += [prep_key(capability, parts, k_major) for k_major in (True, False)]
     for layout in selection.layouts or tuple(LAYOUTS):
-        a_major, b_major = LAYOUTS[layout]
-        for aligns in _alignments(selection.alignments, family, dtype):
+        a_major, b_major = ("k", "k") if tf32 else LAYOUTS[layout]
+        for aligns in _alignments(selection.alignments, family, math):
             for m, n, k, *batch in selection.shapes or default_shapes():
-                key, splits, transposed = schedule(family, capability, num_sms, dtype, a_major,
+                key, splits, transposed = schedule(family, capability, num_sms, math, a_major,
                                                    b_major, aligns, m, n, k,
                                                    batch[0] if batch else 1)
                 keys.append(key)
                 if splits > 1 or transposed:
-                    keys.append(reduce_key(capability, dtype))
+                    keys.append(reduce_key(capability, output_dtype(math)))
     return keys
 
 
@@ -190,7 +209,7 @@ def _alignments(which: str, family, dtype: str) -> list[tuple[int, int, int]]:
     """Byte alignments of (A, B, C): 16 (vector) only, or every mix the family accepts."""
     if which == "aligned":
         return [(16, 16, 16)]
-    options = (16,) if family.required_alignment >= 16 else (16, _ITEMSIZE[dtype])
+    options = (16,) if family.required_alignment >= 16 else (16, _ITEMSIZE[output_dtype(dtype)])
     return [(a, b, c) for a in options for b in options for c in options]
 
 
@@ -200,11 +219,13 @@ def _alignments(which: str, family, dtype: str) -> list[tuple[int, int, int]]:
 def precompile(*, jobs: int | None = None, cache_dir: str | os.PathLike | None = None,
                progress: bool = True, **selection) -> Report:
     """Build the kernels a selection names (the ``Selection`` fields as keywords: ``archs``,
-    ``dtypes``, ``layouts``, ``alignments``, ``families``, ``shapes``, ``num_sms``; none: the
+    ``dtypes``, ``precisions``, ``layouts``, ``alignments``, ``families``, ``shapes``,
+    ``num_sms``; none: the
     default set) that ``cache_dir`` (default: the cache directory) does not hold yet, in ``jobs``
     worker processes (default: one per CPU).  Needs no GPU.
 
         cutematmul.precompile(archs="sm_90a", dtypes=("float16", "bfloat16"), layouts="kk")
+        cutematmul.precompile(archs="sm_90a", dtypes="float32", precisions=("high", "tf32"))
     """
     return _precompile(Selection(**selection), jobs, cache_dir, progress)
 
@@ -279,8 +300,9 @@ def _worker_build(key) -> tuple[str, float]:
 
 
 def _short(key) -> str:
-    if not hasattr(key, "config"):  # the split-K reduction
-        return f"{key.family} {key.arch} {key.dtype}"
+    if not hasattr(key, "config"):  # the split-K reduction, the TF32 operand prep
+        fields = [str(v) for k, v in vars(key).items() if k not in ("family", "arch")]
+        return f"{key.family} {key.arch} {' '.join(fields)}"
     config = getattr(key.config, "name", repr(key.config))
     return f"{key.family} {key.arch} {key.dtype} {key.a_major}{key.b_major} " \
            f"align {key.align_a}/{key.align_b}/{key.align_c} {config}"

@@ -140,3 +140,22 @@ def test_auto_takes_the_fp32_kernel_where_it_is_faster(shape, precision, math):
     assert dispatch.math_type("float32", precision, HOPPER, shape) == math
     assert dispatch.math_type("float32", precision, HOPPER, shape, "sm90") == \
         dispatch.PRECISIONS[precision]
+
+
+def test_precompile_builds_the_tf32_kernels_a_user_names():
+    """precisions= adds the TF32 and 3xTF32 kernels (K-major only), both prep variants, the fp32
+    reduction and the fp32 kernels the small products fall back to; the default set has none."""
+    from cutematmul import aot
+
+    keys = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float32",),
+                                       precisions=("high", "tf32")))
+    gemms = [k for k in keys if isinstance(k, dispatch.KernelKey)]
+    maths = {k.dtype for k in gemms}
+    assert maths == {"tf32", "tf32x3", "float32"}
+    assert all((k.a_major, k.b_major) == ("k", "k") for k in gemms if k.dtype != "float32")
+    preps = {(k.parts, k.k_major) for k in keys if isinstance(k, dispatch.PrepKey)}
+    assert preps == {(1, True), (1, False), (2, True), (2, False)}
+    default = aot.plan_keys(aot.Selection(archs=("sm_90a",)))
+    assert not any(getattr(k, "dtype", "") in ("tf32", "tf32x3") for k in default)
+    with pytest.raises(ValueError, match="precisions must be among"):
+        aot.Selection(precisions=("fast",))
