@@ -159,3 +159,17 @@ def test_precompile_builds_the_tf32_kernels_a_user_names():
     assert not any(getattr(k, "dtype", "") in ("tf32", "tf32x3") for k in default)
     with pytest.raises(ValueError, match="precisions must be among"):
         aot.Selection(precisions=("fast",))
+
+
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 16384),
+                                   (300, 260, 16384), (16, 8192, 8192)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_3xtf32_splits_long_k_so_each_split_sums_few_k_tiles(shape):
+    """Promoted sums round once per K-tile in sequence: a split sums at most _PROMOTED_CHAIN of
+    the three passes' K-tiles (where the split count allows); the XLA route cannot split."""
+    m, n, k = shape
+    config, splits, _ = sm90.choose_schedule(m, n, k, 1, 132, math="tf32x3")
+    k_tiles = sm90.gemm_k(k, "tf32x3") // 32
+    assert -(-k_tiles // splits) <= max(sm90._PROMOTED_CHAIN, -(-k_tiles // 16))
+    assert config.tile_n <= 192
+    assert sm90.choose_config(m, n, k, 1, 132, math="tf32x3").partials is False

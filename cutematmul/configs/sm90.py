@@ -116,9 +116,14 @@ _RATES = {
     16: (64, waves.Rate(flops_per_sm=5.0e12, slots=1, in_bytes=2, out_bytes=2, min_k_tiles=4)),
     32: (32, waves.Rate(flops_per_sm=2.5e12, slots=1, in_bytes=4, out_bytes=4, min_k_tiles=4)),
 }
-#: The widest tile of a promoting kernel (3xTF32): its wgmma and register accumulators share
-#: the consumer threads' 232 registers.
-_PROMOTED_TILE_N = 192
+#: Tiles of the promoting kernel (3xTF32), whose wgmma and register accumulators share the
+#: consumer threads' 232 registers (so at most 192 wide).  H200, 2026-12-01: 128x192 85 TFLOP/s
+#: at 4096^3, 128x128 68 (that one with two wgmma accumulators, which did not pay: removed).
+_PROMOTED_EFFICIENCY = {(128, 192): 1.0, (128, 128): 0.8, (64, 128): 0.6}
+#: The most K-tiles one split of a 3xTF32 product sums in sequence in fp32 registers.  Each add
+#: rounds; unsplit, the error grew to 1.6x cuBLAS SGEMM's at K = 4096 (384 K-tiles over the three
+#: passes) and 2.85x at K = 16384 on an H200; split-K's fixed-order reduction adds the rest.
+_PROMOTED_CHAIN = 128
 #: The epilogue ring of TF32 products: fp32 sub-tiles are twice as large, and two stages leave
 #: room for four A/B stages of a 128 x 256 x 32 tile.
 _TF32_EPI_STAGES = 2
@@ -152,9 +157,12 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     tf32 = math in TF32
     tile_k, rate = _RATES[32 if tf32 else 16]
     k = gemm_k(k, math)
-    # 3xTF32 keeps a second accumulator in registers (the kernel's promotion): at most 192 wide.
-    widest = _PROMOTED_TILE_N if math == "tf32x3" else 256
-    efficiency = {t: e for t, e in _TILE_EFFICIENCY.items() if t[1] <= widest}
+    # 3xTF32 keeps a second accumulator in registers (the kernel's promotion): at most 192 wide;
+    # its promoted sums run in sequence over a split's K-tiles, so long K is split for accuracy.
+    efficiency, fewest = _TILE_EFFICIENCY, 1
+    if math == "tf32x3":
+        efficiency = _PROMOTED_EFFICIENCY
+        fewest = -(-(k // tile_k) // _PROMOTED_CHAIN) if max_splits > 1 else 1
     extra = {"tile_k": tile_k, "epi_stages": _TF32_EPI_STAGES} if tf32 else {}
     if max_splits > 1 and m <= SMALL_M and n >= 4 * m:
         # Candidates by the padding their N (our M) leaves, least first: on a tie it decides.
@@ -162,11 +170,12 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
         order = sorted(every, key=lambda t: (-(-m // t[1]) * t[1] - m, -t[0]))
         tiles = {tile: (every[tile], rate) for tile in order}
         (tm, tn), splits = waves.best(n, m, k, batch, num_sms, tile_k, tiles, max_splits,
-                                      tiles_first=True, workspace=True)
+                                      tiles_first=True, workspace=True, min_splits=fewest)
         return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn),
                       partials=True, **extra), splits, True
     tiles = {tile: (eff, rate) for tile, eff in efficiency.items()}
-    (tm, tn), splits = waves.best(m, n, k, batch, num_sms, tile_k, tiles, max_splits)
+    (tm, tn), splits = waves.best(m, n, k, batch, num_sms, tile_k, tiles, max_splits,
+                                  min_splits=fewest)
     return Config(tile_m=tm, tile_n=tn, raster_group=8, partials=splits > 1,
                   **extra), splits, False
 

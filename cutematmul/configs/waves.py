@@ -70,28 +70,29 @@ def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile
 
 
 def split_choices(m: int, n: int, k: int, batch: int, tile_k: int, rate: Rate,
-                  max_splits: int = MAX_SPLITS) -> range:
+                  max_splits: int = MAX_SPLITS, min_splits: int = 1) -> range:
     """The split counts worth trying: each split keeps at least ``rate.min_k_tiles`` K-tiles, and
-    the partial sums stay within 32-bit element counts."""
+    the partial sums stay within 32-bit element counts; at least ``min_splits`` where that fits
+    (a family's accuracy bound on the K-tiles one split sums in sequence)."""
     k_tiles = -(-k // tile_k)
     most = min(max_splits, max(1, k_tiles // rate.min_k_tiles))
     while most > 1 and (m * n * batch * most > _INT32_MAX or batch * most > _INT32_MAX):
         most -= 1
-    return range(1, most + 1)
+    return range(min(max(1, min_splits), most), most + 1)
 
 
 def best(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles: dict,
          max_splits: int = MAX_SPLITS, tiles_first: bool = False,
-         workspace: bool = False) -> tuple[tuple[int, int], int]:
+         workspace: bool = False, min_splits: int = 1) -> tuple[tuple[int, int], int]:
     """((tile_m, tile_n), splits) of least estimated time; ``tiles`` maps (tile_m, tile_n) to
     (efficiency, Rate), best first.  Estimates within ``TOLERANCE`` of the least count as equal
     (the model is coarse): of those, the fewest splits win, then the tile that computes the least
     padding, then the earlier one (with ``tiles_first``: the earlier tile, then the fewest
-    splits).  ``workspace`` as in ``estimate``."""
+    splits).  ``workspace`` as in ``estimate``, ``min_splits`` as in ``split_choices``."""
     batch = max(batch, 1)
     scored = []
     for order, ((tm, tn), (eff, rate)) in enumerate(tiles.items()):
-        for s in split_choices(m, n, k, batch, tile_k, rate, max_splits):
+        for s in split_choices(m, n, k, batch, tile_k, rate, max_splits, min_splits):
             t = estimate(m, n, k, batch, num_sms, tm, tn, tile_k, s, eff, rate, workspace)
             scored.append((t, s, order, (tm, tn)))
     least = min(t for t, *_ in scored)
