@@ -114,14 +114,17 @@ TF32_CAPABILITY = (9, 0)
 
 
 def math_type(dtype: str, precision: str, capability: tuple[int, int],
-              shape: tuple[int, int, int, int] | None = None, kernel: str = "auto") -> str:
+              shape: tuple[int, int, int, int] | None = None, kernel: str = "auto",
+              split_k: bool = True) -> str:
     """The arithmetic a product of ``dtype`` inputs runs: the one place precision is decided.
 
     16-bit inputs ignore ``precision`` (fp16/bf16 products, fp32 accumulation).  float32 inputs
     take ``PRECISIONS[precision]``, except that they compute true fp32 ("float32": never less
     accurate than asked) on a GPU without the TF32 kernels, and, with ``kernel`` "auto" and the
     product's ``shape`` (M, N, K, batch) given, where the fp32 kernel is the faster one
-    (``_fp32_is_faster``).
+    (``_fp32_is_faster``).  Under "auto", a route that cannot split K (``split_k`` False: XLA)
+    runs a long-K "high" product in fp32 too: unsplit, 3xTF32's promoted sums exceed SGEMM's error
+    (``configs.sm90.promoted_fits``).
     """
     if dtype != "float32":
         return dtype
@@ -130,6 +133,9 @@ def math_type(dtype: str, precision: str, capability: tuple[int, int],
         return "float32"
     if kernel == "auto" and shape is not None and _fp32_is_faster(math, *shape):
         return "float32"
+    if math == "tf32x3" and not split_k and kernel == "auto" and shape is not None:
+        if not FAMILIES["sm90"].configs().promoted_fits(shape[2]):
+            return "float32"
     return math
 
 

@@ -347,7 +347,8 @@ def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
 
     info = _device.device_info(0)
     arithmetic = math_type(dtype_name, precision, info.capability,
-                           (m, n, k, math.prod(_concrete(d) or 1024 for d in batch)), kernel)
+                           (m, n, k, math.prod(_concrete(d) or 1024 for d in batch)), kernel,
+                           split_k=False)
     family = choose_family(arithmetic, info.capability, kernel)
     itemsize = np.dtype(a.dtype).itemsize
     a3, bcast_a = _to_3d(a, batch_a, batch, tuple(a.shape[-2:]))

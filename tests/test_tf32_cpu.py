@@ -173,3 +173,14 @@ def test_3xtf32_splits_long_k_so_each_split_sums_few_k_tiles(shape):
     assert -(-k_tiles // splits) <= max(sm90._PROMOTED_CHAIN, -(-k_tiles // 16))
     assert config.tile_n <= 192
     assert sm90.choose_config(m, n, k, 1, 132, math="tf32x3").partials is False
+
+
+def test_a_route_without_split_k_keeps_long_k_high_products_in_fp32():
+    """XLA cannot split K: unsplit 3xTF32 exceeds SGEMM's error past ~1350, so "auto" computes
+    fp32 there; a forced kernel keeps the mode."""
+    long_k, short_k = (4096, 4096, 4096, 1), (4096, 4096, 1024, 1)
+    assert dispatch.math_type("float32", "high", HOPPER, long_k, split_k=False) == "float32"
+    assert dispatch.math_type("float32", "high", HOPPER, short_k, split_k=False) == "tf32x3"
+    assert dispatch.math_type("float32", "high", HOPPER, long_k) == "tf32x3"
+    assert dispatch.math_type("float32", "high", HOPPER, long_k, "sm90", split_k=False) == "tf32x3"
+    assert dispatch.math_type("float32", "tf32", HOPPER, long_k, split_k=False) == "tf32"

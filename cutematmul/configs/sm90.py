@@ -129,6 +129,11 @@ _PROMOTED_CHAIN = 128
 _TF32_EPI_STAGES = 2
 
 
+def promoted_fits(k: int) -> bool:
+    """Whether an unsplit 3xTF32 product of this K sums few enough K-tiles in sequence."""
+    return gemm_k(k, "tf32x3") // 32 <= _PROMOTED_CHAIN
+
+
 def gemm_k(k: int, math: str) -> int:
     """The K the kernel walks: 3xTF32 runs three passes over K padded to whole 32-wide tiles."""
     return 3 * (-(-k // 32) * 32) if math == "tf32x3" else k
