@@ -56,6 +56,7 @@ TF32 = {"tile_k": 32, "epi_stages": 2}
 CONFIGS = [
     ("tf32", {"tile_m": 128, "tile_n": 256, **TF32}),
     ("tf32", {"tile_m": 128, "tile_n": 192, **TF32}),
+    ("tf32", {"tile_m": 128, "tile_n": 256, "cluster_m": 2, **TF32}),
     ("tf32x3", {"tile_m": 128, "tile_n": 192, **TF32}),
     ("tf32x3", {"tile_m": 128, "tile_n": 128, "partials": True, **TF32}),
     ("tf32", {"tile_m": 128, "tile_n": 32, "partials": True, **TF32}),

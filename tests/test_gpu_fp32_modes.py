@@ -101,6 +101,18 @@ def test_layouts_and_tails(torch, precision, layout, shape):
     _check(err, sgemm, precision)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_clustered_tf32_with_tails(torch, layout):
+    """One-pass TF32 products of an even number of 128-row tiles run in 2x1 clusters (B
+    multicast); N and K tails included.  The dispatcher must still pick a cluster here."""
+    from cutematmul.configs import sm90
+
+    m, n, k = 2048, 2000, 1000
+    assert sm90.choose_schedule(m, n, k, 1, 132, math="tf32")[0].cluster_m == 2
+    err, _ = _errors(torch, *_operands(torch, m, n, k, layout, 13), "tf32")
+    assert err <= TF32_BOUND
+
+
 @pytest.mark.parametrize("precision", ["high", "tf32"])
 def test_batched_and_broadcast(torch, precision):
     a, b = _operands(torch, 96, 80, 300, "nn", 3, batch=(3,))

@@ -129,6 +129,14 @@ _PROMOTED_CHAIN = 128
 _TF32_EPI_STAGES = 2
 
 
+#: Why one-pass TF32 products of an even number of 128-row tiles run in 2x1 clusters (the B
+#: tile loaded once per cluster by TMA multicast): H200, 2026-12-01, one run, K-major operands,
+#: against cuBLAS TF32: 4096^3 398 TFLOP/s (0.98x) clustered, 380 (0.94x) not; 8192^3 398
+#: (1.03x) against 365 (0.94x).  TF32 reads twice the bytes of fp16 per flop, so L2 traffic
+#: matters more than in the fp16 kernel (which runs unclustered).
+_TF32_CLUSTER = (2, 1)
+
+
 def promoted_fits(k: int) -> bool:
     """Whether an unsplit 3xTF32 product of this K sums few enough K-tiles in sequence."""
     return gemm_k(k, "tf32x3") // 32 <= _PROMOTED_CHAIN
@@ -181,6 +189,8 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     tiles = {tile: (eff, rate) for tile, eff in efficiency.items()}
     (tm, tn), splits = waves.best(m, n, k, batch, num_sms, tile_k, tiles, max_splits,
                                   min_splits=fewest)
+    if math == "tf32" and splits == 1 and tm == 128 and -(-m // tm) % 2 == 0:
+        extra["cluster_m"] = _TF32_CLUSTER[0]  # B multicast to two CTAs
     return Config(tile_m=tm, tile_n=tn, raster_group=8, partials=splits > 1,
                   **extra), splits, False
 
