@@ -8,7 +8,9 @@
 2. plan the product (``plan.plan_gemm``), pick the kernel family and configuration
    (``dispatch``), stage what the kernel cannot read (copies by the library, on the stream);
 3. prove every launch stays inside its operands (``validate.check_launches``), then call the
-   compiled kernel (``cache``) once per launch with plain integers.
+   compiled kernel (``cache``) once per launch with plain integers; in the TF32 modes the prep
+   kernel first rewrites the operands TF32 wgmma cannot read (K-major copies, 3xTF32 splits)
+   into workspaces, reading exactly the boxes the proof covered.
 
 The hot path is short for small products: what depends only on shapes and strides (the plan, the
 spans, the resolved launch) is cached on them, so a repeated call costs a few dict lookups, the
@@ -131,7 +133,8 @@ def gemm_on_device(adapter, families, info, a: Operand, b: Operand, c: Operand, 
                    padded: tuple[bool, bool, bool] | None = None) -> None:
     """c = a @ b on ``stream``; ``c`` has the result shape, dtype and device (all checked).
 
-    ``families`` is a ``families_for`` result: (candidate families, their names).  ``padded``
+    ``families`` is a ``families_for`` result: (candidate families, their names, math type).
+    ``padded``
     says which of (a, b, c) are views of buffers of ours whose rows are padded to 16 bytes (and
     that the operands were staged already); None before any staging.
     """
