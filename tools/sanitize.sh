@@ -24,9 +24,9 @@ for tool in memcheck racecheck initcheck; do
     [ "$tool" = memcheck ] && extra=(--leak-check no)
     # initcheck does not track bytes written by TMA bulk stores (cp.async.bulk: see the
     # unpoisoned run below), so under sm90 (and tf32, the same kernel) it would flag the split-K
-    # reduction's reads of the
-    # partial sums the sm90 kernel stored.  That reduction is initchecked in the SIMT run, where
-    # the same kernel reads partials written by ordinary stores.
+    # reduction's reads of the partial sums the sm90 kernel stored.  That reduction is
+    # initchecked in the SIMT run, where the same kernel reads partials written by ordinary
+    # stores.
     [ "$tool" = initcheck ] && [ "$family" != simt ] && [ "$family" != sm80 ] && extra=(--kernel-name-exclude kns=splitk_reduce)
     [ "$tool" = racecheck ] && cases+=(--quick)
     log="$out/$tool-$family.log"
