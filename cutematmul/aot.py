@@ -29,7 +29,8 @@ from pathlib import Path
 
 from . import cache
 from .dispatch import (
-    FAMILIES, PRECISIONS, choose_families, math_type, output_dtype, prep_key, reduce_key, schedule,
+    FAMILIES, PRECISIONS, TF32_MATH, choose_families, itemsize, math_type, output_dtype, prep_key,
+    reduce_key, schedule,
 )
 
 #: SM counts of the usual GPU of each target, for machines without one (``--num-sms`` overrides).
@@ -39,7 +40,6 @@ DEFAULT_NUM_SMS = {"sm_80": 108, "sm_86": 84, "sm_89": 128, "sm_90a": 132, "sm_1
 #: transposed-A counterparts (the weight gradients).
 LAYOUTS = {"kn": ("k", "n"), "kk": ("k", "k"), "mn": ("m", "n"), "mk": ("m", "k")}
 DTYPES = ("float16", "bfloat16", "float32")
-_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
 def default_shapes() -> tuple[tuple[int, int, int, int], ...]:
@@ -187,7 +187,7 @@ def _families(selection: Selection, dtype: str, capability) -> tuple:
 
 
 def _family_keys(selection: Selection, family, capability, num_sms: int, math: str) -> list:
-    tf32 = math in ("tf32", "tf32x3")
+    tf32 = math in TF32_MATH
     keys = []
     if tf32:  # the kernel reads K-major copies; the prep kernels make them, either source major
         parts = 2 if math == "tf32x3" else 1
@@ -209,7 +209,7 @@ def _alignments(which: str, family, dtype: str) -> list[tuple[int, int, int]]:
     """Byte alignments of (A, B, C): 16 (vector) only, or every mix the family accepts."""
     if which == "aligned":
         return [(16, 16, 16)]
-    options = (16,) if family.required_alignment >= 16 else (16, _ITEMSIZE[output_dtype(dtype)])
+    options = (16,) if family.required_alignment >= 16 else (16, itemsize(dtype))
     return [(a, b, c) for a in options for b in options for c in options]
 
 

@@ -109,7 +109,8 @@ AUTO_ORDER = {
 #: ``matmul``'s precision= values, and the math type each gives float32 inputs: "highest" true
 #: fp32 FMA, "high" 3xTF32 (fp32-level accuracy on tensor cores), "tf32" one TF32 pass.
 PRECISIONS = {"highest": "float32", "high": "tf32x3", "tf32": "tf32"}
-#: Math types whose kernels need a TF32 tensor core (sm_90a wgmma).
+#: The math types on TF32 tensor cores, and the GPUs that have their kernels (sm_90a wgmma).
+TF32_MATH = ("tf32", "tf32x3")
 TF32_CAPABILITY = (9, 0)
 
 
@@ -152,7 +153,7 @@ def _fp32_is_faster(math: str, m: int, n: int, k: int, batch: int) -> bool:
 
 def output_dtype(math: str) -> str:
     """The dtype of C (and of the split-K reduction's output) for a math type."""
-    return "float32" if math in ("tf32", "tf32x3") else math
+    return "float32" if math in TF32_MATH else math
 
 
 def itemsize(math: str) -> int:

@@ -16,7 +16,8 @@ The hot path is short for small products: what depends only on shapes and stride
 spans, the resolved launch) is cached on them, so a repeated call costs a few dict lookups, the
 pointer checks and the kernel call itself.
 
-Imports: ``cache``, ``device``, ``dispatch``, ``operand``, ``plan``, ``streams``, ``validate``.
+Imports: ``cache``, ``configs.sm90`` (a constant), ``device``, ``dispatch``, ``operand``, ``plan``,
+``streams``, ``validate``.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from typing import NamedTuple
 
 from . import device as _device
 from .cache import get_compiled
+from .configs.sm90 import TF32_TILE_K
 from .dispatch import (
-    FAMILIES, KernelKey, ReduceKey, choose_families,
+    FAMILIES, TF32_MATH, KernelKey, ReduceKey, choose_families,
     math_type, output_dtype, prep_key, reduce_key, schedule,
 )
 from .operand import Operand
@@ -161,12 +163,10 @@ def gemm_on_device(adapter, families, info, a: Operand, b: Operand, c: Operand, 
         return
     for (oa, ob, oc), sizes in launch.calls:
         held = []  # workspaces, released (in stream order) when the call is issued
+        pa_call, pb_call = pa + oa, pb + ob
         if launch.prep is not None:
-            sizes = _run_prep(adapter, launch.prep, pa + oa, pb + ob, sizes, c.array, stream, held)
-            pa_call = held[0][1] if launch.prep[0] else pa + oa
-            pb_call = held[-1][1] if launch.prep[1] else pb + ob
-        else:
-            pa_call, pb_call = pa + oa, pb + ob
+            pa_call, pb_call, sizes = _run_prep(adapter, launch.prep, pa_call, pb_call, sizes,
+                                                c.array, stream, held)
         if launch.reduce is not None:
             _run_split(adapter, fn, launch, pa_call, pb_call, pc + oc, sizes, c.array, stream)
         else:
@@ -174,24 +174,23 @@ def gemm_on_device(adapter, families, info, a: Operand, b: Operand, c: Operand, 
         del held
 
 
-#: K of the TF32 kernels' tiles: the prep pads each part of an operand to whole tiles.
-_TF32_TILE_K = 32
 #: The largest K a 3xTF32 operand (big | small, 2 * K padded) can have in 32-bit extents.
-_TF32X3_MAX_K = 2**30 - _TF32_TILE_K
+_TF32X3_MAX_K = 2**30 - TF32_TILE_K
 
 
 def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
               held: list) -> tuple:
     """Rewrite A and/or B K-major into fp32 workspaces (``prep``: per operand None or its
-    ``PrepKey``); append (workspace, pointer) per prepared operand to ``held`` (A first) and
-    return the GEMM's sizes over the prepared operands.
+    ``PrepKey``); append each workspace to ``held`` (the caller keeps them until the GEMM is
+    issued) and return (A's pointer, B's pointer, the GEMM's sizes) over the prepared operands.
 
     Workspace layout per operand: (batch or 1 when broadcast) matrices of rows x (parts * kp),
     K-major, kp = K rounded up to the kernel's K-tile (zeros after K).  3xTF32 operands are
     (big | small) along K, so the kernel's K is 2 * kp; a one-part copy keeps K.
     """
     m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc = sizes
-    kp = round_up(k, _TF32_TILE_K)
+    kp = round_up(k, TF32_TILE_K)
+    ptrs = [pa, pb]
     for index, (rows, ptr, ld, bs) in enumerate(((m, pa, lda, bsa), (n, pb, ldb, bsb))):
         key = prep[index]
         if key is None:
@@ -201,7 +200,8 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
         workspace, wp = adapter.workspace(rows * width * count, like, stream)
         strides = (ld, 1, bs) if key.k_major else (1, ld, bs)
         get_compiled(key)(ptr, wp, rows, k, count, width, *strides, width, rows * width, stream)
-        held.append((workspace, wp))
+        held.append(workspace)
+        ptrs[index] = wp
         new = (width, rows * width if bs else 0)
         if index == 0:
             lda, bsa = new
@@ -209,7 +209,7 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
             ldb, bsb = new
     if any(key is not None and key.parts == 2 for key in prep):
         k = 2 * kp  # both operands are (big | small)
-    return (m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc)
+    return ptrs[0], ptrs[1], (m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc)
 
 
 def _run_split(adapter, fn, launch: Launch, pa: int, pb: int, pc: int, sizes: tuple, like,
@@ -354,7 +354,7 @@ def _tf32_prep(capability, math: str, gemm: Gemm) -> tuple:
     TF32 wgmma reads both operands K-major: "tf32" copies the others K-major (values
     unchanged), "tf32x3" splits both into TF32 (big | small) parts.  Other math types: none.
     """
-    if math not in ("tf32", "tf32x3"):
+    if math not in TF32_MATH:
         return (None, None)
     if math == "tf32x3" and gemm.k > _TF32X3_MAX_K:
         raise ValueError(

@@ -31,7 +31,8 @@ from jax.interpreters import batching, mlir
 from jax._src.interpreters import ad
 
 from . import device as _device
-from .dispatch import KernelKey, build_kernel, choose_family, kernel_key, math_type
+from .configs.sm90 import TF32_TILE_K
+from .dispatch import TF32_MATH, KernelKey, build_kernel, choose_family, kernel_key, math_type
 from .operand import check_dtypes
 from .plan import broadcast_shapes, dims_equal, round_up
 
@@ -327,7 +328,7 @@ def _tf32_operand(x3, k_major: bool, arithmetic: str):
         return x3
     big = _tf32_round(x3)
     small = jnp.where(jnp.isfinite(x3), _tf32_round(x3 - big), 0.0)
-    return jnp.concatenate([_pad_last(big, 32), _pad_last(small, 32)], axis=-1)
+    return jnp.concatenate([_pad_last(big, TF32_TILE_K), _pad_last(small, TF32_TILE_K)], axis=-1)
 
 
 def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
@@ -346,14 +347,14 @@ def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
         return jnp.zeros(out_shape, a.dtype)
 
     info = _device.device_info(0)
-    arithmetic = math_type(dtype_name, precision, info.capability,
-                           (m, n, k, math.prod(_concrete(d) or 1024 for d in batch)), kernel,
-                           split_k=False)
+    concrete_batch = math.prod(_concrete(d) or 1024 for d in batch)
+    arithmetic = math_type(dtype_name, precision, info.capability, (m, n, k, concrete_batch),
+                           kernel, split_k=False)
     family = choose_family(arithmetic, info.capability, kernel)
     itemsize = np.dtype(a.dtype).itemsize
     a3, bcast_a = _to_3d(a, batch_a, batch, tuple(a.shape[-2:]))
     b3, bcast_b = _to_3d(b, batch_b, batch, tuple(b.shape[-2:]))
-    if arithmetic in ("tf32", "tf32x3"):  # TF32 wgmma reads both operands K-major
+    if arithmetic in TF32_MATH:  # TF32 wgmma reads both operands K-major
         a3, trans_a = _tf32_operand(a3, not trans_a, arithmetic), False
         b3, trans_b = _tf32_operand(b3, trans_b, arithmetic), True
     need = max(1, family.required_alignment // itemsize)
@@ -365,7 +366,6 @@ def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
         return 16 if (cols * itemsize) % 16 == 0 else itemsize
 
     aligns = (align_bytes(a3.shape[-1]), align_bytes(b3.shape[-1]), align_bytes(n_out))
-    concrete_batch = math.prod(_concrete(d) or 1024 for d in batch)
     key = kernel_key(family, info.capability, info.num_sms, arithmetic, "m" if trans_a else "k",
                      "k" if trans_b else "n", aligns, m, n_out, k, concrete_batch)
     compiled = _compile(key, bcast_a, bcast_b, a.dtype)

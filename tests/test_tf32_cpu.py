@@ -83,9 +83,11 @@ def test_run_prep_lays_out_big_and_small_parts(monkeypatch):
     keys = (dispatch.prep_key(HOPPER, 2, True), dispatch.prep_key(HOPPER, 2, False))
     m, n, k, batch = 100, 60, 70, 3
     sizes = (m, n, k, batch, 1, k, m * k, n, 0, n, m * n)  # B (N-major) broadcast
-    out = launch._run_prep(rec, keys, 1 << 20, 2 << 20, sizes, None, 7, [])
+    held = []
+    pa, pb, out = launch._run_prep(rec, keys, 1 << 20, 2 << 20, sizes, None, 7, held)
     kp = 96
     assert rec.calls == [m * 2 * kp * batch, n * 2 * kp * 1]
+    assert (pa, pb) == (4096, 8192) and len(held) == 2  # the GEMM reads the workspaces
     assert out == (m, n, 2 * kp, batch, 1, 2 * kp, m * 2 * kp, 2 * kp, 0, n, m * n)
     (ka, a_args), (kb, b_args) = calls
     assert a_args[2:11] == (m, k, batch, 2 * kp, k, 1, m * k, 2 * kp, m * 2 * kp)

@@ -84,6 +84,9 @@ class Config:
 #: pass ("tf32") or three over split operands ("tf32x3", precision "high").
 MATH_TYPES = ("float16", "bfloat16", "tf32", "tf32x3")
 TF32 = ("tf32", "tf32x3")
+#: K of a TF32 tile (32 fp32 = one 128-byte swizzled row); the operand prep pads each 3xTF32
+#: part to whole tiles of it, so the passes start on tile boundaries.
+TF32_TILE_K = 32
 
 
 def supports(m, n, k, batch, dtype, a_major, b_major, align_a, align_b, align_c) -> str | None:
@@ -114,7 +117,8 @@ SMALL_M = 16
 # TF32 wgmma runs at half that rate on fp32 (4-byte) operands and 32-wide K-tiles.
 _RATES = {
     16: (64, waves.Rate(flops_per_sm=5.0e12, slots=1, in_bytes=2, out_bytes=2, min_k_tiles=4)),
-    32: (32, waves.Rate(flops_per_sm=2.5e12, slots=1, in_bytes=4, out_bytes=4, min_k_tiles=4)),
+    32: (TF32_TILE_K,
+         waves.Rate(flops_per_sm=2.5e12, slots=1, in_bytes=4, out_bytes=4, min_k_tiles=4)),
 }
 #: Tiles of the promoting kernel (3xTF32), whose wgmma and register accumulators share the
 #: consumer threads' 232 registers (so at most 192 wide).  H200, 2026-12-01: 128x192 85 TFLOP/s
@@ -139,12 +143,12 @@ _TF32_CLUSTER = (2, 1)
 
 def promoted_fits(k: int) -> bool:
     """Whether an unsplit 3xTF32 product of this K sums few enough K-tiles in sequence."""
-    return gemm_k(k, "tf32x3") // 32 <= _PROMOTED_CHAIN
+    return gemm_k(k, "tf32x3") // TF32_TILE_K <= _PROMOTED_CHAIN
 
 
 def gemm_k(k: int, math: str) -> int:
-    """The K the kernel walks: 3xTF32 runs three passes over K padded to whole 32-wide tiles."""
-    return 3 * (-(-k // 32) * 32) if math == "tf32x3" else k
+    """The K the kernel walks: 3xTF32 runs three passes over K padded to whole TF32 tiles."""
+    return 3 * (-(-k // TF32_TILE_K) * TF32_TILE_K) if math == "tf32x3" else k
 
 
 def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,

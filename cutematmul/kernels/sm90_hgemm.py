@@ -4,10 +4,12 @@ What it computes
     C[m, n, l] = sum_k A[m, k, l] * B[n, k, l] for fp16 or bf16 A and B, accumulated in fp32 and
     written as the input dtype; or, math "tf32", fp32 A and B read by TF32 wgmma (fp32 C); or,
     math "tf32x3" (precision "high"), A and B as (big | small) TF32 parts along K
-    (``kernels/tf32_prep.py``) and three passes big*big + big*small + small*big; or or (``Config.partials``) as fp32 partial sums over a run of K-tiles
-    for split-K (``kernels/entry.py``: C then holds ``splits`` matrices per batch, which
-    ``kernels/splitk_reduce.py`` sums in a fixed order).  A may be K-major (row-major) or M-major, B K-major or N-major
-    (N-major is a row-major math B of shape (K, N)); C is always N-major.  L is a batch mode whose
+    (``kernels/tf32_prep.py``) and three passes big*big + big*small + small*big.  With
+    ``Config.partials``, C is fp32 partial sums over a run of K-tiles for split-K
+    (``kernels/entry.py``: C then holds ``splits`` matrices per batch, which
+    ``kernels/splitk_reduce.py`` sums in a fixed order).  A may be K-major (row-major) or M-major,
+    B K-major or N-major (N-major is a row-major math B of shape (K, N)); TF32 math needs both
+    K-major.  C is always N-major.  L is a batch mode whose
     strides may be 0 (a broadcast operand).
 
 How
