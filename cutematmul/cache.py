@@ -55,7 +55,8 @@ Public: ``get_compiled``, ``get_xla_object`` (-> ``XlaObject``), ``cache_info``,
 
 Imports: ``cache_disk``, ``ffi`` (stored kernels are called through the TVM-FFI C ABI, without
 importing the ``tvm_ffi`` package); lazily ``dispatch`` (whose ``compile_key`` imports the DSL:
-only to compile), ``cuda.bindings`` (``dsl_arch`` without a forced arch).  Never ``launch``,
+only to compile), ``kernels`` (to load a plain object: ``tvm_ffi`` without PyTorch),
+``cuda.bindings`` (``dsl_arch`` without a forced arch).  Never ``launch``,
 ``api`` or ``xla``.
 """
 
@@ -455,6 +456,7 @@ def _load_kernel(path: Path, data: bytes):
             return ffi.load(path, SYMBOL)
         except (OSError, AttributeError) as exc:  # the file does not open, or lacks the symbol
             raise Corrupt(f"{path.name} does not load ({exc})") from None
+    from . import kernels  # noqa: F401  (tvm_ffi without PyTorch: kernels/__init__.py)
     from cutlass.cute.runtime import load_module  # an object stored without a linker
 
     try:
