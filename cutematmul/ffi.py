@@ -67,24 +67,42 @@ def library() -> ctypes.CDLL:
 
 
 class Function:
-    """A safe-call symbol of a loaded object, called with integers: ``f(*ints)``."""
+    """A safe-call symbol of a loaded object, called with integers: ``f(*ints)``.
 
-    __slots__ = ("_fn", "_object", "name")
+    The call is the hot path of every product: the argument array is copied from a template
+    that already holds the type indices (one per arity, built on first use), then the values
+    are written into it; the symbol has no ``argtypes``, so ctypes passes the arrays as
+    pointers and the count as a C int without converting each argument again.
+    """
+
+    __slots__ = ("_fn", "_object", "name", "_prepared")
 
     def __init__(self, obj: ctypes.CDLL, symbol: str):
         fn = getattr(obj, f"__tvm_ffi_{symbol}")
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p]
         fn.restype = ctypes.c_int
         self._fn, self._object, self.name = fn, obj, symbol
+        self._prepared = (-1, None, b"")  # (arity, its array type, its template), one value
 
     def __call__(self, *values: int) -> None:
         n = len(values)
-        args = (ctypes.c_int64 * (2 * n))()
-        args[0::2] = (_INT,) * n
+        arity, array, template = self._prepared
+        if n != arity:
+            array, template = self._prepare(n)
+        args = array.from_buffer_copy(template)
         args[1::2] = values
-        result = (ctypes.c_int64 * 2)()  # type index kTVMFFINone, as the ABI requires
-        if self._fn(None, args, n, result):
+        # The result cell starts as kTVMFFINone (type index 0), as the ABI requires.
+        if self._fn(None, args, n, _Result()):
             raise _raised(self.name)
+
+    def _prepare(self, n: int) -> tuple:
+        array = ctypes.c_int64 * (2 * n)
+        template = array()
+        template[0::2] = (_INT,) * n
+        self._prepared = (n, array, bytes(template))
+        return array, self._prepared[2]
+
+
+_Result = ctypes.c_int64 * 2
 
 
 def _raised(name: str) -> Exception:

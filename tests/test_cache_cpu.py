@@ -77,7 +77,15 @@ start = time.perf_counter()
 fn = cache.get_compiled(key)
 seconds = time.perf_counter() - start
 info = cache.cache_info()
+errors = []  # calls through the C ABI: the entry counts its arguments, then needs a GPU
+for args in ((0,) * 3, (0,) * 15):
+    try:
+        fn(*args)
+        errors.append("returned")
+    except Exception as exc:
+        errors.append(f"{type(exc).__name__}: {exc}")
 print("RESULT=" + json.dumps({
+    "errors": errors,
     "type": f"{type(fn).__module__}.{type(fn).__qualname__}",
     "dsl": sorted(m for m in sys.modules if m == "cutlass" or m.startswith("cutlass.")),
     "tvm_ffi": "tvm_ffi" in sys.modules,
@@ -155,6 +163,9 @@ def test_precompile_without_gpu_then_a_fresh_process_loads_it_without_the_dsl(bu
     found = _result(_run(["-c", _LOOKUP], built, REPO))
     assert found["dsl"] == [], f"a warm start imported the DSL: {found['dsl']}"
     assert found["type"] == "cutematmul.ffi.Function"
+    wrong_count, no_gpu = found["errors"]
+    assert wrong_count.startswith("TypeError: Expects 15 parameters"), wrong_count
+    assert no_gpu.startswith("RuntimeError:") and "Cuda" in no_gpu, no_gpu
     assert not found["tvm_ffi"], "a warm start imported the tvm_ffi package (and with it PyTorch)"
     assert (found["compiles"], found["disk_hits"], found["writes"]) == (0, 1, 0)
 
