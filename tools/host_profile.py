@@ -1,0 +1,108 @@
+"""Where the host time of a small product goes: each step of the device route timed alone.
+
+    python tools/host_profile.py [--size 64] [--calls 20000]
+
+For PyTorch and CuPy (whichever are installed), fp16 and fp32, prints microseconds per call of the
+library's own matmul, ``cutematmul.matmul`` and the pieces of its path (adapter, describe, the
+cached plan, the output allocation, the compiled kernel's call alone).  A development tool: the
+numbers guide work on the hot path; the benchmark's ``host`` subcommand is the measurement of
+record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+
+def per_call(fn, calls: int, sync) -> float:
+    for _ in range(200):
+        fn()
+    sync()
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        elapsed = time.perf_counter() - t0
+        sync()
+        best = min(best, elapsed / calls)
+    return best * 1e6
+
+
+def profile(lib: str, dtype: str, size: int, calls: int) -> None:
+    import cutematmul
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+    from cutematmul.cache import get_compiled
+    from cutematmul.device import device_info
+
+    if lib == "torch":
+        import torch
+
+        a = torch.randn(size, size, device="cuda").to(getattr(torch, dtype))
+        b = torch.randn(size, size, device="cuda").to(getattr(torch, dtype))
+        native = lambda: torch.matmul(a, b)  # noqa: E731
+        sync = torch.cuda.synchronize
+    else:
+        import cupy as cp
+
+        a = cp.random.standard_normal((size, size)).astype(dtype)
+        b = cp.random.standard_normal((size, size)).astype(dtype)
+        native = lambda: cp.matmul(a, b)  # noqa: E731
+        sync = cp.cuda.runtime.deviceSynchronize
+    adapter = adapter_for(a)
+    out = cutematmul.matmul(a, b)
+    da, db, dc = (adapter.describe(x, "a") for x in (a, b, out))
+    info = device_info(da.device)
+    families = launch.families_for(da.dtype, info.capability, "auto")
+    swapped, plan = launch._plan_launch(
+        families[1], info.capability, info.num_sms, da.shape, da.strides, db.shape, db.strides,
+        dc.shape, dc.strides, families[2], dc.itemsize, (True, True, True), (False,) * 3)
+    fn = get_compiled(plan.key)
+    (oa, ob, oc), sizes = plan.calls[0]
+    stream = adapter.current_stream(da.device)
+    steps = {
+        f"{lib}.matmul": native,
+        "cutematmul.matmul": lambda: cutematmul.matmul(a, b),
+        "  adapter.matmul": lambda: adapter.matmul(a, b, out=None, stream=None,
+                                                   precision="highest", kernel="auto"),
+        "  launch.run_device": lambda: launch.run_device(adapter, a, b, out=None, stream=None,
+                                                         kernel="auto"),
+        "  gemm_on_device (out given)": lambda: launch.gemm_on_device(
+            adapter, families, info, da, db, dc, stream),
+        "  kernel call alone": lambda: fn(da.ptr + oa, db.ptr + ob, dc.ptr + oc, *sizes, stream),
+        "  describe x1": lambda: adapter.describe(a, "a"),
+        "  empty": lambda: adapter.empty(dc.shape, a),
+        "  current_stream": lambda: adapter.current_stream(da.device),
+        "  on_device": lambda: adapter.on_device(da.device),
+        "  adapter_for x2": lambda: (adapter_for(a), adapter_for(b)),
+    }
+    if lib == "torch":
+        import torch
+
+        steps["  torch.empty(shape, dtype, device)"] = lambda: torch.empty(
+            dc.shape, dtype=a.dtype, device=a.device)
+        steps["  torch.empty_like(a)"] = lambda: torch.empty_like(a)
+    print(f"\n{lib} {dtype} {size}x{size}x{size} ({type(fn).__module__}.{type(fn).__name__})")
+    for name, step in steps.items():
+        print(f"  {name:34s} {per_call(step, calls, sync):7.2f} us")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--size", type=int, default=64)
+    p.add_argument("--calls", type=int, default=20000)
+    args = p.parse_args()
+    for lib in ("torch", "cupy"):
+        try:
+            __import__(lib)
+        except ImportError:
+            print(f"{lib}: not installed")
+            continue
+        for dtype in ("float16", "float32"):
+            profile(lib, dtype, args.size, args.calls)
+
+
+if __name__ == "__main__":
+    main()
