@@ -1,6 +1,6 @@
 """Calibrate the wave model: time forced (tile, K-split) choices beside the model's pick and cuBLAS.
 
-    python tools/sweep_schedule.py [fp16|fp32|both]      # on a GPU machine with PyTorch
+    python tools/sweep_schedule.py [fp16|fp32|both] [--clusters] [--shapes MxNxK,...]
 
 For each shape, the model's pick (``configs/<family>.choose_schedule``) and every forced candidate
 (tile x split, transposed for small M) run on the same Gaussian operands; each is timed like the
@@ -11,6 +11,7 @@ answer and clears the plan cache around each candidate, so it is a tool, not a l
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import sys
 
@@ -50,16 +51,32 @@ def time_us(fn, reps: int = 20, bursts: int = 5) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def _config(module, tm: int, tn: int, transposed: bool, splits: int):
+#: Cluster shapes tried with ``--clusters`` (sm90 only; the shared tile is TMA-multicast).
+CLUSTERS = ((1, 1), (2, 1), (1, 2))
+
+
+def _config(module, tm: int, tn: int, transposed: bool, splits: int, cluster=(1, 1)):
     if module is sm90:
-        return sm90.Config(tile_m=tm, tile_n=tn, epi_n=min(32, tn), partials=splits > 1 or transposed)
+        return sm90.Config(tile_m=tm, tile_n=tn, epi_n=min(32, tn), cluster_m=cluster[0],
+                           cluster_n=cluster[1], partials=splits > 1 or transposed)
     return simt._config(tm, tn, _SIMT_THREADS[(tm, tn)])
 
 
-def sweep(dtype: str) -> None:
+def candidates(dtype: str, m: int, clusters: bool):
+    """(config, splits, transposed, label) of every forced candidate for a product with ``m`` rows."""
     module, tiles, split_counts = CANDIDATES[dtype]
+    shapes = CLUSTERS if clusters and module is sm90 else ((1, 1),)
+    for (tm, tn, tr), s, c in itertools.product(tiles, split_counts, shapes):
+        if (tr and m > 64) or (tr and c != (1, 1)):
+            continue
+        label = f"{tm}x{tn}/s{s}{'T' if tr else ''}" + (f"/c{c[0]}x{c[1]}" if c != (1, 1) else "")
+        yield _config(module, tm, tn, tr, s, c), s, tr, label
+
+
+def sweep(dtype: str, shapes=SHAPES, clusters: bool = False) -> None:
+    module = CANDIDATES[dtype][0]
     model = module.choose_schedule
-    for m, n, k in SHAPES:
+    for m, n, k in shapes:
         a = torch.randn(m, k, device="cuda").to(getattr(torch, dtype))
         b = torch.randn(k, n, device="cuda").to(getattr(torch, dtype))
         out = torch.empty(m, n, device="cuda", dtype=a.dtype)
@@ -67,17 +84,16 @@ def sweep(dtype: str) -> None:
         cfg, splits, transposed = model(m, n, k, 1, 132)
         launch._plan_launch.cache_clear()
         picked = time_us(lambda: cutematmul.matmul(a, b, out=out))
-        row = [f"pick {cfg.tile_m}x{cfg.tile_n}/s{splits}{'T' if transposed else ''} "
+        cluster = f"/c{cfg.cluster_m}x{cfg.cluster_n}" if getattr(cfg, "cluster_m", 1) * getattr(
+            cfg, "cluster_n", 1) > 1 else ""
+        row = [f"pick {cfg.tile_m}x{cfg.tile_n}/s{splits}{'T' if transposed else ''}{cluster} "
                f"{picked:.1f}us ({cublas / picked:.2f}x)"]
         try:
-            for (tm, tn, tr), s in itertools.product(tiles, split_counts):
-                if tr and m > 64:
-                    continue
-                forced = (_config(module, tm, tn, tr, s), s, tr)
+            for config, s, tr, label in candidates(dtype, m, clusters):
+                forced = (config, s, tr)
                 module.choose_schedule = lambda *args, _f=forced, **kw: _f
                 launch._plan_launch.cache_clear()
-                row.append(f"{tm}x{tn}/s{s}{'T' if tr else ''} "
-                           f"{time_us(lambda: cutematmul.matmul(a, b, out=out)):.1f}")
+                row.append(f"{label} {time_us(lambda: cutematmul.matmul(a, b, out=out)):.1f}")
         finally:
             module.choose_schedule = model
             launch._plan_launch.cache_clear()
@@ -85,9 +101,16 @@ def sweep(dtype: str) -> None:
 
 
 def main(argv=None) -> int:
-    which = (argv or sys.argv[1:] or ["both"])[0]
-    for dtype in {"fp16": ["float16"], "fp32": ["float32"]}.get(which, ["float16", "float32"]):
-        sweep(dtype)
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("which", nargs="?", default="both", choices=("fp16", "fp32", "both"))
+    p.add_argument("--clusters", action="store_true", help="also 2x1 and 1x2 clusters (fp16)")
+    p.add_argument("--shapes", help="comma-separated MxNxK (default: the calibration set)")
+    args = p.parse_args(argv)
+    shapes = SHAPES
+    if args.shapes:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    for dtype in {"fp16": ["float16"], "fp32": ["float32"]}.get(args.which, ["float16", "float32"]):
+        sweep(dtype, shapes, args.clusters)
     return 0
 
 
