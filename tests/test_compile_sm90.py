@@ -26,6 +26,7 @@ PATTERNS = {
     "setmaxnreg": r"\bsetmaxnreg\.(?:inc|dec)\.sync\.aligned",
     "mbarrier_wait": r"\bmbarrier\.try_wait",
     "local": r"\.local\b",
+    "multicast": r"\bcp\.async\.bulk\.tensor\.[^;]*\.multicast::cluster",
 }
 out = {}
 for dtype, a_major, b_major, cfg in json.loads(sys.argv[1]):
@@ -42,7 +43,12 @@ CONFIGS = [
     {"tile_m": 128, "tile_n": 192},
     {"tile_m": 128, "tile_n": 128},
     {"tile_m": 64, "tile_n": 128},
+    # 2x1 clusters (B multicast), as the dispatcher picks them for 16-bit products of two or
+    # more tile rows: every tile shape.
     {"tile_m": 128, "tile_n": 256, "cluster_m": 2},
+    {"tile_m": 128, "tile_n": 192, "cluster_m": 2},
+    {"tile_m": 128, "tile_n": 128, "cluster_m": 2},
+    {"tile_m": 64, "tile_n": 128, "cluster_m": 2},
 ]
 
 
@@ -61,12 +67,16 @@ def test_sm90_compiles_with_tma_and_wgmma(tmp_path):
         assert c["setmaxnreg"] == 2, f"{name}: producer/consumer register split missing: {c}"
         assert c["mbarrier_wait"] >= 1, name
         assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
+        clustered = "_c2x1_" in name
+        assert (c["multicast"] >= 1) == clustered, f"{name}: TMA multicast {c['multicast']}"
 
 
 _PARTIALS = [
     ("Float16", "k", "n", {"tile_m": 128, "tile_n": 128, "partials": True}),
     ("BFloat16", "m", "k", {"tile_m": 64, "tile_n": 128, "partials": True}),
     ("Float16", "k", "k", {"tile_m": 128, "tile_n": 256, "partials": True}),
+    # A clustered split (B multicast into both CTAs' partial sums).
+    ("BFloat16", "k", "n", {"tile_m": 64, "tile_n": 128, "cluster_m": 2, "partials": True}),
     # Narrow tiles of transposed small-M products (C^T = B^T A^T): both B majors.
     ("Float16", "m", "k", {"tile_m": 128, "tile_n": 16, "epi_n": 16, "partials": True}),
     ("BFloat16", "k", "n", {"tile_m": 128, "tile_n": 16, "epi_n": 16, "partials": True}),
@@ -87,3 +97,4 @@ def test_sm90_split_k_partials_store_fp32_with_tma(tmp_path):
         assert c["stmatrix"] == 0, f"{name}: fp32 partials went through stmatrix: {c}"
         assert c["setmaxnreg"] == 2, name
         assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
+        assert (c["multicast"] >= 1) == ("_c2x1_" in name), f"{name}: {c}"

@@ -203,3 +203,35 @@ def test_wave_filling_tile(dtype, layout, shape):
     a, b = _operands(mk, m, n, k, layout, dtype)
     out = mk.poisoned((m, n), dtype)
     check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
+
+
+# 16-bit products whose M spans two tiles or more run in 2x1 clusters (B multicast): even and odd
+# tile-row counts (the last cluster's second CTA then has no rows), tails in M, N and K, every
+# tile shape the dispatcher clusters; each checked against the dispatcher.
+CLUSTERED = [(128, 2000, 3000), (200, 1000, 999), (300, 777, 555), (1000, 1000, 1000),
+             (1537, 1531, 1000), (2100, 2200, 1100)]
+
+
+@pytest.mark.parametrize("shape", CLUSTERED, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_clustered_products(dtype, layout, shape):
+    m, n, k = shape
+    family, key, splits, _ = dispatched(dtype, m, n, k)
+    if family.name != "sm90":
+        pytest.skip(f"2x1 clusters are an sm90 configuration; this GPU runs {family.name}")
+    assert key.config.cluster_m == 2, key.config
+    mk = _lib("torch")
+    a, b = _operands(mk, m, n, k, layout, dtype)
+    out = mk.poisoned((m, n), dtype)
+    check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
+
+
+def test_clustered_batch_with_broadcast():
+    """A batch of clustered products against one shared B (batch stride 0), odd tile rows."""
+    m, n, k = 300, 520, 260
+    assert dispatched("float16", m, n, k, 3)[1].config.cluster_m == 2
+    mk = _lib("torch")
+    a, b = mk.randn((3, m, k), "float16"), mk.randn((k, n), "float16")
+    out = mk.poisoned((3, m, n), "float16")
+    check_matmul(cutematmul.matmul(a, b, out=out), a, b, "float16")

@@ -106,6 +106,12 @@ def supports(m, n, k, batch, dtype, a_major, b_major, align_a, align_b, align_c)
 # 128x192 fills the machine where 128x256 leaves a partial wave (1536^3: 96 tiles, not 72;
 # 3072^3: 2.9 waves, not 2.2).
 _TILE_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.95, (128, 128): 0.9, (64, 128): 0.7}
+#: The same for 16-bit tiles in 2x1 clusters (``_cluster_m``), whose two CTAs (adjacent tile
+#: rows) receive one B tile by TMA multicast: half the L2 reads of B, the operand the narrow
+#: tiles reread most.  H200, 2026-12-01, fp16 nn, against the same tile unclustered: 8192^3
+#: 128x128 1799 against 2040 us, 64x128 2173 against 3522; 1000^3 64x128 8.8 against 11.3 us;
+#: 128x8192x8192 64x128 36.8 against 47.2 (cuBLAS 37.0); 128x256 within 1-3%.
+_CLUSTERED_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.98, (128, 128): 0.95, (64, 128): 0.8}
 # Narrow tiles for small-M products computed transposed (C^T = B^T A^T): the long N fills the
 # tile's M, the short M its N.  Memory-bound: what they save is padding.
 _NARROW_EFFICIENCY = {(128, 64): 0.8, (128, 32): 0.6, (128, 16): 0.5}
@@ -115,8 +121,12 @@ _NARROW_EFFICIENCY = {(128, 64): 0.8, (128, 32): 0.6, (128, 16): 0.5}
 SMALL_M = 16
 # fp16/bf16 wgmma as this family sustains it on an H100/H200-class SM (~660 TFLOP/s on 132 SMs);
 # TF32 wgmma runs at half that rate on fp32 (4-byte) operands and 32-wide K-tiles.
+# A 16-bit product through the workspace costs ~6 us beyond the partials' traffic (the reduction's
+# launch and latency): H200, 2026-12-01, 2 splits against none on 64x128 tiles: 768^3 +8.2 us,
+# 1000^3 +10.6, 1024^3 +10.8, 128x4096x4096 +3.1 (where halving each CTA's K saved the rest).
 _RATES = {
-    16: (64, waves.Rate(flops_per_sm=5.0e12, slots=1, in_bytes=2, out_bytes=2, min_k_tiles=4)),
+    16: (64, waves.Rate(flops_per_sm=5.0e12, slots=1, in_bytes=2, out_bytes=2, min_k_tiles=4,
+                        reduce_seconds=6e-6)),
     32: (TF32_TILE_K,
          waves.Rate(flops_per_sm=2.5e12, slots=1, in_bytes=4, out_bytes=4, min_k_tiles=4)),
 }
@@ -190,13 +200,36 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
                                       tiles_first=True, workspace=True, min_splits=fewest)
         return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn),
                       partials=True, **extra), splits, True
-    tiles = {tile: (eff, rate) for tile, eff in efficiency.items()}
+    tiles = {}
+    for tile, eff in efficiency.items():
+        if _cluster_m(math, tile[0], m, 1) > 1 and math in _CLUSTERED_MATH:
+            eff = _CLUSTERED_EFFICIENCY[tile]
+        tiles[tile] = (eff, rate)
     (tm, tn), splits = waves.best(m, n, k, batch, num_sms, tile_k, tiles, max_splits,
                                   min_splits=fewest)
-    if math == "tf32" and splits == 1 and tm == 128 and -(-m // tm) % 2 == 0:
-        extra["cluster_m"] = _TF32_CLUSTER[0]  # B multicast to two CTAs
     return Config(tile_m=tm, tile_n=tn, raster_group=8, partials=splits > 1,
-                  **extra), splits, False
+                  cluster_m=_cluster_m(math, tm, m, splits), **extra), splits, False
+
+
+#: Math types whose products run in 2x1 clusters whenever M spans two tiles or more.
+_CLUSTERED_MATH = ("float16", "bfloat16")
+
+
+def _cluster_m(math: str, tile_m: int, m: int, splits: int) -> int:
+    """2 when an (untransposed) product runs in 2x1 clusters, the B tile multicast to the CTAs
+    of two adjacent tile rows, else 1.
+
+    16-bit: whenever M spans two tiles or more (a product of one tile row would leave the
+    second CTA of every cluster idle; with an odd count the last cluster's second CTA has no
+    rows, its loads are zero-filled and its stores clipped by TMA).  One-pass TF32: unsplit
+    products of an even number of 128-row tiles (``_TF32_CLUSTER``).  3xTF32: never.
+    """
+    m_tiles = -(-m // tile_m)
+    if math in _CLUSTERED_MATH:
+        return 2 if m_tiles >= 2 else 1
+    if math == "tf32" and splits == 1 and tile_m == 128 and m_tiles % 2 == 0:
+        return _TF32_CLUSTER[0]
+    return 1
 
 
 def choose_config(m: int, n: int, k: int, batch: int, num_sms: int,

@@ -37,13 +37,15 @@ _SATURATION = 2.0
 
 class Rate(NamedTuple):
     """What a family sustains: flop/s per SM, CTAs resident per SM, bytes per input and output
-    element, and the fewest K-tiles a split may get (below that the pipeline never fills)."""
+    element, the fewest K-tiles a split may get (below that the pipeline never fills), and the
+    fixed cost of going through the workspace (the reduction's launch and latency)."""
 
     flops_per_sm: float
     slots: int
     in_bytes: int
     out_bytes: int
     min_k_tiles: int
+    reduce_seconds: float = LAUNCH_SECONDS
 
 
 def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile_n: int,
@@ -65,7 +67,7 @@ def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile
     memory = moved / (BANDWIDTH * active)
     reduce = 0.0
     if splits > 1 or workspace:
-        reduce = m * n * batch * (8 * splits + rate.out_bytes) / BANDWIDTH + LAUNCH_SECONDS
+        reduce = m * n * batch * (8 * splits + rate.out_bytes) / BANDWIDTH + rate.reduce_seconds
     return max(compute, memory) + reduce
 
 
