@@ -25,7 +25,11 @@ How
       (output tile x batch x K-split) with a stride of the grid size; tiles are visited in groups of ``raster_group`` tile-rows so
       the CTAs running at one time share A and B tiles in L2.  While consumers run the epilogue of a
       tile, the producer already fills the stages for the next one.
-    * Optional 2-CTA clusters multicast the shared operand tile to both CTAs (halving its L2 reads).
+    * 2-CTA clusters multicast the shared operand tile to both CTAs (halving its L2 reads): the
+      dispatcher runs 16-bit products whose M spans two tiles or more in 2x1 clusters (one B tile
+      for two adjacent tile rows; with an odd row count the last cluster's second CTA has no
+      rows: its loads are zero-filled and its stores clipped by TMA), and one-pass TF32
+      products of an even number of 128-row tiles (``configs/sm90._cluster_m``).
     * Epilogue: the fp32 accumulators are converted to the output dtype, written to a ring of
       swizzled shared-memory sub-tiles with ``stmatrix``, and stored by TMA (``cp.async.bulk``).
       One named barrier per sub-tile: the storing warp waits for older stores with a lag of
