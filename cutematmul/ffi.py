@@ -96,10 +96,11 @@ class Function:
 
     def _prepare(self, n: int) -> tuple:
         array = ctypes.c_int64 * (2 * n)
-        template = array()
-        template[0::2] = (_INT,) * n
-        self._prepared = (n, array, bytes(template))
-        return array, self._prepared[2]
+        cells = array()
+        cells[0::2] = (_INT,) * n
+        template = bytes(cells)
+        self._prepared = (n, array, template)
+        return array, template
 
 
 _Result = ctypes.c_int64 * 2

@@ -190,19 +190,29 @@ def test_compiled_kernels_are_reused_across_sizes():
 WAVE_FILL = [(1530, 1540, 700), (1537, 1531, 1000), (1500, 1500, 77)]
 
 
-@pytest.mark.parametrize("shape", WAVE_FILL, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_wave_filling_tile(dtype, layout, shape):
-    m, n, k = shape
-    family, key, splits, _ = dispatched(dtype, m, n, k)
+def _sm90_pick(dtype: str, m: int, n: int, k: int, what: str, batch: int = 1):
+    """(KernelKey, splits) the dispatcher picks for the shape; a skip where the GPU runs
+    another family than sm90 (``what`` names the configuration under test)."""
+    family, key, splits, _ = dispatched(dtype, m, n, k, batch)
     if family.name != "sm90":
-        pytest.skip(f"the 128x192 tile is an sm90 configuration; this GPU runs {family.name}")
-    assert key.config.tile_n == 192 and splits == 1, key.config
+        pytest.skip(f"{what} is an sm90 configuration; this GPU runs {family.name}")
+    return key, splits
+
+
+def _check_torch_product(dtype: str, layout: str, m: int, n: int, k: int) -> None:
     mk = _lib("torch")
     a, b = _operands(mk, m, n, k, layout, dtype)
     out = mk.poisoned((m, n), dtype)
     check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
+
+
+@pytest.mark.parametrize("shape", WAVE_FILL, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_wave_filling_tile(dtype, layout, shape):
+    key, splits = _sm90_pick(dtype, *shape, "the 128x192 tile")
+    assert key.config.tile_n == 192 and splits == 1, key.config
+    _check_torch_product(dtype, layout, *shape)
 
 
 # 16-bit products whose M spans two tiles or more run in 2x1 clusters (B multicast): even and odd
@@ -216,21 +226,15 @@ CLUSTERED = [(128, 2000, 3000), (200, 1000, 999), (300, 777, 555), (1000, 1000, 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_clustered_products(dtype, layout, shape):
-    m, n, k = shape
-    family, key, splits, _ = dispatched(dtype, m, n, k)
-    if family.name != "sm90":
-        pytest.skip(f"2x1 clusters are an sm90 configuration; this GPU runs {family.name}")
+    key, _ = _sm90_pick(dtype, *shape, "a 2x1 cluster")
     assert key.config.cluster_m == 2, key.config
-    mk = _lib("torch")
-    a, b = _operands(mk, m, n, k, layout, dtype)
-    out = mk.poisoned((m, n), dtype)
-    check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
+    _check_torch_product(dtype, layout, *shape)
 
 
 def test_clustered_batch_with_broadcast():
     """A batch of clustered products against one shared B (batch stride 0), odd tile rows."""
     m, n, k = 300, 520, 260
-    assert dispatched("float16", m, n, k, 3)[1].config.cluster_m == 2
+    assert _sm90_pick("float16", m, n, k, "a 2x1 cluster", batch=3)[0].config.cluster_m == 2
     mk = _lib("torch")
     a, b = mk.randn((3, m, k), "float16"), mk.randn((k, n), "float16")
     out = mk.poisoned((3, m, n), "float16")

@@ -202,7 +202,7 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
                       partials=True, **extra), splits, True
     tiles = {}
     for tile, eff in efficiency.items():
-        if _cluster_m(math, tile[0], m, 1) > 1 and math in _CLUSTERED_MATH:
+        if math in _CLUSTERED_MATH and _cluster_m(math, tile[0], m, 1) > 1:
             eff = _CLUSTERED_EFFICIENCY[tile]
         tiles[tile] = (eff, rate)
     (tm, tn), splits = waves.best(m, n, k, batch, num_sms, tile_k, tiles, max_splits,
