@@ -62,15 +62,20 @@ def _config(module, tm: int, tn: int, transposed: bool, splits: int, cluster=(1,
     return simt._config(tm, tn, _SIMT_THREADS[(tm, tn)])
 
 
+def _label(tm: int, tn: int, splits: int, transposed: bool, cluster=(1, 1)) -> str:
+    """A configuration as the output prints it, e.g. ``64x128/s2`` or ``128x256/s1/c2x1``."""
+    return (f"{tm}x{tn}/s{splits}{'T' if transposed else ''}"
+            + (f"/c{cluster[0]}x{cluster[1]}" if cluster != (1, 1) else ""))
+
+
 def candidates(dtype: str, m: int, clusters: bool):
     """(config, splits, transposed, label) of every forced candidate for a product with ``m`` rows."""
     module, tiles, split_counts = CANDIDATES[dtype]
     shapes = CLUSTERS if clusters and module is sm90 else ((1, 1),)
     for (tm, tn, tr), s, c in itertools.product(tiles, split_counts, shapes):
-        if (tr and m > 64) or (tr and c != (1, 1)):
+        if tr and (m > 64 or c != (1, 1)):
             continue
-        label = f"{tm}x{tn}/s{s}{'T' if tr else ''}" + (f"/c{c[0]}x{c[1]}" if c != (1, 1) else "")
-        yield _config(module, tm, tn, tr, s, c), s, tr, label
+        yield _config(module, tm, tn, tr, s, c), s, tr, _label(tm, tn, s, tr, c)
 
 
 def sweep(dtype: str, shapes=SHAPES, clusters: bool = False) -> None:
@@ -84,9 +89,8 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False) -> None:
         cfg, splits, transposed = model(m, n, k, 1, 132)
         launch._plan_launch.cache_clear()
         picked = time_us(lambda: cutematmul.matmul(a, b, out=out))
-        cluster = f"/c{cfg.cluster_m}x{cfg.cluster_n}" if getattr(cfg, "cluster_m", 1) * getattr(
-            cfg, "cluster_n", 1) > 1 else ""
-        row = [f"pick {cfg.tile_m}x{cfg.tile_n}/s{splits}{'T' if transposed else ''}{cluster} "
+        cluster = (getattr(cfg, "cluster_m", 1), getattr(cfg, "cluster_n", 1))  # sm90 only
+        row = [f"pick {_label(cfg.tile_m, cfg.tile_n, splits, transposed, cluster)} "
                f"{picked:.1f}us ({cublas / picked:.2f}x)"]
         try:
             for config, s, tr, label in candidates(dtype, m, clusters):
