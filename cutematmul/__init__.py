@@ -25,8 +25,18 @@ if not _os.path.isdir(_os.path.join(__path__[0], "adapters")) and _os.path.isfil
 del _checkout
 
 from .api import matmul  # noqa: E402
-from .aot import precompile  # noqa: E402
 from .cache import cache_clear, cache_info  # noqa: E402
+
+
+def __getattr__(name: str):
+    # ``precompile`` loads ``aot`` (worker pools, multiprocessing) only when asked for: a warm
+    # start never needs it (docs/performance.md, start-up).
+    if name == "precompile":
+        from .aot import precompile
+
+        return precompile
+    raise AttributeError(f"module 'cutematmul' has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 __all__ = ["matmul", "cache_info", "cache_clear", "precompile", "__version__"]

@@ -25,16 +25,11 @@ import contextlib
 import ctypes
 import functools
 import hashlib
-import importlib.metadata
-import inspect
 import json
 import os
-import platform
 import re
-import shlex
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 import time
@@ -266,7 +261,7 @@ def environment() -> tuple[tuple[str, str], ...]:
         ("nvidia-cutlass-dsl", version("nvidia-cutlass-dsl")),
         ("apache-tvm-ffi", version("apache-tvm-ffi")),
         ("runtime", runtime()[0]),
-        ("host", f"{sys.platform}-{platform.machine()}"),
+        ("host", f"{sys.platform}-{os.uname().machine}"),
     )
 
 
@@ -278,6 +273,8 @@ def _source_roots() -> tuple[Path, ...]:
 def sources_digest(roots) -> str:
     """sha256 over every file under ``roots`` (names and contents) and ``dispatch.build_kernel``
     and ``dispatch.compile_key`` (what turns a key into code)."""
+    import inspect
+
     from . import dispatch
 
     h = hashlib.sha256(inspect.getsource(dispatch.build_kernel).encode())
@@ -294,6 +291,8 @@ def sources_digest(roots) -> str:
 
 def source_digest(fn) -> str:
     """sha256 of the file defining ``fn`` (a function or a ``functools.partial`` of one)."""
+    import inspect
+
     target = getattr(fn, "func", fn)
     try:
         source = inspect.getsourcefile(target)
@@ -303,6 +302,26 @@ def source_digest(fn) -> str:
 
 
 def version(distribution: str) -> str:
+    """The installed version of ``distribution``, "absent" if it is not installed.
+
+    Read from the name of its ``<name>-<version>.dist-info`` folder, the first on ``sys.path``
+    as ``importlib.metadata`` searches them (the wheel format names the folder so): importing
+    ``importlib.metadata`` and parsing the metadata costs 10-30 ms of a warm start.  Anything
+    else (an egg, an unusual folder name) is asked of ``importlib.metadata``.
+    """
+    prefix = re.sub(r"[-_.]+", "_", distribution).lower() + "-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".dist-info") and name.lower().startswith(prefix):
+                found = name[len(prefix):-len(".dist-info")]
+                if found and "-" not in found:
+                    return found
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
@@ -356,6 +375,8 @@ def preload_runtime() -> ctypes.CDLL:
 @functools.cache
 def linker() -> tuple[str, ...] | None:
     """The command that links shared objects: ``$CC``, else the first of cc/gcc/clang/ld."""
+    import shlex
+
     candidates = [tuple(shlex.split(os.environ["CC"]))] if os.environ.get("CC") else []
     candidates += [(name,) for name in ("cc", "gcc", "clang", "ld", "ld.lld", "ld.gold")]
     for command in candidates:
@@ -376,6 +397,8 @@ def link(obj: Path, out: Path) -> str:
     lib_dirs = sorted({str(runtime()[1].parent), str(ffi.library_path().parent)})
     args = [*command, "-shared", "-o", str(out), str(obj), *(f"-L{d}" for d in lib_dirs),
             "-lcute_dsl_runtime", "-ltvm_ffi"]
+    import subprocess
+
     try:
         proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as exc:

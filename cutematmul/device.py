@@ -1,16 +1,29 @@
-"""The CUDA driver and runtime calls the core needs, through ``cuda-python`` (``cuda.bindings``).
+"""The CUDA driver and runtime calls the core needs.
+
+Two layers, for start-up time:
+
+* the queries every product makes once per process (is there a driver and a GPU, the device's
+  compute capability, multiprocessor count and name) call the driver library ``libcuda.so.1``
+  directly through ``ctypes``: four documented, stable driver entry points;
+* everything else (stream-ordered allocation, copies, events, pointer queries: the NumPy and
+  generic DLPack routes) goes through ``cuda-python`` (``cuda.bindings``), imported on first use.
+
+Why: importing ``cuda.bindings.driver`` and ``.runtime`` costs 70-100 ms (``cuda.pathfinder``
+searching for libraries), more than the whole rest of a warm start; a CuPy or PyTorch product
+never needs them (docs/performance.md, start-up).
 
 Nothing here runs at import: a machine without a GPU or with too old a driver imports cutematmul
 fine and gets a ``RuntimeError`` naming the cause at the first call that needs the GPU.
+
+Imports: nothing of ours; ``ctypes``; lazily ``cuda.bindings``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 from dataclasses import dataclass
-
-from cuda.bindings import driver, runtime
 
 
 @dataclass(frozen=True)
@@ -23,6 +36,14 @@ class DeviceInfo:
     num_sms: int
 
 
+@functools.cache
+def _bindings():
+    """``(cuda.bindings.driver, cuda.bindings.runtime)``, imported on first use."""
+    from cuda.bindings import driver, runtime
+
+    return driver, runtime
+
+
 def _check(result, what: str):
     err, *values = result if isinstance(result, tuple) else (result,)
     if int(err) != 0:
@@ -31,30 +52,60 @@ def _check(result, what: str):
     return values[0] if len(values) == 1 else values
 
 
+# CUresult values (cuda.h) that device_count explains in words.
+_NO_DEVICE = 100
+_OLD_DRIVER = {35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+               804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"}
+# CUdevice_attribute values (cuda.h).
+_ATTR_SM_COUNT = 16
+_ATTR_MAJOR = 75
+_ATTR_MINOR = 76
+
+
 @functools.cache
-def device_count() -> int:
-    """Number of visible CUDA devices; RuntimeError when there is no usable driver or GPU."""
+def _libcuda() -> ctypes.CDLL:
+    """The driver library; RuntimeError when no NVIDIA driver is installed."""
     try:
-        (err,) = driver.cuInit(0)
-    except Exception as exc:  # libcuda.so itself is missing: no NVIDIA driver installed
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
         raise RuntimeError(
             f"cutematmul: no NVIDIA driver was found on this machine ({exc}); "
             "cutematmul needs an NVIDIA GPU with an R580 or newer driver."
         ) from None
-    if err == driver.CUresult.CUDA_ERROR_NO_DEVICE:
+
+
+def _error_name(code: int) -> str:
+    name = ctypes.c_char_p()
+    if _libcuda().cuGetErrorName(code, ctypes.byref(name)) == 0 and name.value:
+        return name.value.decode()
+    return f"CUresult {code}"
+
+
+def _driver_call(what: str, code: int) -> None:
+    if code != 0:
+        raise RuntimeError(f"cutematmul: {what} failed with {_error_name(code)}.")
+
+
+@functools.cache
+def device_count() -> int:
+    """Number of visible CUDA devices; RuntimeError when there is no usable driver or GPU."""
+    lib = _libcuda()
+    err = lib.cuInit(0)
+    if err == _NO_DEVICE:
         raise RuntimeError("cutematmul: no CUDA GPU is visible on this machine.")
-    if err.name in ("CUDA_ERROR_INSUFFICIENT_DRIVER", "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
-                    "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"):
+    if err in _OLD_DRIVER:
         raise RuntimeError(
             "cutematmul: the NVIDIA driver is too old for this CUDA 13 build "
             "(an R580 or newer driver is needed)."
         )
-    if int(err) != 0:
+    if err != 0:
         raise RuntimeError(
-            f"cutematmul: the CUDA driver could not be initialised ({err.name}); "
+            f"cutematmul: the CUDA driver could not be initialised ({_error_name(err)}); "
             "is an NVIDIA GPU and driver installed?"
         )
-    return _check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
+    count = ctypes.c_int(0)
+    _driver_call("cuDeviceGetCount", lib.cuDeviceGetCount(ctypes.byref(count)))
+    return count.value
 
 
 @functools.cache
@@ -63,21 +114,27 @@ def device_info(index: int) -> DeviceInfo:
     count = device_count()
     if not 0 <= index < count:
         raise RuntimeError(f"cutematmul: CUDA device {index} does not exist ({count} visible).")
-    attr = runtime.cudaDeviceAttr
-    major = _check(runtime.cudaDeviceGetAttribute(attr.cudaDevAttrComputeCapabilityMajor, index), "query")
-    minor = _check(runtime.cudaDeviceGetAttribute(attr.cudaDevAttrComputeCapabilityMinor, index), "query")
-    sms = _check(runtime.cudaDeviceGetAttribute(attr.cudaDevAttrMultiProcessorCount, index), "query")
-    name = _check(runtime.cudaGetDeviceProperties(index), "cudaGetDeviceProperties").name
-    name = name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)
-    return DeviceInfo(index, name, (major, minor), sms)
+    lib = _libcuda()
+    dev = ctypes.c_int(0)
+    _driver_call("cuDeviceGet", lib.cuDeviceGet(ctypes.byref(dev), index))
+    values = []
+    for attr in (_ATTR_MAJOR, _ATTR_MINOR, _ATTR_SM_COUNT):
+        value = ctypes.c_int(0)
+        _driver_call("cuDeviceGetAttribute",
+                     lib.cuDeviceGetAttribute(ctypes.byref(value), attr, dev.value))
+        values.append(value.value)
+    name = ctypes.create_string_buffer(256)
+    _driver_call("cuDeviceGetName", lib.cuDeviceGetName(name, len(name), dev.value))
+    major, minor, sms = values
+    return DeviceInfo(index, name.value.decode(errors="replace"), (major, minor), sms)
 
 
 def current_device() -> int:
-    return _check(runtime.cudaGetDevice(), "cudaGetDevice")
+    return _check(_bindings()[1].cudaGetDevice(), "cudaGetDevice")
 
 
 def set_device(index: int) -> None:
-    _check(runtime.cudaSetDevice(index), "cudaSetDevice")
+    _check(_bindings()[1].cudaSetDevice(index), "cudaSetDevice")
 
 
 @contextlib.contextmanager
@@ -97,6 +154,7 @@ def using_device(index: int):
 def pointer_device(ptr: int) -> int:
     """Ordinal of the GPU owning device pointer ``ptr``; RuntimeError if CUDA does not know it."""
     device_count()  # initialises the driver, or says why it cannot
+    driver = _bindings()[0]
     attr = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
     return int(_check(driver.cuPointerGetAttribute(attr, ptr), "cuPointerGetAttribute"))
 
@@ -112,6 +170,7 @@ def order_after(producer: int, consumer: int, device: int | None = None) -> None
     if producer == consumer:
         return
     scope = using_device(device) if device is not None else contextlib.nullcontext()
+    runtime = _bindings()[1]
     with scope:
         event = _check(runtime.cudaEventCreateWithFlags(runtime.cudaEventDisableTiming),
                        "cudaEventCreateWithFlags")
@@ -127,17 +186,18 @@ def order_after(producer: int, consumer: int, device: int | None = None) -> None
 
 
 def alloc_async(nbytes: int, stream: int) -> int:
-    return int(_check(runtime.cudaMallocAsync(max(nbytes, 1), stream), "cudaMallocAsync"))
+    return int(_check(_bindings()[1].cudaMallocAsync(max(nbytes, 1), stream), "cudaMallocAsync"))
 
 
 def free_async(ptr: int, stream: int) -> None:
-    _check(runtime.cudaFreeAsync(ptr, stream), "cudaFreeAsync")
+    _check(_bindings()[1].cudaFreeAsync(ptr, stream), "cudaFreeAsync")
 
 
+#: cudaMemcpyKind member names.
 _COPY_KINDS = {
-    "host_to_device": runtime.cudaMemcpyKind.cudaMemcpyHostToDevice,
-    "device_to_host": runtime.cudaMemcpyKind.cudaMemcpyDeviceToHost,
-    "device_to_device": runtime.cudaMemcpyKind.cudaMemcpyDeviceToDevice,
+    "host_to_device": "cudaMemcpyHostToDevice",
+    "device_to_host": "cudaMemcpyDeviceToHost",
+    "device_to_device": "cudaMemcpyDeviceToDevice",
 }
 
 
@@ -148,15 +208,17 @@ def copy_2d_async(dst: int, dst_pitch: int, src: int, src_pitch: int, width: int
     ``kind`` is "host_to_device", "device_to_host" or "device_to_device".
     """
     if width and height:
+        runtime = _bindings()[1]
+        copy_kind = getattr(runtime.cudaMemcpyKind, _COPY_KINDS[kind])
         _check(runtime.cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height,
-                                         _COPY_KINDS[kind], stream), "cudaMemcpy2DAsync")
+                                         copy_kind, stream), "cudaMemcpy2DAsync")
 
 
 def memset_async(ptr: int, nbytes: int, stream: int, value: int = 0) -> None:
     """Set ``nbytes`` bytes from ``ptr`` to the byte ``value``, ordered on ``stream``."""
     if nbytes:
-        _check(runtime.cudaMemsetAsync(ptr, value, nbytes, stream), "cudaMemsetAsync")
+        _check(_bindings()[1].cudaMemsetAsync(ptr, value, nbytes, stream), "cudaMemsetAsync")
 
 
 def synchronize(stream: int) -> None:
-    _check(runtime.cudaStreamSynchronize(stream), "cudaStreamSynchronize")
+    _check(_bindings()[1].cudaStreamSynchronize(stream), "cudaStreamSynchronize")
