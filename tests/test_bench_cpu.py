@@ -940,3 +940,70 @@ def test_startup_child_loads_without_importing_cutematmul():
                           capture_output=True, text=True, timeout=120, cwd="/")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "['_cutematmul_startup_child']"
+
+
+def test_startup_bytecode_state(tmp_path):
+    import importlib.machinery
+    import py_compile
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    sources = [package / "__init__.py", package / "mod.py"]
+    for source in sources:
+        source.write_text("x = 1\n")
+    spec = importlib.machinery.ModuleSpec("pkg", None, is_package=True)
+    spec.submodule_search_locations = [str(package)]
+    assert startup.bytecode_state(spec) == "none"
+    py_compile.compile(str(sources[0]), doraise=True)
+    assert startup.bytecode_state(spec) == "some"
+    py_compile.compile(str(sources[1]), doraise=True)
+    assert startup.bytecode_state(spec) == "all"
+    assert startup.bytecode_state(None) == "none"
+    run = startup.ChildRun("warm", 0, 0.1, {**_startup_result([0.02] * 4, 0, 4), "bytecode": "none"})
+    assert any("none of cutematmul's modules had bytecode" in line for line in startup.notes([run]))
+
+
+def test_host_mode_takes_turns_and_keeps_the_best_round(monkeypatch):
+    from cutematmul.bench import host
+
+    order = []
+
+    class Fake(Backend):
+        def __init__(self, name, seconds, fails=False):
+            super().__init__()
+            self.name, self.seconds, self.fails = name, list(seconds), fails
+
+        def _probe(self):
+            return True, ""
+
+        def supports(self, dtype):
+            return (dtype == "float32", "float32 only")
+
+        def upload(self, h):
+            return 1, 2, 3
+
+        def matmul(self, a, b, out):
+            if self.fails:
+                raise RuntimeError("no GPU")
+
+        def synchronize(self):
+            pass
+
+    fast, slow, broken = Fake("fast", [3e-6, 1e-6, 2e-6]), Fake("slow", [9e-6, 8e-6, 7e-6]), Fake(
+        "broken", [], fails=True)
+
+    def timed(call, calls, synchronize, warmup):
+        backend = next(b for b in (fast, slow, broken) if b.synchronize == synchronize)
+        order.append(backend.name)
+        call()
+        return backend.seconds.pop(0)
+
+    monkeypatch.setattr(host, "host_time_per_call", timed)
+    results = host.measure_hosts([fast, slow, broken], ["float32", "float16"], calls=10, repeats=3)
+    assert order == ["fast", "slow", "broken", "fast", "slow", "fast", "slow"]
+    by = {(r.backend, r.dtype): r for r in results}
+    assert by["fast", "float32"].us_per_call == pytest.approx(1.0)
+    assert by["slow", "float32"].us_per_call == pytest.approx(7.0)
+    assert by["broken", "float32"].us_per_call is None
+    assert by["broken", "float32"].note.startswith("ERROR: RuntimeError: no GPU")
+    assert by["fast", "float16"].note == "skipped: float32 only"

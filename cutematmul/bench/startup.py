@@ -211,6 +211,7 @@ def measure(spec: dict) -> dict:
     arrays.synchronize()
     result["arrays_s"] = time.perf_counter() - start
 
+    result["bytecode"] = bytecode_state(importlib.util.find_spec("cutematmul"))
     before = _top_level_modules()
     start = time.perf_counter()
     cutematmul = importlib.import_module("cutematmul")
@@ -250,6 +251,24 @@ def measure(spec: dict) -> dict:
         if not product["ok"]:
             product["note"] = f"WRONG: relative error {err:.3g} > {TOLERANCE[product['dtype']]:g}"
     return result
+
+
+def bytecode_state(spec) -> str:
+    """Whether the package of ``spec`` (found, not imported) has current bytecode: "all", "none"
+    or "some" of its modules.  A wheel installed by pip has all; a checkout run with
+    PYTHONDONTWRITEBYTECODE set has none, and then every process compiles each module it imports
+    from source (tens of milliseconds of a warm start)."""
+    if spec is None or not spec.submodule_search_locations:
+        return "none"
+    sources = [p for folder in spec.submodule_search_locations for p in Path(folder).rglob("*.py")]
+    current = 0
+    for source in sources:
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        try:
+            current += cached.stat().st_mtime >= source.stat().st_mtime
+        except OSError:
+            pass
+    return "all" if current == len(sources) else ("none" if current == 0 else "some")
 
 
 def child_main(spec_json: str) -> int:
@@ -466,6 +485,11 @@ def notes(runs: list[ChildRun]) -> list[str]:
         r = run.result
         if r is None:
             continue
+        if r.get("bytecode", "all") != "all":
+            lines.append(
+                f"{run.phase}: {r['bytecode']} of cutematmul's modules had bytecode, so the "
+                "process compiled the others from source (an installed wheel has it all; "
+                "`python -m compileall` on the package gives a checkout the same)")
         lines.append(f"{run.phase}: import cutematmul brought in {_names(r['import_imported'])}")
         for p in r["products"]:
             if p["imported"]:
