@@ -61,6 +61,11 @@ class CupyAdapter(ArrayAdapter):
     def empty(self, shape, like):
         return cupy.empty(shape, dtype=like.dtype)
 
+    def empty_operand(self, shape, strides, like, template):
+        out = cupy.empty(shape, dtype=like.dtype)  # C-contiguous, on the current device
+        return out, Operand(out, out.data.ptr, shape, strides, template.dtype, template.itemsize,
+                            template.device)
+
     def workspace(self, count: int, like, stream: int):
         buf = cupy.empty(count, dtype=cupy.float32)
         return buf, buf.data.ptr

@@ -126,6 +126,11 @@ class TorchAdapter(ArrayAdapter):
     def empty(self, shape, like):
         return like.new_empty(shape)
 
+    def empty_operand(self, shape, strides, like, template):
+        out = like.new_empty(shape)  # contiguous, of like's dtype and device
+        return out, Operand(out, out.data_ptr(), shape, strides, template.dtype, template.itemsize,
+                            template.device)
+
     def workspace(self, count: int, like, stream: int):
         buf = torch.empty(count, dtype=torch.float32, device=like.device)
         return buf, buf.data_ptr()

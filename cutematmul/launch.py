@@ -12,9 +12,11 @@
    kernel first rewrites the operands TF32 wgmma cannot read (K-major copies, 3xTF32 splits)
    into workspaces, reading exactly the boxes the proof covered.
 
-The hot path is short for small products: what depends only on shapes and strides (the plan, the
-spans, the resolved launch) is cached on them, so a repeated call costs a few dict lookups, the
-pointer checks and the kernel call itself.
+The hot path is short for small products: what depends only on shapes, strides, dtypes and
+options is cached on them in two halves, ``_prepare`` (every check, no CUDA call) and
+``_device_plan`` (device facts, family, launch; keyed by the prepared object's identity), so a
+repeated call costs two lookups, the pointer checks, the output's allocation (built into an
+Operand without describing it again) and the kernel call itself.
 
 Imports: ``cache``, ``configs.sm90`` (a constant), ``device``, ``dispatch``, ``operand``, ``plan``,
 ``streams``, ``validate``.
@@ -33,7 +35,9 @@ from .dispatch import (
     math_type, output_dtype, prep_key, reduce_key, schedule,
 )
 from .operand import Operand
-from .plan import Gemm, MatrixLayout, alignment, pieces, plan_gemm, problem_size, round_up
+from .plan import (
+    Gemm, MatrixLayout, alignment, pieces, plan_gemm, problem_size, round_up, row_major_strides,
+)
 from .streams import explicit_handle, resolve_stream
 from .validate import (
     check_address_range, check_launches, check_no_overlap, check_operands, check_out,
@@ -73,40 +77,101 @@ def run_device(adapter, a, b, *, out, stream, kernel, precision="highest"):
     named = None if stream is None else explicit_handle(stream, adapter)
     da = adapter.describe(a, "a", named)
     db = adapter.describe(b, "b", named)
-    shape, rel_a, rel_b = _inputs(da.shape, da.strides, db.shape, db.strides, da.dtype, db.dtype,
-                                  da.itemsize)
-    if da.device != db.device:
-        raise ValueError(
-            f"matmul: a and b must be on the same GPU; a is on device {da.device} "
-            f"and b on device {db.device}."
-        )
-    check_address_range(da, "a", rel_a)
-    check_address_range(db, "b", rel_b)
-    dout = None
-    if out is not None:
-        dout = adapter.describe(out, "out", named)
-        check_out(dout, shape, da.dtype, da.device)
-        rel_c = _span(dout.shape, element_strides(dout.strides, dout.itemsize, "out"),
-                      dout.itemsize, "out")
-        check_address_range(dout, "out", rel_c)
-        check_no_overlap(dout, rel_c, (("a", da, rel_a), ("b", db, rel_b)))
-    info = _device.device_info(da.device)
-    families = families_for(_math(da, db, precision, info.capability, kernel),
-                            info.capability, kernel)
+    dout = None if out is None else adapter.describe(out, "out", named)
+    call = _prepare(
+        da.shape, da.strides, db.shape, db.strides, da.dtype, db.dtype, da.itemsize, da.device,
+        db.device, None if dout is None else (dout.shape, dout.strides, dout.dtype,
+                                              dout.itemsize, dout.device, dout.readonly),
+        precision, kernel,
+    )
+    # What depends on the pointers themselves: the absolute spans, and out against the inputs.
+    check_address_range(da, "a", call.rel_a)
+    check_address_range(db, "b", call.rel_b)
+    if dout is not None:
+        check_address_range(dout, "out", call.rel_c)
+        check_no_overlap(dout, call.rel_c, (("a", da, call.rel_a), ("b", db, call.rel_b)))
+    # A fresh result's allocation is assumed aligned here, and checked before the direct call.
+    families, info, (swapped, launch), direct = _device_plan(
+        call, ((da.ptr & 15) == 0, (db.ptr & 15) == 0, dout is None or (dout.ptr & 15) == 0))
     stream = resolve_stream(named, adapter, da.device)
     with adapter.on_device(da.device), stream.scope(adapter, da.device):
         if out is None:
-            out = adapter.empty(shape, a)
-            dout = adapter.describe(out, "out", named)
-        gemm_on_device(adapter, families, info, da, db, dout, stream.handle)
+            out, dout = adapter.empty_operand(call.shape, call.c_strides, a, da)
+        if direct and dout.strides == call.c_strides and (dout.ptr & 15) == 0:
+            # The plan was made for exactly these operands: one kernel per call, no workspace.
+            fn = get_compiled(launch.key)
+            pa, pb = (db.ptr, da.ptr) if swapped else (da.ptr, db.ptr)
+            pc = dout.ptr
+            for (oa, ob, oc), sizes in launch.calls:
+                fn(pa + oa, pb + ob, pc + oc, *sizes, stream.handle)
+        else:
+            gemm_on_device(adapter, families, info, da, db, dout, stream.handle)
     return out
 
 
-def _math(da: Operand, db: Operand, precision: str, capability, kernel: str) -> str:
-    """``dispatch.math_type`` of the product (the float32 modes look at its size)."""
-    if da.dtype != "float32" or precision == "highest":
-        return da.dtype
-    return math_type(da.dtype, precision, capability, problem_size(da.shape, db.shape), kernel)
+class Prepared:
+    """What a call's shapes, strides, dtypes, devices and options decide before any CUDA call
+    (``_prepare``).  Hashed by identity: ``_prepare`` hands out one object per signature, which
+    keys the device-dependent half (``_device_plan``) with a cheap hash."""
+
+    __slots__ = ("operands", "options", "shape", "rel_a", "rel_b", "rel_c", "c_strides")
+
+    def __init__(self, operands, options, shape, rel_a, rel_b, rel_c, c_strides):
+        self.operands = operands  # (a_shape, a_strides, b_shape, b_strides, dtype, itemsize, device)
+        self.options = options  # (precision, kernel)
+        self.shape = shape  # the result's
+        self.rel_a, self.rel_b = rel_a, rel_b  # byte spans from the pointers
+        self.rel_c = rel_c  # out's byte span; None for a fresh result
+        self.c_strides = c_strides  # out's strides, or a fresh result's (row-major)
+
+
+@lru_cache(maxsize=4096)
+def _prepare(a_shape, a_strides, b_shape, b_strides, a_dtype: str, b_dtype: str, itemsize: int,
+             a_device: int, b_device: int, out, precision: str, kernel: str) -> Prepared:
+    """Every check of a device-route call that its pointers do not change, in the order the
+    caller's mistakes are reported, without a CUDA call; cached, so a repeat is one lookup.
+
+    ``out`` is None (a fresh row-major result) or (shape, strides, dtype, itemsize, device,
+    readonly).
+    """
+    shape = check_operands(a_shape, b_shape, a_dtype, b_dtype)
+    rel_a, rel_b = (span(s, element_strides(st, itemsize, name), itemsize, name)
+                    for name, s, st in (("a", a_shape, a_strides), ("b", b_shape, b_strides)))
+    if a_device != b_device:
+        raise ValueError(
+            f"matmul: a and b must be on the same GPU; a is on device {a_device} "
+            f"and b on device {b_device}."
+        )
+    rel_c = None
+    c_strides = row_major_strides(shape)
+    if out is not None:
+        o_shape, o_strides, o_dtype, o_itemsize, o_device, o_readonly = out
+        check_out(Operand(None, 0, o_shape, o_strides, o_dtype, o_itemsize, o_device, o_readonly),
+                  shape, a_dtype, a_device)
+        c_strides = element_strides(o_strides, o_itemsize, "out")
+        rel_c = span(o_shape, c_strides, o_itemsize, "out")
+    return Prepared((a_shape, a_strides, b_shape, b_strides, a_dtype, itemsize, a_device),
+                    (precision, kernel), shape, rel_a, rel_b, rel_c, c_strides)
+
+
+@lru_cache(maxsize=4096)
+def _device_plan(call: Prepared, aligned: tuple[bool, bool, bool]):
+    """(families, device info, ``_plan_launch``'s (swapped, what to do), direct) for a prepared
+    call whose pointers' 16-byte alignment is ``aligned`` (a, b, out); ``direct`` says the plan is
+    a Launch of one kernel per call, without prep or workspace."""
+    a_shape, a_strides, b_shape, b_strides, dtype, itemsize, device = call.operands
+    precision, kernel = call.options
+    info = _device.device_info(device)
+    math = dtype
+    if dtype == "float32" and precision != "highest":
+        math = math_type(dtype, precision, info.capability, problem_size(a_shape, b_shape), kernel)
+    families = families_for(math, info.capability, kernel)
+    plan = _plan_launch(families[1], info.capability, info.num_sms, a_shape, a_strides, b_shape,
+                        b_strides, call.shape, call.c_strides, families[2], itemsize, aligned,
+                        _UNPADDED)
+    work = plan[1]
+    direct = isinstance(work, Launch) and work.prep is None and work.reduce is None
+    return families, info, plan, direct
 
 
 @lru_cache(maxsize=256)
@@ -115,20 +180,6 @@ def families_for(math: str, capability, kernel: str) -> tuple[tuple, tuple[str, 
     on this GPU, best first."""
     families = choose_families(math, capability, kernel)
     return families, tuple(f.name for f in families), math
-
-
-@lru_cache(maxsize=4096)
-def _inputs(a_shape, a_strides, b_shape, b_strides, a_dtype: str, b_dtype: str, itemsize: int):
-    """(result shape, byte span of a, of b): the checks that depend on shapes and strides only."""
-    shape = check_operands(a_shape, b_shape, a_dtype, b_dtype)
-    spans = [span(s, element_strides(st, itemsize, name), itemsize, name)
-             for name, s, st in (("a", a_shape, a_strides), ("b", b_shape, b_strides))]
-    return shape, spans[0], spans[1]
-
-
-@lru_cache(maxsize=4096)
-def _span(shape, strides, itemsize: int, argument: str) -> tuple[int, int]:
-    return span(shape, strides, itemsize, argument)
 
 
 def gemm_on_device(adapter, families, info, a: Operand, b: Operand, c: Operand, stream: int,

@@ -80,6 +80,17 @@ class ArrayAdapter:
         """A new row-major array of ``like``'s dtype and device, on the library's current stream."""
         raise NotImplementedError
 
+    def empty_operand(self, shape: tuple[int, ...], strides: tuple[int, ...], like,
+                      template: Operand) -> tuple[Any, Operand]:
+        """(a new array for the result, its Operand): ``empty(shape, like)``, described.
+
+        ``strides`` are the row-major strides ``empty`` gives and ``template`` is ``like``'s
+        Operand (dtype, itemsize, device); adapters whose library guarantees both build the
+        Operand from them instead of describing the new array (a microsecond per call).
+        """
+        out = self.empty(shape, like)
+        return out, self.describe(out, "out")
+
     def workspace(self, count: int, like, stream: int) -> tuple[object, int]:
         """(owner, address) of ``count`` fp32 scratch elements on the current device, for work
         on ``stream`` (the library's current stream inside ``on_stream``), released in stream

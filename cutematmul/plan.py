@@ -206,7 +206,7 @@ def plan_gemm(a_shape: Shape, a_strides: Shape, b_shape: Shape, b_strides: Shape
     # Output strides over (batch..., M, N), with the dims dropped for 1-D operands restored.
     full = batch + (m, n)
     if c_strides is None:
-        c_full = _row_major_strides(full)
+        c_full = row_major_strides(full)
     else:
         c_full = tuple(c_strides)
         if a_1d and b_1d:
@@ -250,7 +250,7 @@ def plan_gemm(a_shape: Shape, a_strides: Shape, b_shape: Shape, b_strides: Shape
     return Gemm(m, n, k, launch_batch, a, b, c, offsets, False)
 
 
-def _row_major_strides(shape: Shape) -> Shape:
+def row_major_strides(shape: Shape) -> Shape:
     strides, acc = [], 1
     for size in reversed(shape):
         strides.append(acc)
