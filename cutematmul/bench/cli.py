@@ -135,7 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_backend_options(h, list(BACKENDS))
     h.add_argument("--dtypes", default="float16,float32", help="comma-separated (default fp16, fp32)")
     h.add_argument("--size", type=_positive_int, default=64, help="M = N = K (default 64)")
-    h.add_argument("--calls", type=_positive_int, default=2000, help="timed calls (default 2000)")
+    h.add_argument("--calls", type=_positive_int, default=2000,
+                   help="timed calls per round (default 2000)")
+    h.add_argument("--repeats", type=_positive_int, default=5,
+                   help="rounds, backends taking turns; the best is reported (default 5)")
     h.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
 
     s = sub.add_parser("startup",
@@ -351,7 +354,8 @@ def _host(args, parser) -> int:
         return 1
     env = environment()
     print(f"[bench] {header(env)}", file=sys.stderr)
-    results = [host_mode.measure_host(b, d, args.size, args.calls) for d in dtypes for b in backends]
+    results = host_mode.measure_hosts(backends, dtypes, args.size, args.calls,
+                                      repeats=args.repeats)
     table = host_mode.rows(results)
     print(render_table(host_mode.HEADERS, table, {"host us/call"}))
     if args.markdown:
