@@ -37,6 +37,7 @@ from cutematmul.operand import ArrayAdapter, Operand
 from cutematmul.streams import explicit_handle
 
 from . import torch_ops
+from .torch_ops import _DTYPE_NAMES as _NAMES
 from .torch_ops import dtype_name, not_on_cuda
 
 # The raw handle of the current stream without building a torch.cuda.Stream (CUDA builds only).
@@ -105,13 +106,18 @@ class TorchAdapter(ArrayAdapter):
         return self.on_stream(handle, a.get_device())
 
     def describe(self, x, argument: str = "a", stream: int | None = None) -> Operand:
-        ptr = data_pointer(x, argument)
+        try:
+            ptr = x.data_ptr()
+        except RuntimeError:
+            ptr = 0
+        if not ptr:  # no memory behind it, or an empty tensor: data_pointer decides which
+            ptr = data_pointer(x, argument)
         device = x.get_device()  # -1 for CPU tensors: one call instead of is_cuda and get_device
         if device < 0:
             raise not_on_cuda(argument, x.device.type)
         dtype = x.dtype
-        return Operand(x, ptr, tuple(x.shape), x.stride(), dtype_name(dtype), dtype.itemsize,
-                       device)
+        return Operand(x, ptr, tuple(x.shape), x.stride(), _NAMES.get(dtype) or dtype_name(dtype),
+                       dtype.itemsize, device)
 
     def current_stream(self, device: int) -> int:
         if _raw_stream is not None:

@@ -59,5 +59,6 @@ def matmul(a, b, /, *, out=None, stream=None, precision="highest", kernel="auto"
         raise ValueError(
             f"matmul: precision must be one of {', '.join(map(repr, PRECISIONS))}; got {precision!r}."
         )
-    check_kernel(kernel)
+    if kernel != "auto":
+        check_kernel(kernel)
     return adapter.matmul(a, b, out=out, stream=stream, precision=precision, kernel=kernel)

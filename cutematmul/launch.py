@@ -40,7 +40,7 @@ from .plan import (
 )
 from .streams import explicit_handle, resolve_stream
 from .validate import (
-    check_address_range, check_launches, check_no_overlap, check_operands, check_out,
+    check_launches, check_operands, check_out, check_pointers,
     element_strides, span,
 )
 
@@ -85,16 +85,12 @@ def run_device(adapter, a, b, *, out, stream, kernel, precision="highest"):
         precision, kernel,
     )
     # What depends on the pointers themselves: the absolute spans, and out against the inputs.
-    check_address_range(da, "a", call.rel_a)
-    check_address_range(db, "b", call.rel_b)
-    if dout is not None:
-        check_address_range(dout, "out", call.rel_c)
-        check_no_overlap(dout, call.rel_c, (("a", da, call.rel_a), ("b", db, call.rel_b)))
+    check_pointers(da, call.rel_a, db, call.rel_b, dout, call.rel_c)
     # A fresh result's allocation is assumed aligned here, and checked before the direct call.
     families, info, (swapped, launch), direct = _device_plan(
         call, ((da.ptr & 15) == 0, (db.ptr & 15) == 0, dout is None or (dout.ptr & 15) == 0))
     stream = resolve_stream(named, adapter, da.device)
-    with adapter.on_device(da.device), stream.scope(adapter, da.device):
+    with adapter.scope(da.device, stream):
         if out is None:
             out, dout = adapter.empty_operand(call.shape, call.c_strides, a, da)
         if direct and dout.strides == call.c_strides and (dout.ptr & 15) == 0:

@@ -19,7 +19,7 @@ import contextlib
 from typing import Any, NamedTuple
 
 from .plan import round_up
-from .routes import run_route
+from .routes import route_function
 
 DTYPES = ("float32", "float16", "bfloat16")
 ROUTES = ("device", "host", "xla")
@@ -55,6 +55,12 @@ class Operand(NamedTuple):
     device: int
     readonly: bool = False
     keepalive: Any = None
+
+
+@contextlib.contextmanager
+def _both(first, second):
+    with first, second:
+        yield
 
 
 class ArrayAdapter:
@@ -117,6 +123,14 @@ class ArrayAdapter:
         """Context that makes the stream ``handle`` current for the library's own operations."""
         return contextlib.nullcontext()
 
+    def scope(self, device: int, stream):
+        """Context for a call's library work (output allocation, staging copies): ``device``
+        current, and a stream the caller named (``streams.Stream`` with ``explicit``) current
+        too; the library's current stream is current already."""
+        if not stream.explicit:
+            return self.on_device(device)
+        return _both(self.on_device(device), self.on_stream(stream.handle, device))
+
     def shape_of(self, x) -> tuple[int, ...]:
         return tuple(x.shape)
 
@@ -142,4 +156,5 @@ class ArrayAdapter:
         Adapters override this only to intercept calls that must take another way first (PyTorch
         autograd and ``torch.compile``); they then call ``super().matmul``.
         """
-        return run_route(self, a, b, out=out, stream=stream, precision=precision, kernel=kernel)
+        return route_function(self.route)(self, a, b, out=out, stream=stream, kernel=kernel,
+                                          precision=precision)

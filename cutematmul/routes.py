@@ -26,9 +26,3 @@ def route_function(route: str):
     """The function that computes products along ``route`` (cached after the first import)."""
     module, name = _ROUTES[route]
     return getattr(importlib.import_module(module), name)
-
-
-def run_route(adapter, a, b, *, out, stream, precision, kernel):
-    """``matmul`` along the adapter's route; arguments were checked by ``api.matmul``."""
-    return route_function(adapter.route)(adapter, a, b, out=out, stream=stream, kernel=kernel,
-                                          precision=precision)

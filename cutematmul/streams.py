@@ -14,7 +14,6 @@ Imports: nothing of ours.
 
 from __future__ import annotations
 
-import contextlib
 from typing import NamedTuple
 
 #: Handles the CUDA runtime gives special meaning: 0 (NULL), cudaStreamLegacy, cudaStreamPerThread.
@@ -30,15 +29,10 @@ _POINTER_ALIGN = 8
 
 
 class Stream(NamedTuple):
+    """A resolved stream; ``adapter.scope(device, stream)`` makes it current where needed."""
+
     handle: int
     explicit: bool
-
-    def scope(self, adapter, device: int):
-        """Context making this stream current for the library's own work (a no-op by default)."""
-        return adapter.on_stream(self.handle, device) if self.explicit else _NO_SCOPE
-
-
-_NO_SCOPE = contextlib.nullcontext()
 
 
 def check_handle(handle, what: str = "stream") -> int:
