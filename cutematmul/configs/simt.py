@@ -195,6 +195,28 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     and ``kernels/splitk_reduce.py`` adds the fp32 partial sums.
     """
 
+    configs, tiles = _space(m, n)
+    tile, splits = waves.best(m, n, k, batch, num_sms, Config.tile_k, tiles, max_splits)
+    return configs[tile], splits, False
+
+
+def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
+               max_splits: int = waves.MAX_SPLITS, math: str = "float32",
+               limit: int = 8) -> list[tuple[Config, int, bool]]:
+    """What the autotuner times (``cutematmul.tune``): the ``limit`` schedules the wave model
+    ranks best, ``choose_schedule``'s pick first."""
+    configs, tiles = _space(m, n)
+    found = [choose_schedule(m, n, k, batch, num_sms, max_splits)]
+    for _, splits, _, tile in waves.ranked(m, n, k, batch, num_sms, Config.tile_k, tiles,
+                                           max_splits)[:limit]:
+        if (configs[tile], splits, False) not in found:
+            found.append((configs[tile], splits, False))
+    return found
+
+
+def _space(m: int, n: int) -> tuple[dict, dict]:
+    """(tile -> Config, tile -> (efficiency, Rate)): the ladder tiles worth trying."""
+
     def fits(tile: int, extent: int) -> bool:
         # A tile longer than the extent rounded up to a power of two mostly computes padding.
         return tile <= max(32, 1 << max(0, extent - 1).bit_length())
@@ -205,8 +227,7 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
             cfg = configs[(tm, tn)] = _config(tm, tn, threads)
             rate = waves.Rate(_FLOPS_PER_SM, cfg.min_blocks, 4, 4, _MIN_K_TILES)
             tiles[(tm, tn)] = (_TILE_EFFICIENCY[(tm, tn)], rate)
-    tile, splits = waves.best(m, n, k, batch, num_sms, Config.tile_k, tiles, max_splits)
-    return configs[tile], splits, False
+    return configs, tiles
 
 
 def choose_config(m: int, n: int, k: int, batch: int, num_sms: int,

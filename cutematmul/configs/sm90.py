@@ -7,7 +7,8 @@ Imports: ``configs.waves``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from . import waves
 
@@ -181,6 +182,50 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     ``math`` (``MATH_TYPES``) sets the K-tile and the rate; 3xTF32 is scheduled as the three
     passes it runs (``gemm_k``).
     """
+    space = _space(m, n, k, max_splits, math)
+    if space.transposed:
+        tile, splits = waves.best(n, m, space.k, batch, num_sms, space.tile_k, space.tiles,
+                                  max_splits, tiles_first=True, workspace=True,
+                                  min_splits=space.fewest)
+    else:
+        tile, splits = waves.best(m, n, space.k, batch, num_sms, space.tile_k, space.tiles,
+                                  max_splits, min_splits=space.fewest)
+    return _config(space, math, m, tile, splits), splits, space.transposed
+
+
+def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
+               max_splits: int = waves.MAX_SPLITS, math: str = "float16",
+               limit: int = 8) -> list[tuple[Config, int, bool]]:
+    """What the autotuner times (``cutematmul.tune``): the ``limit`` schedules the wave model
+    ranks best, each 16-bit clustered one also unclustered; ``choose_schedule``'s pick first.
+    Every one computes the same product (the 3xTF32 split floor for accuracy included)."""
+    space = _space(m, n, k, max_splits, math)
+    rows, cols = (n, m) if space.transposed else (m, n)
+    scored = waves.ranked(rows, cols, space.k, batch, num_sms, space.tile_k, space.tiles,
+                          max_splits, workspace=space.transposed, min_splits=space.fewest)
+    found = [choose_schedule(m, n, k, batch, num_sms, max_splits, math)]
+    for _, splits, _, tile in scored[:limit]:
+        config = _config(space, math, m, tile, splits)
+        for choice in ((config, splits, space.transposed),
+                       (replace(config, cluster_m=1), splits, space.transposed)):
+            if choice not in found:
+                found.append(choice)
+    return found
+
+
+class _Space(NamedTuple):
+    """What ``choose_schedule`` searches: tiles (``waves`` form), K as the kernel walks it, the
+    K-tile, the fewest splits, the configuration fields every candidate shares, orientation."""
+
+    tiles: dict
+    k: int
+    tile_k: int
+    fewest: int
+    extra: dict
+    transposed: bool
+
+
+def _space(m: int, n: int, k: int, max_splits: int, math: str) -> _Space:
     tf32 = math in TF32
     tile_k, rate = _RATES[32 if tf32 else 16]
     k = gemm_k(k, math)
@@ -195,20 +240,23 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
         # Candidates by the padding their N (our M) leaves, least first: on a tie it decides.
         every = {**efficiency, **_NARROW_EFFICIENCY}
         order = sorted(every, key=lambda t: (-(-m // t[1]) * t[1] - m, -t[0]))
-        tiles = {tile: (every[tile], rate) for tile in order}
-        (tm, tn), splits = waves.best(n, m, k, batch, num_sms, tile_k, tiles, max_splits,
-                                      tiles_first=True, workspace=True, min_splits=fewest)
-        return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn),
-                      partials=True, **extra), splits, True
+        return _Space({tile: (every[tile], rate) for tile in order}, k, tile_k, fewest, extra,
+                      True)
     tiles = {}
     for tile, eff in efficiency.items():
         if math in _CLUSTERED_MATH and _cluster_m(math, tile[0], m, 1) > 1:
             eff = _CLUSTERED_EFFICIENCY[tile]
         tiles[tile] = (eff, rate)
-    (tm, tn), splits = waves.best(m, n, k, batch, num_sms, tile_k, tiles, max_splits,
-                                  min_splits=fewest)
+    return _Space(tiles, k, tile_k, fewest, extra, False)
+
+
+def _config(space: _Space, math: str, m: int, tile: tuple[int, int], splits: int) -> Config:
+    tm, tn = tile
+    if space.transposed:
+        return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn), partials=True,
+                      **space.extra)
     return Config(tile_m=tm, tile_n=tn, raster_group=8, partials=splits > 1,
-                  cluster_m=_cluster_m(math, tm, m, splits), **extra), splits, False
+                  cluster_m=_cluster_m(math, tm, m, splits), **space.extra)
 
 
 #: Math types whose products run in 2x1 clusters whenever M spans two tiles or more.

@@ -83,6 +83,20 @@ def split_choices(m: int, n: int, k: int, batch: int, tile_k: int, rate: Rate,
     return range(min(max(1, min_splits), most), most + 1)
 
 
+def ranked(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles: dict,
+           max_splits: int = MAX_SPLITS, workspace: bool = False,
+           min_splits: int = 1) -> list[tuple[float, int, int, tuple[int, int]]]:
+    """Every (estimated seconds, splits, tile order, (tile_m, tile_n)) candidate, least first;
+    arguments as in ``best``."""
+    batch = max(batch, 1)
+    scored = []
+    for order, ((tm, tn), (eff, rate)) in enumerate(tiles.items()):
+        for s in split_choices(m, n, k, batch, tile_k, rate, max_splits, min_splits):
+            t = estimate(m, n, k, batch, num_sms, tm, tn, tile_k, s, eff, rate, workspace)
+            scored.append((t, s, order, (tm, tn)))
+    return sorted(scored)
+
+
 def best(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles: dict,
          max_splits: int = MAX_SPLITS, tiles_first: bool = False,
          workspace: bool = False, min_splits: int = 1) -> tuple[tuple[int, int], int]:
@@ -91,13 +105,8 @@ def best(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles: d
     (the model is coarse): of those, the fewest splits win, then the tile that computes the least
     padding, then the earlier one (with ``tiles_first``: the earlier tile, then the fewest
     splits).  ``workspace`` as in ``estimate``, ``min_splits`` as in ``split_choices``."""
-    batch = max(batch, 1)
-    scored = []
-    for order, ((tm, tn), (eff, rate)) in enumerate(tiles.items()):
-        for s in split_choices(m, n, k, batch, tile_k, rate, max_splits, min_splits):
-            t = estimate(m, n, k, batch, num_sms, tm, tn, tile_k, s, eff, rate, workspace)
-            scored.append((t, s, order, (tm, tn)))
-    least = min(t for t, *_ in scored)
+    scored = ranked(m, n, k, batch, num_sms, tile_k, tiles, max_splits, workspace, min_splits)
+    least = scored[0][0]
 
     def padded(tile):
         return -(-m // tile[0]) * tile[0] * -(-n // tile[1]) * tile[1]
