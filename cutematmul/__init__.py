@@ -29,14 +29,18 @@ from .cache import cache_clear, cache_info  # noqa: E402
 
 
 def __getattr__(name: str):
-    # ``precompile`` loads ``aot`` (worker pools, multiprocessing) only when asked for: a warm
-    # start never needs it (docs/performance.md, start-up).
+    # ``precompile`` loads ``aot`` (worker pools, multiprocessing) and ``tune`` its module only
+    # when asked for: a warm start never needs them (docs/performance.md, start-up).
     if name == "precompile":
         from .aot import precompile
 
         return precompile
+    if name == "tune":
+        from .tuning import tune
+
+        return tune
     raise AttributeError(f"module 'cutematmul' has no attribute {name!r}")
 
 
 __version__ = "0.1.0"
-__all__ = ["matmul", "cache_info", "cache_clear", "precompile", "__version__"]
+__all__ = ["matmul", "cache_info", "cache_clear", "precompile", "tune", "__version__"]

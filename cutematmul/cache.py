@@ -49,7 +49,15 @@ already in memory or on disk; compiles themselves are serialized (the DSL compil
 thread-safe).  Across processes a ``filelock`` per key (``<digest>.lock``): N processes that miss
 the same key compile it once, the others wait, then load it (outside the lock, in parallel).
 
+The tuned tier keeps the autotuner's winners (``cutematmul.tune``): per ``dispatch.Problem``,
+the (config, splits, transposed) the launch path takes instead of the wave model's choice, in
+memory and in ``tuned.json`` in the same directory (one record per problem, written atomically
+under ``tuned.lock``, read once per process; records made under other kernel sources or versions
+are ignored).  Plan caches elsewhere (``launch``) register with ``on_change`` and are cleared
+when the table changes or the cache is cleared.
+
 Public: ``get_compiled``, ``get_xla_object`` (-> ``XlaObject``), ``cache_info``, ``cache_clear``,
+``tuned_choice``, ``record_tuned``, ``trial_tuned``, ``on_change``,
 ``cache_dir``, ``disk_entry``, ``unwritable_reason``, ``entry_digest``, ``dsl_arch``,
 ``runtime_library``.  Ahead-of-time builds: ``aot.py``; the CLI: ``__main__.py``.
 
@@ -70,6 +78,8 @@ import sys
 import threading
 import time
 import warnings
+import dataclasses
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -120,6 +130,8 @@ class _State:
     guard: threading.Lock = field(default_factory=threading.Lock)  # held for microseconds
     compile_lock: threading.RLock = field(default_factory=threading.RLock)
     warned: set = field(default_factory=set)
+    tuned: dict | None = None  # dispatch.Problem -> (config, splits, transposed); None: unread
+    on_change: list = field(default_factory=list)  # callables clearing plans made from ``tuned``
 
 
 _STATE = _State()
@@ -160,9 +172,10 @@ def get_xla_object(key, bcast_a: bool, bcast_b: bool, build: Callable[[], Any]) 
 
 
 def cache_info() -> dict:
-    """Counters and contents of every tier: ``memory``, ``disk`` and ``jax``."""
+    """Counters and contents of every tier: ``memory``, ``disk``, ``jax`` and ``tuned``."""
+    tuned = _STATE.tuned or {}
     return {"memory": _STATE.kernels.info(), "disk": {**_disk_state(), **_STATE.disk},
-            "jax": _STATE.xla.info()}
+            "jax": _STATE.xla.info(), "tuned": {"entries": len(tuned), "problems": list(tuned)}}
 
 
 def cache_clear(disk: bool = False) -> None:
@@ -176,10 +189,107 @@ def cache_clear(disk: bool = False) -> None:
         _STATE.keep_alive.clear()
         _STATE.disk.update(hits=0, writes=0, errors=0, load_seconds=0.0)
         _STATE.directories.clear()
+        _STATE.tuned = None
     if disk:
         directory = _directory()
         if directory is not None:
             cache_disk.remove_all(directory.path)
+    _changed()
+
+
+# ----------------------------------------------------------------------------- tuned schedules
+
+
+def tuned_choice(problem):
+    """The tuned (config, splits, transposed) of ``problem`` (a ``dispatch.Problem``), or None."""
+    table = _STATE.tuned
+    if table is None:
+        table = _load_tuned()
+    return table.get(problem)
+
+
+def record_tuned(problem, choice, record: dict | None = None, persist: bool = True) -> bool:
+    """Make ``choice`` the schedule of ``problem``; with ``persist``, also in ``tuned.json``
+    (``record``: what the tuner measured, kept beside it).  True when it reached the disk."""
+    table = _STATE.tuned if _STATE.tuned is not None else _load_tuned()
+    table[problem] = choice
+    _changed()
+    directory = _directory() if persist else None
+    if directory is None or not directory.writable:
+        return False
+    row = {"problem": list(problem), **_choice_fields(choice), **(record or {})}
+    try:
+        held = cache_disk.lock(directory.path, "tuned", LOCK_TIMEOUT_S)
+        try:
+            rows = [r for r in cache_disk.read_tuned(directory.path)
+                    if r.get("problem") != row["problem"]]
+            cache_disk.write_tuned(directory.path, rows + [row])
+        finally:
+            held.release()
+    except Exception as exc:  # a full or read-only disk: the choice stays in memory
+        _warn_once("tuned-write", f"cutematmul: the tuned schedules could not be written to "
+                                  f"{directory.path} ({exc}); they are kept in memory only.")
+        return False
+    return True
+
+
+@contextmanager
+def trial_tuned(problem, choice):
+    """``choice`` as ``problem``'s schedule inside the block only (memory; the tuner's trials)."""
+    table = _STATE.tuned if _STATE.tuned is not None else _load_tuned()
+    missing = object()
+    before = table.get(problem, missing)
+    table[problem] = choice
+    _changed()
+    try:
+        yield
+    finally:
+        if before is missing:
+            table.pop(problem, None)
+        else:
+            table[problem] = before
+        _changed()
+
+
+def on_change(clear: Callable[[], None]) -> None:
+    """Register ``clear``, called whenever the tuned table changes or the cache is cleared."""
+    if clear not in _STATE.on_change:
+        _STATE.on_change.append(clear)
+
+
+def _changed() -> None:
+    for clear in list(_STATE.on_change):
+        clear()
+
+
+def _choice_fields(choice) -> dict:
+    config, splits, transposed = choice
+    return {"config": dataclasses.asdict(config), "splits": int(splits),
+            "transposed": bool(transposed)}
+
+
+def _load_tuned() -> dict:
+    """The table from the trusted directory's ``tuned.json`` (records that no longer make a valid
+    configuration are skipped), kept in memory for the process."""
+    from .dispatch import FAMILIES, Problem
+
+    table = {}
+    directory = _directory()
+    for row in (cache_disk.read_tuned(directory.path) if directory is not None else ()):
+        try:
+            problem = Problem(*row["problem"])
+            config = FAMILIES[problem.family].configs().Config(**row["config"])
+            config.validate()
+            splits, transposed = int(row["splits"]), bool(row["transposed"])
+            if splits < 1:
+                raise ValueError(f"splits {splits}")
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+        table[problem] = (config, splits, transposed)
+    with _STATE.guard:
+        if _STATE.tuned is None:
+            _STATE.tuned = table
+        return _STATE.tuned
 
 
 def cache_dir() -> Path:

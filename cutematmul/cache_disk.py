@@ -44,6 +44,9 @@ FORMAT = 1
 PAYLOAD_SUFFIXES = (".so", ".o", ".xla")
 RUNTIME_LIBRARY = "libcute_dsl_runtime.so"
 _ENTRY_NAME = re.compile(r"^[0-9a-f]{64}\.(so|o|xla|json|lock)$")
+#: The autotuner's table of winning schedules (``cache.py``'s tuned tier) and its lock.
+TUNED = "tuned.json"
+_TUNED_FILES = (TUNED, "tuned.lock")
 _SCRATCH_NAME = re.compile(r"^\.[0-9a-f]{64}\..+\.tmp$")
 
 
@@ -219,6 +222,26 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+def read_tuned(directory: Path) -> list[dict]:
+    """The records of ``directory``'s tuned table made in this environment (``environment``:
+    the same kernel sources and versions); [] when it is absent, unreadable or from another."""
+    try:
+        doc = json.loads((directory / TUNED).read_bytes())
+    except (OSError, ValueError):
+        return []
+    if (not isinstance(doc, dict) or doc.get("format") != FORMAT
+            or doc.get("environment") != dict(environment())
+            or not isinstance(doc.get("entries"), list)):
+        return []
+    return [e for e in doc["entries"] if isinstance(e, dict)]
+
+
+def write_tuned(directory: Path, records: list[dict]) -> None:
+    """Replace the tuned table atomically; the caller holds ``lock(directory, "tuned", ...)``."""
+    doc = {"format": FORMAT, "environment": dict(environment()), "entries": records}
+    _atomic_write(directory / TUNED, json.dumps(doc, indent=1).encode())
+
+
 def remove_entry(directory: Path, digest: str) -> None:
     for suffix in (".json",) + PAYLOAD_SUFFIXES:
         with contextlib.suppress(OSError):
@@ -236,7 +259,7 @@ def remove_all(directory: Path) -> None:
         with contextlib.suppress(OSError):
             if _SCRATCH_NAME.match(name) and path.is_dir():
                 shutil.rmtree(path)
-            elif _SCRATCH_NAME.match(name) or _ENTRY_NAME.match(name):
+            elif _SCRATCH_NAME.match(name) or _ENTRY_NAME.match(name) or name in _TUNED_FILES:
                 os.unlink(path)
 
 

@@ -58,6 +58,7 @@ _OLD_DRIVER = {35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 803: "CUDA_ERROR_SYSTEM_DRI
                804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"}
 # CUdevice_attribute values (cuda.h).
 _ATTR_SM_COUNT = 16
+_ATTR_L2_BYTES = 38
 _ATTR_MAJOR = 75
 _ATTR_MINOR = 76
 
@@ -127,6 +128,41 @@ def device_info(index: int) -> DeviceInfo:
     _driver_call("cuDeviceGetName", lib.cuDeviceGetName(name, len(name), dev.value))
     major, minor, sms = values
     return DeviceInfo(index, name.value.decode(errors="replace"), (major, minor), sms)
+
+
+@functools.cache
+def l2_cache_bytes(index: int) -> int:
+    """Size of device ``index``'s L2 cache in bytes (the autotuner flushes twice that)."""
+    device_info(index)  # the device exists
+    lib = _libcuda()
+    dev, value = ctypes.c_int(0), ctypes.c_int(0)
+    _driver_call("cuDeviceGet", lib.cuDeviceGet(ctypes.byref(dev), index))
+    _driver_call("cuDeviceGetAttribute",
+                 lib.cuDeviceGetAttribute(ctypes.byref(value), _ATTR_L2_BYTES, dev.value))
+    return value.value
+
+
+def gpu_seconds(stream: int, work, reps: int, before=None) -> list[float]:
+    """GPU seconds of ``work()`` (which enqueues on ``stream``) ``reps`` times, each measured
+    alone between two events; ``before()``, when given, is enqueued before each, untimed."""
+    runtime = _bindings()[1]
+    start = _check(runtime.cudaEventCreate(), "cudaEventCreate")
+    end = _check(runtime.cudaEventCreate(), "cudaEventCreate")
+    times = []
+    try:
+        for _ in range(reps):
+            if before is not None:
+                before()
+            _check(runtime.cudaEventRecord(start, stream), "cudaEventRecord")
+            work()
+            _check(runtime.cudaEventRecord(end, stream), "cudaEventRecord")
+            _check(runtime.cudaEventSynchronize(end), "cudaEventSynchronize")
+            times.append(_check(runtime.cudaEventElapsedTime(start, end),
+                                "cudaEventElapsedTime") * 1e-3)
+    finally:
+        runtime.cudaEventDestroy(start)
+        runtime.cudaEventDestroy(end)
+    return times
 
 
 def current_device() -> int:

@@ -28,7 +28,7 @@ import functools
 import importlib
 import os
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True)
@@ -241,15 +241,46 @@ class KernelKey:
 _KEY_FIELDS = tuple(f.name for f in fields(KernelKey))
 
 
+class Problem(NamedTuple):
+    """What ``schedule`` decides from, for a product that may split K: the key of a tuned
+    schedule (``cache.tuned_choice``, ``cutematmul.tune``).  Alignments are in bytes."""
+
+    family: str
+    arch: str
+    math: str
+    a_major: str
+    b_major: str
+    align_a: int
+    align_b: int
+    align_c: int
+    m: int
+    n: int
+    k: int
+    batch: int
+    num_sms: int
+
+
+def problem(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,
+            a_major: str, b_major: str, align_bytes: tuple[int, int, int],
+            m: int, n: int, k: int, batch: int) -> Problem | None:
+    """The ``Problem`` of a single-launch product, None when its family has no schedules."""
+    if not family.split_k:
+        return None
+    return Problem(family.name, target_arch(capability), dtype, a_major, b_major, *align_bytes,
+                   m, n, k, batch, num_sms)
+
+
 def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,
              a_major: str, b_major: str, align_bytes: tuple[int, int, int],
              m: int, n: int, k: int, batch: int,
-             split_k: bool = True) -> tuple[KernelKey, int, bool]:
+             split_k: bool = True, tuned: tuple | None = None) -> tuple[KernelKey, int, bool]:
     """(the key of the kernel that runs the problem, its K-split count, transposed).
 
     The one KernelKey builder: alignment in bytes -> the vector width the kernel may assume, and
     the family's configuration (tile and split chosen together, no GPU time).  ``split_k`` False
-    asks for a product straight into C (the XLA route has no workspace).  With ``transposed``
+    asks for a product straight into C (the XLA route has no workspace).  ``tuned`` is the
+    autotuner's (config, splits, transposed) for this problem (``cache.tuned_choice``), taken
+    instead of the wave model's when the product may split.  With ``transposed``
     the key is the kernel of C^T = B^T A^T (A and B trade places, majors and alignments with
     them) writing fp32 partials into the workspace; the reduction transposes them into C.
     """
@@ -262,7 +293,9 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
                 aligns[i] = 1
     configs = family.configs()
     transposed = False
-    if family.split_k and split_k:
+    if family.split_k and split_k and tuned is not None:
+        config, splits, transposed = tuned
+    elif family.split_k and split_k:
         config, splits, transposed = configs.choose_schedule(m, n, k, batch, num_sms, math=dtype)
     else:
         config, splits = configs.choose_config(m, n, k, batch, num_sms, math=dtype), 1

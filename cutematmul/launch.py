@@ -28,12 +28,13 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from . import device as _device
-from .cache import get_compiled
+from .cache import get_compiled, on_change, tuned_choice
 from .configs.sm90 import TF32_TILE_K
 from .dispatch import (
     FAMILIES, TF32_MATH, KernelKey, ReduceKey, choose_families,
     math_type, output_dtype, prep_key, reduce_key, schedule,
 )
+from .dispatch import problem as dispatch_problem
 from .operand import Operand
 from .plan import (
     Gemm, MatrixLayout, alignment, pieces, plan_gemm, problem_size, round_up, row_major_strides,
@@ -62,6 +63,9 @@ class Launch(NamedTuple):
     #: TF32 modes: per operand (A, B), None or the ``PrepKey`` of the kernel that first copies
     #: it (for 3xTF32 splits it) into a K-major workspace (``kernels/tf32_prep.py``).
     prep: tuple | None = None
+    #: The ``dispatch.Problem`` the schedule was chosen for (None: one of several launches, or a
+    #: family without schedules): the key under which ``cutematmul.tune`` records a winner.
+    problem: object = None
 
 
 class Staging(NamedTuple):
@@ -103,6 +107,18 @@ def run_device(adapter, a, b, *, out, stream, kernel, precision="highest"):
         else:
             gemm_on_device(adapter, families, info, da, db, dout, stream.handle)
     return out
+
+
+def planned_launch(adapter, a, b, *, precision: str = "highest", kernel: str = "auto"):
+    """The ``Launch`` ``run_device`` makes for a fresh result of ``a @ b`` (all checks included),
+    or None when the product is not one kernel reading the caller's operands (empty, K = 0,
+    operands staged into copies).  Nothing is launched."""
+    da = adapter.describe(a, "a")
+    db = adapter.describe(b, "b")
+    call = _prepare(da.shape, da.strides, db.shape, db.strides, da.dtype, db.dtype, da.itemsize,
+                    da.device, db.device, None, precision, kernel)
+    work = _device_plan(call, ((da.ptr & 15) == 0, (db.ptr & 15) == 0, True))[2][1]
+    return work if isinstance(work, Launch) else None
 
 
 class Prepared:
@@ -380,9 +396,13 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     for j in (0, 1):
         if prep[j] is not None:  # the kernel reads our K-major, 16-byte aligned copy
             majors[j], aligns[j] = "k", 16
+    single = len(launches) == 1
+    problem = dispatch_problem(family, capability, num_sms, math, majors[0], majors[1],
+                               tuple(aligns), gemm.m, gemm.n, gemm.k, gemm.batch) if single else None
     key, splits, transposed = schedule(family, capability, num_sms, math, majors[0], majors[1],
                                        tuple(aligns), gemm.m, gemm.n, gemm.k,
-                                       gemm.batch, split_k=len(launches) == 1)
+                                       gemm.batch, split_k=single,
+                                       tuned=None if problem is None else tuned_choice(problem))
     calls = []
     for offsets, (m, n, batch) in launches:
         sizes = (m, n, gemm.k, batch, splits, gemm.a.ld, gemm.a.batch_stride, gemm.b.ld,
@@ -392,7 +412,7 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     workspace = splits > 1 or transposed
     return Launch(key, tuple(calls),
                   reduce_key(capability, output_dtype(math)) if workspace else None,
-                  transposed, None if prep == (None, None) else prep)
+                  transposed, None if prep == (None, None) else prep, problem)
 
 
 def _tf32_prep(capability, math: str, gemm: Gemm) -> tuple:
@@ -435,3 +455,12 @@ def _run_staged(adapter, families, info, a: Operand, b: Operand, c: Operand, str
     gemm_on_device(adapter, families, info, a, b, c, stream, padded=staging)
     if staging.c:
         adapter.copy(target.array, c.array)
+
+
+def clear_plans() -> None:
+    """Forget every cached plan (after the tuned schedules changed: ``cache.on_change``)."""
+    _plan_launch.cache_clear()
+    _device_plan.cache_clear()
+
+
+on_change(clear_plans)
