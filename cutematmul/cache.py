@@ -274,7 +274,9 @@ def _load_tuned() -> dict:
     from .dispatch import FAMILIES, Problem
 
     table = {}
-    directory = _directory()
+    # Planning alone never creates the cache directory: only an existing one is judged and read.
+    exists = not cache_disk.disabled() and cache_disk.configured_directory().is_dir()
+    directory = _directory() if exists else None
     for row in (cache_disk.read_tuned(directory.path) if directory is not None else ()):
         try:
             problem = Problem(*row["problem"])
