@@ -118,7 +118,7 @@ def _shape(text: str) -> tuple[int, int, int, int]:
 def _precompile(args) -> int:
     selection = _selection(args)
     if args.dry_run:
-        keys = aot.plan_keys(aot.Selection(**selection))
+        keys = aot.build_list(aot.Selection(**selection), aot.cache.cache_dir())
         for key in keys:
             print(repr(key))
         print(_count(len(keys), "kernel"), file=sys.stderr)

@@ -6,6 +6,7 @@ shapes, archs) or the default set: what the dispatcher picks, for each dtype and
 problem shapes (squares, skinny and batched products).  A key's configuration depends on the
 problem size only through the tile and split-K choice (``dispatch.schedule``), so a few keys cover
 every size; a split product also needs the reduction kernel of its dtype, which is listed too.
+The schedules ``cutematmul.tune`` recorded in the directory (``tuned.json``) add their kernels.
 The float32 modes "high" and "tf32" (``precisions``; the default set is "highest" only) add the
 TF32 kernels the dispatcher picks and the operand-prep kernels of ``kernels/tf32_prep.py``.  Keys already on disk are skipped; the rest compile in parallel worker processes
 (``spawn``), each started with ``CUTE_DSL_ARCH`` set to its target and ``CUDA_VISIBLE_DEVICES=""``
@@ -230,10 +231,36 @@ def precompile(*, jobs: int | None = None, cache_dir: str | os.PathLike | None =
     return _precompile(Selection(**selection), jobs, cache_dir, progress)
 
 
+def tuned_keys(directory: Path) -> list:
+    """The kernels of the schedules ``cutematmul.tune`` recorded in ``directory`` (its
+    ``tuned.json``), with their reductions and TF32 prep kernels: what its processes will load."""
+    keys: dict = {}
+    for problem, choice in cache.tuned_table(directory).items():
+        capability = capability_of(problem.arch)
+        key, splits, transposed = schedule(
+            FAMILIES[problem.family], capability, problem.num_sms, problem.math, problem.a_major,
+            problem.b_major, (problem.align_a, problem.align_b, problem.align_c), problem.m,
+            problem.n, problem.k, problem.batch, tuned=choice)
+        found = [replace(key, arch=problem.arch)]
+        if splits > 1 or transposed:
+            found.append(reduce_key(capability, output_dtype(problem.math)))
+        if problem.math in TF32_MATH:
+            parts = 2 if problem.math == "tf32x3" else 1
+            found += [prep_key(capability, parts, k_major) for k_major in (True, False)]
+        for k in found:
+            keys.setdefault(replace(k, arch=problem.arch), None)
+    return list(keys)
+
+
+def build_list(selection: Selection, directory: Path) -> list:
+    """What ``precompile`` builds into ``directory``: the selection's keys, then the tuned ones."""
+    return list(dict.fromkeys(plan_keys(selection) + tuned_keys(directory)))
+
+
 def _precompile(selection: Selection, jobs, cache_dir, progress: bool) -> Report:
     directory = Path(cache_dir) if cache_dir is not None else cache.cache_dir()
     start = time.perf_counter()
-    keys = plan_keys(selection)
+    keys = build_list(selection, directory)
     report = Report(str(directory), keys=len(keys))
     missing = [k for k in keys if cache.disk_entry(k, directory) is None]
     report.present = len(keys) - len(missing)

@@ -57,7 +57,7 @@ are ignored).  Plan caches elsewhere (``launch``) register with ``on_change`` an
 when the table changes or the cache is cleared.
 
 Public: ``get_compiled``, ``get_xla_object`` (-> ``XlaObject``), ``cache_info``, ``cache_clear``,
-``tuned_choice``, ``record_tuned``, ``trial_tuned``, ``on_change``,
+``tuned_choice``, ``record_tuned``, ``trial_tuned``, ``tuned_table``, ``on_change``,
 ``cache_dir``, ``disk_entry``, ``unwritable_reason``, ``entry_digest``, ``dsl_arch``,
 ``runtime_library``.  Ahead-of-time builds: ``aot.py``; the CLI: ``__main__.py``.
 
@@ -269,15 +269,24 @@ def _choice_fields(choice) -> dict:
 
 
 def _load_tuned() -> dict:
-    """The table from the trusted directory's ``tuned.json`` (records that no longer make a valid
-    configuration are skipped), kept in memory for the process."""
-    from .dispatch import FAMILIES, Problem
-
-    table = {}
+    """The table from the trusted directory's ``tuned.json``, kept in memory for the process."""
     # Planning alone never creates the cache directory: only an existing one is judged and read.
     exists = not cache_disk.disabled() and cache_disk.configured_directory().is_dir()
     directory = _directory() if exists else None
-    for row in (cache_disk.read_tuned(directory.path) if directory is not None else ()):
+    table = tuned_table(directory.path) if directory is not None else {}
+    with _STATE.guard:
+        if _STATE.tuned is None:
+            _STATE.tuned = table
+        return _STATE.tuned
+
+
+def tuned_table(directory: Path) -> dict:
+    """{``dispatch.Problem``: (config, splits, transposed)} recorded in ``directory`` in this
+    environment; records that no longer make a valid configuration are skipped."""
+    from .dispatch import FAMILIES, Problem
+
+    table = {}
+    for row in cache_disk.read_tuned(Path(directory)):
         try:
             problem = Problem(*row["problem"])
             config = FAMILIES[problem.family].configs().Config(**row["config"])
@@ -288,10 +297,7 @@ def _load_tuned() -> dict:
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
         table[problem] = (config, splits, transposed)
-    with _STATE.guard:
-        if _STATE.tuned is None:
-            _STATE.tuned = table
-        return _STATE.tuned
+    return table
 
 
 def cache_dir() -> Path:

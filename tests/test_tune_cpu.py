@@ -212,3 +212,19 @@ def test_tune_control_flow_with_a_stand_in_gpu(fresh, monkeypatch):
     times[fast] = 1.99e-5
     result = tuning.tune(a, b, limit=3, reps=2, persist=False)
     assert result.chosen is result.trials[0] and not result.persisted
+
+
+def test_precompile_builds_the_kernels_of_tuned_schedules_too(fresh):
+    from cutematmul import aot
+
+    work, _ = _plan()
+    other = next(c for c in sm90.candidates(1000, 1000, 1000, 1, 132)
+                 if c[1] > 1 and c[0] != work.key.config)
+    cache.record_tuned(work.problem, other)
+    selection = aot.Selection(archs=("sm_90a",), dtypes=("float32",), shapes=((64, 64, 64, 1),))
+    listed = aot.build_list(selection, fresh)
+    tuned = aot.tuned_keys(fresh)
+    assert [k for k in tuned if getattr(k, "config", None) == other[0]], tuned
+    assert dispatch.reduce_key(H200[0], "float16") in tuned  # the split needs its reduction
+    assert set(tuned) <= set(listed) and set(aot.plan_keys(selection)) <= set(listed)
+    assert aot.tuned_keys(fresh / "nowhere") == []
