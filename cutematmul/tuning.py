@@ -25,6 +25,9 @@ pointers.  How:
    directory's ``tuned.json``.  It must beat the model's pick by more than ``margin``; otherwise
    the pick is recorded.
 
+While it runs, other threads' products of the same problem may run a trial's schedule: every
+candidate computes the same product, only its speed differs.
+
 Imports: ``adapters``, ``api``, ``cache``, ``device``, ``dispatch``, ``launch``; ``numpy`` (the
 host comparison).
 """
