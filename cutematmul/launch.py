@@ -82,12 +82,7 @@ def run_device(adapter, a, b, *, out, stream, kernel, precision="highest"):
     da = adapter.describe(a, "a", named)
     db = adapter.describe(b, "b", named)
     dout = None if out is None else adapter.describe(out, "out", named)
-    call = _prepare(
-        da.shape, da.strides, db.shape, db.strides, da.dtype, db.dtype, da.itemsize, da.device,
-        db.device, None if dout is None else (dout.shape, dout.strides, dout.dtype,
-                                              dout.itemsize, dout.device, dout.readonly),
-        precision, kernel,
-    )
+    call = _prepare_call(da, db, dout, precision, kernel)
     # What depends on the pointers themselves: the absolute spans, and out against the inputs.
     check_pointers(da, call.rel_a, db, call.rel_b, dout, call.rel_c)
     # A fresh result's allocation is assumed aligned here, and checked before the direct call.
@@ -99,11 +94,7 @@ def run_device(adapter, a, b, *, out, stream, kernel, precision="highest"):
             out, dout = adapter.empty_operand(call.shape, call.c_strides, a, da)
         if direct and dout.strides == call.c_strides and (dout.ptr & 15) == 0:
             # The plan was made for exactly these operands: one kernel per call, no workspace.
-            fn = get_compiled(launch.key)
-            pa, pb = (db.ptr, da.ptr) if swapped else (da.ptr, db.ptr)
-            pc = dout.ptr
-            for (oa, ob, oc), sizes in launch.calls:
-                fn(pa + oa, pb + ob, pc + oc, *sizes, stream.handle)
+            _launch_direct(launch, swapped, da, db, dout, stream.handle)
         else:
             gemm_on_device(adapter, families, info, da, db, dout, stream.handle)
     return out
@@ -115,10 +106,30 @@ def planned_launch(adapter, a, b, *, precision: str = "highest", kernel: str = "
     operands staged into copies).  Nothing is launched."""
     da = adapter.describe(a, "a")
     db = adapter.describe(b, "b")
-    call = _prepare(da.shape, da.strides, db.shape, db.strides, da.dtype, db.dtype, da.itemsize,
-                    da.device, db.device, None, precision, kernel)
+    call = _prepare_call(da, db, None, precision, kernel)
     work = _device_plan(call, ((da.ptr & 15) == 0, (db.ptr & 15) == 0, True))[2][1]
     return work if isinstance(work, Launch) else None
+
+
+def _prepare_call(da: Operand, db: Operand, dout: Operand | None, precision: str,
+                  kernel: str) -> Prepared:
+    """``_prepare`` of the described operands (``dout`` None: a fresh result)."""
+    return _prepare(
+        da.shape, da.strides, db.shape, db.strides, da.dtype, db.dtype, da.itemsize, da.device,
+        db.device, None if dout is None else (dout.shape, dout.strides, dout.dtype,
+                                              dout.itemsize, dout.device, dout.readonly),
+        precision, kernel,
+    )
+
+
+def _launch_direct(launch: Launch, swapped: bool, a: Operand, b: Operand, c: Operand,
+                   stream: int) -> None:
+    """Each call of a Launch without prep or workspace: the kernel on the operands' pointers."""
+    fn = get_compiled(launch.key)
+    pa, pb = (b.ptr, a.ptr) if swapped else (a.ptr, b.ptr)
+    pc = c.ptr
+    for (oa, ob, oc), sizes in launch.calls:
+        fn(pa + oa, pb + ob, pc + oc, *sizes, stream)
 
 
 class Prepared:
@@ -218,12 +229,11 @@ def gemm_on_device(adapter, families, info, a: Operand, b: Operand, c: Operand, 
             raise RuntimeError(f"cutematmul: internal error: staged operands still unusable: {launch}")
         _run_staged(adapter, families, info, a, b, c, stream, launch)
         return
+    if launch.prep is None and launch.reduce is None:
+        _launch_direct(launch, swapped, a, b, c, stream)
+        return
     fn = get_compiled(launch.key)
     pa, pb, pc = (b.ptr, a.ptr, c.ptr) if swapped else (a.ptr, b.ptr, c.ptr)
-    if launch.prep is None and launch.reduce is None:
-        for (oa, ob, oc), sizes in launch.calls:
-            fn(pa + oa, pb + ob, pc + oc, *sizes, stream)
-        return
     for (oa, ob, oc), sizes in launch.calls:
         held = []  # workspaces, released (in stream order) when the call is issued
         pa_call, pb_call = pa + oa, pb + ob
