@@ -37,7 +37,6 @@ from cutematmul.operand import ArrayAdapter, Operand
 from cutematmul.streams import explicit_handle
 
 from . import torch_ops
-from .torch_ops import _DTYPE_NAMES as _NAMES
 from .torch_ops import dtype_name, not_on_cuda
 
 # The raw handle of the current stream without building a torch.cuda.Stream (CUDA builds only).
@@ -116,8 +115,8 @@ class TorchAdapter(ArrayAdapter):
         if device < 0:
             raise not_on_cuda(argument, x.device.type)
         dtype = x.dtype
-        return Operand(x, ptr, tuple(x.shape), x.stride(), _NAMES.get(dtype) or dtype_name(dtype),
-                       dtype.itemsize, device)
+        return Operand(x, ptr, tuple(x.shape), x.stride(), dtype_name(dtype), dtype.itemsize,
+                       device)
 
     def current_stream(self, device: int) -> int:
         if _raw_stream is not None:
