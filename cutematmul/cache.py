@@ -202,16 +202,13 @@ def cache_clear(disk: bool = False) -> None:
 
 def tuned_choice(problem):
     """The tuned (config, splits, transposed) of ``problem`` (a ``dispatch.Problem``), or None."""
-    table = _STATE.tuned
-    if table is None:
-        table = _load_tuned()
-    return table.get(problem)
+    return _tuned().get(problem)
 
 
 def record_tuned(problem, choice, record: dict | None = None, persist: bool = True) -> bool:
     """Make ``choice`` the schedule of ``problem``; with ``persist``, also in ``tuned.json``
     (``record``: what the tuner measured, kept beside it).  True when it reached the disk."""
-    table = _STATE.tuned if _STATE.tuned is not None else _load_tuned()
+    table = _tuned()
     table[problem] = choice
     _changed()
     directory = _directory() if persist else None
@@ -236,7 +233,7 @@ def record_tuned(problem, choice, record: dict | None = None, persist: bool = Tr
 @contextmanager
 def trial_tuned(problem, choice):
     """``choice`` as ``problem``'s schedule inside the block only (memory; the tuner's trials)."""
-    table = _STATE.tuned if _STATE.tuned is not None else _load_tuned()
+    table = _tuned()
     missing = object()
     before = table.get(problem, missing)
     table[problem] = choice
@@ -266,6 +263,12 @@ def _choice_fields(choice) -> dict:
     config, splits, transposed = choice
     return {"config": dataclasses.asdict(config), "splits": int(splits),
             "transposed": bool(transposed)}
+
+
+def _tuned() -> dict:
+    """The tuned table of this process (read from disk on first use)."""
+    table = _STATE.tuned
+    return table if table is not None else _load_tuned()
 
 
 def _load_tuned() -> dict:
