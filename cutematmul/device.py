@@ -115,18 +115,10 @@ def device_info(index: int) -> DeviceInfo:
     count = device_count()
     if not 0 <= index < count:
         raise RuntimeError(f"cutematmul: CUDA device {index} does not exist ({count} visible).")
-    lib = _libcuda()
-    dev = ctypes.c_int(0)
-    _driver_call("cuDeviceGet", lib.cuDeviceGet(ctypes.byref(dev), index))
-    values = []
-    for attr in (_ATTR_MAJOR, _ATTR_MINOR, _ATTR_SM_COUNT):
-        value = ctypes.c_int(0)
-        _driver_call("cuDeviceGetAttribute",
-                     lib.cuDeviceGetAttribute(ctypes.byref(value), attr, dev.value))
-        values.append(value.value)
+    dev = _device_handle(index)
+    major, minor, sms = (_attribute(dev, a) for a in (_ATTR_MAJOR, _ATTR_MINOR, _ATTR_SM_COUNT))
     name = ctypes.create_string_buffer(256)
-    _driver_call("cuDeviceGetName", lib.cuDeviceGetName(name, len(name), dev.value))
-    major, minor, sms = values
+    _driver_call("cuDeviceGetName", _libcuda().cuDeviceGetName(name, len(name), dev))
     return DeviceInfo(index, name.value.decode(errors="replace"), (major, minor), sms)
 
 
@@ -134,11 +126,19 @@ def device_info(index: int) -> DeviceInfo:
 def l2_cache_bytes(index: int) -> int:
     """Size of device ``index``'s L2 cache in bytes (the autotuner flushes twice that)."""
     device_info(index)  # the device exists
-    lib = _libcuda()
-    dev, value = ctypes.c_int(0), ctypes.c_int(0)
-    _driver_call("cuDeviceGet", lib.cuDeviceGet(ctypes.byref(dev), index))
+    return _attribute(_device_handle(index), _ATTR_L2_BYTES)
+
+
+def _device_handle(index: int) -> int:
+    dev = ctypes.c_int(0)
+    _driver_call("cuDeviceGet", _libcuda().cuDeviceGet(ctypes.byref(dev), index))
+    return dev.value
+
+
+def _attribute(dev: int, attribute: int) -> int:
+    value = ctypes.c_int(0)
     _driver_call("cuDeviceGetAttribute",
-                 lib.cuDeviceGetAttribute(ctypes.byref(value), _ATTR_L2_BYTES, dev.value))
+                 _libcuda().cuDeviceGetAttribute(ctypes.byref(value), attribute, dev))
     return value.value
 
 
