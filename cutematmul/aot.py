@@ -189,10 +189,7 @@ def _families(selection: Selection, dtype: str, capability) -> tuple:
 
 def _family_keys(selection: Selection, family, capability, num_sms: int, math: str) -> list:
     tf32 = math in TF32_MATH
-    keys = []
-    if tf32:  # the kernel reads K-major copies; the prep kernels make them, either source major
-        parts = 2 if math == "tf32x3" else 1
-        keys += [prep_key(capability, parts, k_major) for k_major in (True, False)]
+    keys = _prep_keys(capability, math)
     for layout in selection.layouts or tuple(LAYOUTS):
         a_major, b_major = ("k", "k") if tf32 else LAYOUTS[layout]
         for aligns in _alignments(selection.alignments, family, math):
@@ -200,10 +197,21 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
                 key, splits, transposed = schedule(family, capability, num_sms, math, a_major,
                                                    b_major, aligns, m, n, k,
                                                    batch[0] if batch else 1)
-                keys.append(key)
-                if splits > 1 or transposed:
-                    keys.append(reduce_key(capability, output_dtype(math)))
+                keys += [key, *_reduce_keys(capability, math, splits, transposed)]
     return keys
+
+
+def _prep_keys(capability, math: str) -> list:
+    """A TF32 kernel reads K-major copies: the prep kernels that make them, either source major."""
+    if math not in TF32_MATH:
+        return []
+    parts = 2 if math == "tf32x3" else 1
+    return [prep_key(capability, parts, k_major) for k_major in (True, False)]
+
+
+def _reduce_keys(capability, math: str, splits: int, transposed: bool) -> list:
+    """The reduction a split or transposed product writes its partial sums through."""
+    return [reduce_key(capability, output_dtype(math))] if splits > 1 or transposed else []
 
 
 def _alignments(which: str, family, dtype: str) -> list[tuple[int, int, int]]:
@@ -241,13 +249,8 @@ def tuned_keys(directory: Path) -> list:
             FAMILIES[problem.family], capability, problem.num_sms, problem.math, problem.a_major,
             problem.b_major, (problem.align_a, problem.align_b, problem.align_c), problem.m,
             problem.n, problem.k, problem.batch, tuned=choice)
-        found = [replace(key, arch=problem.arch)]
-        if splits > 1 or transposed:
-            found.append(reduce_key(capability, output_dtype(problem.math)))
-        if problem.math in TF32_MATH:
-            parts = 2 if problem.math == "tf32x3" else 1
-            found += [prep_key(capability, parts, k_major) for k_major in (True, False)]
-        for k in found:
+        for k in (key, *_reduce_keys(capability, problem.math, splits, transposed),
+                  *_prep_keys(capability, problem.math)):
             keys.setdefault(replace(k, arch=problem.arch), None)
     return list(keys)
 
