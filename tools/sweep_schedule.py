@@ -5,8 +5,9 @@
 For each shape, the model's pick (``configs/<family>.choose_schedule``) and every forced candidate
 (tile x split, transposed for small M) run on the same Gaussian operands; each is timed like the
 benchmark (a spin kernel hides the host's enqueue time, 5 bursts of 20 products, the median).
-``docs/performance.md`` quotes its output.  It swaps the family's ``choose_schedule`` for a fixed
-answer and clears the plan cache around each candidate, so it is a tool, not a library path.
+``docs/performance.md`` quotes its output.  Each candidate is made the shape's schedule in the
+cache's tuned tier for its timing (``cache.trial_tuned``, which clears the plan caches around it),
+the mechanism ``cutematmul.tune`` uses, so it is a tool, not a library path.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import sys
 import torch
 
 import cutematmul
-from cutematmul import launch
+from cutematmul import cache, launch
+from cutematmul.adapters import adapter_for
 from cutematmul.configs import simt, sm90
 
 SHAPES = [(16, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192),
@@ -80,27 +82,20 @@ def candidates(dtype: str, m: int, clusters: bool):
 
 def sweep(dtype: str, shapes=SHAPES, clusters: bool = False) -> None:
     module = CANDIDATES[dtype][0]
-    model = module.choose_schedule
     for m, n, k in shapes:
         a = torch.randn(m, k, device="cuda").to(getattr(torch, dtype))
         b = torch.randn(k, n, device="cuda").to(getattr(torch, dtype))
         out = torch.empty(m, n, device="cuda", dtype=a.dtype)
         cublas = time_us(lambda: torch.matmul(a, b, out=out))
-        cfg, splits, transposed = model(m, n, k, 1, 132)
-        launch._plan_launch.cache_clear()
+        cfg, splits, transposed = module.choose_schedule(m, n, k, 1, 132)
         picked = time_us(lambda: cutematmul.matmul(a, b, out=out))
         cluster = (getattr(cfg, "cluster_m", 1), getattr(cfg, "cluster_n", 1))  # sm90 only
         row = [f"pick {_label(cfg.tile_m, cfg.tile_n, splits, transposed, cluster)} "
                f"{picked:.1f}us ({cublas / picked:.2f}x)"]
-        try:
-            for config, s, tr, label in candidates(dtype, m, clusters):
-                forced = (config, s, tr)
-                module.choose_schedule = lambda *args, _f=forced, **kw: _f
-                launch._plan_launch.cache_clear()
+        problem = launch.planned_launch(adapter_for(a), a, b).problem
+        for config, s, tr, label in candidates(dtype, m, clusters):
+            with cache.trial_tuned(problem, (config, s, tr)):  # clears the plans, then restores
                 row.append(f"{label} {time_us(lambda: cutematmul.matmul(a, b, out=out)):.1f}")
-        finally:
-            module.choose_schedule = model
-            launch._plan_launch.cache_clear()
         print(f"{dtype} {m}x{n}x{k}: cuBLAS {cublas:.1f}us | " + " | ".join(row), flush=True)
 
 
