@@ -26,12 +26,6 @@ class HostResult:
     note: str = ""
 
 
-def measure_host(backend: Backend, dtype: str, size: int = 64, calls: int = 2000,
-                 warmup: int = 200) -> HostResult:
-    """One backend, one round."""
-    return measure_hosts([backend], [dtype], size, calls, warmup, repeats=1)[0]
-
-
 def measure_hosts(backends: list[Backend], dtypes: list[str], size: int = 64, calls: int = 2000,
                   warmup: int = 200, repeats: int = 5) -> list[HostResult]:
     """Every backend for every dtype (dtype-major order): the best of ``repeats`` rounds."""
