@@ -3,6 +3,7 @@ and a new process takes the tuned schedule from the cache directory.  Times are 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -67,8 +68,7 @@ def test_tune_keeps_a_timed_candidate_and_products_stay_correct(cache_dir, dtype
         "print(repr((work.key.config, work.calls[0][1][4], work.transposed)))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, env={**__import__("os").environ,
-                                            "CUTEMATMUL_CACHE_DIR": str(cache_dir)})
+                          timeout=300, env={**os.environ, "CUTEMATMUL_CACHE_DIR": str(cache_dir)})
     assert proc.returncode == 0, proc.stderr[-2000:]
     chosen = result.chosen
     assert proc.stdout.strip() == repr((chosen.config, chosen.splits, chosen.transposed))

@@ -4,6 +4,7 @@ timing itself runs in tests/test_gpu_tune.py."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -193,7 +194,7 @@ def test_tune_control_flow_with_a_stand_in_gpu(fresh, monkeypatch):
     monkeypatch.setattr(tuning, "matmul", product)
     monkeypatch.setattr(launch, "planned_launch", lambda *args, **kwargs: work)
     monkeypatch.setattr(device, "l2_cache_bytes", lambda index: 1 << 20)
-    monkeypatch.setattr(device, "using_device", lambda index: __import__("contextlib").nullcontext())
+    monkeypatch.setattr(device, "using_device", lambda index: contextlib.nullcontext())
     monkeypatch.setattr(device, "alloc_async", lambda nbytes, stream: 4096)
     monkeypatch.setattr(device, "free_async", lambda ptr, stream: None)
     monkeypatch.setattr(device, "memset_async", lambda ptr, nbytes, stream, value=0: None)
