@@ -114,3 +114,16 @@ def test_an_unsplit_launch_has_no_reduction():
     resolved = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, "float16", 2,
                                (True, True, True), spans, (False, False, False))
     assert resolved.reduce is None and all(s[4] == 1 for _, s in resolved.calls)
+
+
+def test_sm90_config_refuses_stage_counts_that_do_not_fit_shared_memory():
+    # 128x256 fp16 leaves room for 4 stages beside the epilogue ring; 6 once reached the driver
+    # ("launch shared memory exceeds") from a forced schedule.
+    sm90.Config(stages=4).validate()
+    with pytest.raises(ValueError, match="stages=6 does not fit.*room for 4"):
+        sm90.Config(stages=6).validate()
+    with pytest.raises(ValueError, match="fewer than 2"):
+        sm90.Config(stages=1).validate()
+    # TF32 tiles (tile_k = 32) count 4-byte elements.
+    with pytest.raises(ValueError, match="does not fit"):
+        sm90.Config(tile_k=32, partials=True, stages=5).validate()

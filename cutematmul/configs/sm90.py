@@ -48,12 +48,14 @@ class Config:
 
     def ab_stages(self, itemsize: int) -> int:
         """Stages of the A/B ring: the requested count, or as many as fit."""
-        if self.stages:
-            return self.stages
+        return self.stages or min(8, self.fitting_stages(itemsize))
+
+    def fitting_stages(self, itemsize: int) -> int:
+        """How many A/B stages fit in shared memory beside the epilogue ring."""
         per_stage = (self.tile_m + self.tile_n) * self.tile_k * itemsize
         c_itemsize = 4 if self.partials else itemsize
         epilogue = self.tile_m * self.epi_n * c_itemsize * self.epi_stages
-        return min(8, (_SMEM_BYTES - _SMEM_RESERVED - epilogue) // per_stage)
+        return (_SMEM_BYTES - _SMEM_RESERVED - epilogue) // per_stage
 
     def validate(self) -> None:
         if self.tile_m not in (64, 128):
@@ -75,8 +77,17 @@ class Config:
             )
         if self.epi_stages < 2:
             raise ValueError(f"Config.epi_stages must be at least 2, got {self.epi_stages}.")
-        if self.ab_stages(2) < 2:
+        # The operand bytes of a stage are (tile_m + tile_n) x 128: tile_k is 64 16-bit or 32
+        # fp32 elements.
+        itemsize = 128 // self.tile_k
+        if self.ab_stages(itemsize) < 2:
             raise ValueError(f"Config {self} leaves room for fewer than 2 pipeline stages.")
+        fit = self.fitting_stages(itemsize)
+        if self.stages > fit:
+            raise ValueError(
+                f"Config.stages={self.stages} does not fit in shared memory: a "
+                f"{self.tile_m}x{self.tile_n} tile leaves room for {fit} stages."
+            )
         if self.raster_group < 1:
             raise ValueError(f"Config.raster_group must be >= 1, got {self.raster_group}.")
 
