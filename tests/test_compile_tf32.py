@@ -73,6 +73,19 @@ def test_sm90_tf32_compiles_to_tf32_wgmma(tmp_path):
         assert c["stmatrix"] == 0, f"{name}: fp32 output through stmatrix: {c}"
         assert c["setmaxnreg"] == 2, name
         assert c["local"] == 0, f"{name}: local memory (register spills): {c}"
+    # 3xTF32 runs its three products per stage (12 wgmma of k8 over a 32-wide K-tile, against
+    # one pass's 4) on both parts of A and B, loaded together (twice one pass's TMA loads).
+    one_pass = counts["tf32-" + _name(CONFIGS[1])]
+    for math, cfg in CONFIGS:
+        if math == "tf32x3":
+            c = counts[f"{math}-{_name((math, cfg))}"]
+            assert c["wgmma_tf32"] == 3 * one_pass["wgmma_tf32"], c
+            assert c["tma_load"] == 2 * one_pass["tma_load"], (c, one_pass)
+
+
+def _name(entry) -> str:
+    from cutematmul.configs.sm90 import Config
+    return Config(**entry[1]).name
 
 
 def test_prep_rounds_only_when_splitting_and_transposes_through_shared_memory(tmp_path):

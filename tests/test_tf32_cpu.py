@@ -167,20 +167,22 @@ def test_precompile_builds_the_tf32_kernels_a_user_names():
                                    (300, 260, 16384), (16, 8192, 8192)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_3xtf32_splits_long_k_so_each_split_sums_few_k_tiles(shape):
-    """Promoted sums round once per K-tile in sequence: a split sums at most _PROMOTED_CHAIN of
-    the three passes' K-tiles (where the split count allows); the XLA route cannot split."""
+    """Promoted sums round once per 32-wide K-tile (its three products together) in sequence: a
+    split sums at most _PROMOTED_CHAIN of them (where the split count allows); the XLA route
+    cannot split."""
     m, n, k = shape
     config, splits, _ = sm90.choose_schedule(m, n, k, 1, 132, math="tf32x3")
-    k_tiles = sm90.gemm_k(k, "tf32x3") // 32
-    assert -(-k_tiles // splits) <= max(sm90._PROMOTED_CHAIN, -(-k_tiles // 16))
+    sums = sm90.promoted_sums(k)
+    assert sums == -(-k // 32)
+    assert -(-sums // splits) <= max(sm90._PROMOTED_CHAIN, -(-sums // 16))
     assert config.tile_n <= 192
     assert sm90.choose_config(m, n, k, 1, 132, math="tf32x3").partials is False
 
 
 def test_a_route_without_split_k_keeps_long_k_high_products_in_fp32():
-    """XLA cannot split K: unsplit 3xTF32 exceeds SGEMM's error past ~1350, so "auto" computes
-    fp32 there; a forced kernel keeps the mode."""
-    long_k, short_k = (4096, 4096, 4096, 1), (4096, 4096, 1024, 1)
+    """XLA cannot split K: unsplit 3xTF32 makes more promoted adds than _PROMOTED_CHAIN past
+    K = 4096, so "auto" computes fp32 there; a forced kernel keeps the mode."""
+    long_k, short_k = (4096, 4096, 4097, 1), (4096, 4096, 4096, 1)
     assert dispatch.math_type("float32", "high", HOPPER, long_k, split_k=False) == "float32"
     assert dispatch.math_type("float32", "high", HOPPER, short_k, split_k=False) == "tf32x3"
     assert dispatch.math_type("float32", "high", HOPPER, long_k) == "tf32x3"

@@ -34,8 +34,8 @@ def test_candidates_start_with_the_model_pick_and_are_valid_and_distinct(module,
             if module is sm90 and (splits > 1 or transposed):
                 assert config.partials, "split or transposed sm90 schedules write partials"
             if math == "tf32x3":  # the accuracy floor of 3xTF32's promoted sums holds
-                k_tiles = sm90.gemm_k(k, math) // sm90.TF32_TILE_K
-                assert splits >= -(-k_tiles // sm90._PROMOTED_CHAIN), (config, splits)
+                sums = sm90.promoted_sums(k)
+                assert splits >= -(-sums // sm90._PROMOTED_CHAIN), (config, splits)
 
 
 def test_small_m_candidates_are_transposed_and_16bit_ones_come_unclustered_too():

@@ -46,13 +46,14 @@ class Config:
     def consumer_warpgroups(self) -> int:
         return self.tile_m // 64
 
-    def ab_stages(self, itemsize: int) -> int:
-        """Stages of the A/B ring: the requested count, or as many as fit."""
-        return self.stages or min(8, self.fitting_stages(itemsize))
+    def ab_stages(self, itemsize: int, parts: int = 1) -> int:
+        """Stages of the A/B ring: the requested count, or as many as fit.  ``parts``: tiles
+        of A and of B per stage (2 for 3xTF32, whose stages hold both split parts)."""
+        return self.stages or min(8, self.fitting_stages(itemsize, parts))
 
-    def fitting_stages(self, itemsize: int) -> int:
+    def fitting_stages(self, itemsize: int, parts: int = 1) -> int:
         """How many A/B stages fit in shared memory beside the epilogue ring."""
-        per_stage = (self.tile_m + self.tile_n) * self.tile_k * itemsize
+        per_stage = (self.tile_m + self.tile_n) * self.tile_k * itemsize * parts
         c_itemsize = 4 if self.partials else itemsize
         epilogue = self.tile_m * self.epi_n * c_itemsize * self.epi_stages
         return (_SMEM_BYTES - _SMEM_RESERVED - epilogue) // per_stage
@@ -146,9 +147,11 @@ _RATES = {
 #: consumer threads' 232 registers (so at most 192 wide).  H200, 2026-12-01: 128x192 85 TFLOP/s
 #: at 4096^3, 128x128 68 (that one with two wgmma accumulators, which did not pay: removed).
 _PROMOTED_EFFICIENCY = {(128, 192): 1.0, (128, 128): 0.8, (64, 128): 0.6}
-#: The most K-tiles one split of a 3xTF32 product sums in sequence in fp32 registers.  Each add
-#: rounds; unsplit, the error grew to 1.6x cuBLAS SGEMM's at K = 4096 (384 K-tiles over the three
-#: passes) and 2.85x at K = 16384 on an H200; split-K's fixed-order reduction adds the rest.
+#: The most promoted adds (``promoted_sums``) one split of a 3xTF32 product makes in sequence in
+#: fp32 registers.  Each add rounds; when the kernel promoted after each K-tile of each of the
+#: three passes, the unsplit error grew to 1.6x cuBLAS SGEMM's at K = 4096 (384 adds) and 2.85x
+#: at K = 16384 on an H200, and 128 adds per split held 0.11-0.25x; split-K's fixed-order
+#: reduction adds the rest.
 _PROMOTED_CHAIN = 128
 #: The epilogue ring of TF32 products: fp32 sub-tiles are twice as large, and two stages leave
 #: room for four A/B stages of a 128 x 256 x 32 tile.
@@ -165,7 +168,13 @@ _TF32_CLUSTER = (2, 1)
 
 def promoted_fits(k: int) -> bool:
     """Whether an unsplit 3xTF32 product of this K sums few enough K-tiles in sequence."""
-    return gemm_k(k, "tf32x3") // TF32_TILE_K <= _PROMOTED_CHAIN
+    return promoted_sums(k) <= _PROMOTED_CHAIN
+
+
+def promoted_sums(k: int) -> int:
+    """The promoted fp32 adds of an unsplit 3xTF32 product: one per 32-wide K-tile (each stage
+    holds both parts of A and B and runs the three products before its promotion)."""
+    return -(-k // TF32_TILE_K)
 
 
 def gemm_k(k: int, math: str) -> int:
@@ -245,7 +254,7 @@ def _space(m: int, n: int, k: int, max_splits: int, math: str) -> _Space:
     efficiency, fewest = _TILE_EFFICIENCY, 1
     if math == "tf32x3":
         efficiency = _PROMOTED_EFFICIENCY
-        fewest = -(-(k // tile_k) // _PROMOTED_CHAIN) if max_splits > 1 else 1
+        fewest = -(-promoted_sums(k // 3) // _PROMOTED_CHAIN) if max_splits > 1 else 1
     extra = {"tile_k": tile_k, "epi_stages": _TF32_EPI_STAGES} if tf32 else {}
     if max_splits > 1 and m <= SMALL_M and n >= 4 * m:
         # Candidates by the padding their N (our M) leaves, least first: on a tie it decides.

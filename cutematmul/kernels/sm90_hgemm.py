@@ -4,7 +4,7 @@ What it computes
     C[m, n, l] = sum_k A[m, k, l] * B[n, k, l] for fp16 or bf16 A and B, accumulated in fp32 and
     written as the input dtype; or, math "tf32", fp32 A and B read by TF32 wgmma (fp32 C); or,
     math "tf32x3" (precision "high"), A and B as (big | small) TF32 parts along K
-    (``kernels/tf32_prep.py``) and three passes big*big + big*small + small*big.  With
+    (``kernels/tf32_prep.py``) and the three products small*big + big*small + big*big.  With
     ``Config.partials``, C is fp32 partial sums over a run of K-tiles for split-K
     (``kernels/entry.py``: C then holds ``splits`` matrices per batch, which
     ``kernels/splitk_reduce.py`` sums in a fixed order).  A may be K-major (row-major) or M-major,
@@ -37,14 +37,18 @@ How
       still reads it.
     * Tails in M, N and K need no predication: TMA zero-fills out-of-bounds loads and clips stores.
     * TF32 (``tf32_mma``): the same pipeline with 32-wide K-tiles of fp32 data and
-      ``wgmma...k8.f32.tf32.tf32``.  3xTF32: the producer maps K-tile j of pass p to A's part
-      p // 2 and B's part p % 2 (``_pass_tiles``); the consumers run each K-tile from zero and
-      add it into fp32 registers (promotion): wgmma's own accumulation is not rounded to
-      nearest, and without promotion 3xTF32 measured 4-30x SGEMM's error on an H200.
+      ``wgmma...k8.f32.tf32.tf32``.  3xTF32: each stage holds both parts of a K-tile, A's and
+      B's big tile (K-tile j) and small tile (K-tile j + K-tiles per part), loaded by four TMA
+      copies on one barrier; the consumers run the three products of the stage from zero
+      (small*big and big*small first, while the wgmma accumulator is small, then big*big) and
+      add the result into fp32 registers (promotion): wgmma's own accumulation is not rounded
+      to nearest, and without promotion 3xTF32 measured 4-30x SGEMM's error on an H200.  One
+      promotion per K-tile, not one per K-tile and product: a third of the waits for wgmma to
+      drain, and each part is read from L2 once, not in three passes.
 
 Constraints
     sm_90a only.  TF32 math needs both operands K-major and tile_k = 32; promotion (3xTF32)
-    tile_n <= 192.  Split-K needs ``Config.partials`` (fp32 C).  Every operand's base address,
+    tile_n <= 192, and its stages are twice as large (two parts each).  Split-K needs ``Config.partials`` (fp32 C).  Every operand's base address,
     leading stride and batch stride must be 16-byte aligned (a TMA rule); the host stages other
     inputs into aligned copies.  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
     {64, 128}, tile_n in {64, 128, 192, 256} (also 16 and 32 with ``partials``: the narrow tiles
@@ -72,9 +76,11 @@ from . import tf32_mma
 Sm90Config = Config  # the name the tests and docs use
 _EPILOGUE_BARRIER_ID = 1
 # Math type -> operand type.  "tf32" is fp32 data read by TF32 wgmma; "tf32x3" the same over the
-# (big | small) operands of kernels/tf32_prep.py, three passes (see the module docstring).
+# (big | small) operands of kernels/tf32_prep.py, three products (see the module docstring).
 _DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16,
            "tf32": cutlass.TFloat32, "tf32x3": cutlass.TFloat32}
+# 3xTF32: the (A part, B part) of each product a stage runs, in order (0 big, 1 small).
+_PRODUCTS = ((1, 0), (0, 1), (0, 0))
 
 
 class Sm90Hgemm:
@@ -106,11 +112,11 @@ class Sm90Hgemm:
         if config.tile_k * self.dtype.width != 128 * 8:
             raise ValueError(f"Sm90Hgemm {dtype} needs tile_k = {1024 // self.dtype.width}; got {config.tile_k}.")
         self.config = config
-        #: K-passes over the operands: 3 for 3xTF32 (big*big, big*small, small*big)
-        self.passes = 3 if dtype == "tf32x3" else 1
         #: 3xTF32 promotes: every K-tile's wgmma result is added into fp32 registers (the
         #: tensor cores' accumulation truncates; measured 4-30x SGEMM's error without this).
-        self.promote = self.passes == 3
+        self.promote = dtype == "tf32x3"
+        #: Tiles of A and of B per stage: both (big, small) parts for 3xTF32.
+        self.parts = 2 if self.promote else 1
         if self.promote and config.tile_n > 192:
             raise ValueError(f"Sm90Hgemm {dtype} keeps two accumulators: tile_n <= 192, got {config.tile_n}.")
         self.a_major, self.b_major = a_major, b_major
@@ -124,7 +130,15 @@ class Sm90Hgemm:
         self.consumer_threads = self.consumers * _THREADS_PER_WARPGROUP
         self.threads = self.consumer_threads + _THREADS_PER_WARPGROUP
         self.c_dtype = cutlass.Float32 if config.partials or self.tf32 else self.dtype
-        self.stages = config.ab_stages(self.dtype.width // 8)
+        itemsize = self.dtype.width // 8
+        if config.stages > config.fitting_stages(itemsize, self.parts):
+            raise ValueError(
+                f"Sm90Hgemm {dtype}: {config.stages} stages of {self.parts} part(s) do not fit in "
+                f"shared memory (room for {config.fitting_stages(itemsize, self.parts)})."
+            )
+        self.stages = config.ab_stages(itemsize, self.parts)
+        if self.stages < 2:
+            raise ValueError(f"Sm90Hgemm {dtype}: {config} leaves room for fewer than 2 stages.")
         self.epi_tile = (config.tile_m, config.epi_n)
         self.consumer_registers = 232 if self.consumers == 2 else 240
         # A tile is shared along the cluster's N extent, a B tile along its M extent.
@@ -152,8 +166,10 @@ class Sm90Hgemm:
                 (self.consumers, 1, 1),
                 tiler_mn=(64, self.tile_mnk[1]),
             )
-        sA_layout = sm90_utils.make_smem_layout_a(a_layout, self.tile_mnk, self.dtype, self.stages)
-        sB_layout = sm90_utils.make_smem_layout_b(b_layout, self.tile_mnk, self.dtype, self.stages)
+        # One shared buffer per part and stage: stage s holds buffers s * parts + part.
+        buffers = self.stages * self.parts
+        sA_layout = sm90_utils.make_smem_layout_a(a_layout, self.tile_mnk, self.dtype, buffers)
+        sB_layout = sm90_utils.make_smem_layout_b(b_layout, self.tile_mnk, self.dtype, buffers)
         sC_layout = sm90_utils.make_smem_layout_epi(
             self.c_dtype, c_layout, self.epi_tile, self.config.epi_stages
         )
@@ -189,17 +205,14 @@ class Sm90Hgemm:
         total = cluster_tiles_m * cluster_tiles_n * batch_splits
         max_clusters = self.num_sms // self.cluster_size
         num_clusters = cutlass.min(total, max_clusters)
-        # With 3 passes A and B are (big | small) along K, each part pass_tiles K-tiles wide.
-        pass_tiles = cute.ceil_div(cute.size(mA, mode=[1]), self.tile_mnk[2])
-        if cutlass.const_expr(self.passes == 3):
-            pass_tiles = pass_tiles // 2
-        k_tiles = pass_tiles * self.passes
+        # With two parts A and B are (big | small) along K, each part k_tiles K-tiles wide.
+        k_tiles = cute.ceil_div(cute.size(mA, mode=[1]), self.tile_mnk[2]) // self.parts
         k_tiles_per_split = cute.ceil_div(k_tiles, splits)
 
         self.kernel(
             tma_a, gA_tma, tma_b, gB_tma, tma_c, gC_tma, tiled_mma,
             sA_layout, sB_layout, sC_layout,
-            cluster_tiles_m, cluster_tiles_n, total, k_tiles, splits, k_tiles_per_split, pass_tiles,
+            cluster_tiles_m, cluster_tiles_n, total, k_tiles, splits, k_tiles_per_split,
         ).launch(
             grid=[self.cluster_mn[0], self.cluster_mn[1], num_clusters],
             block=[self.threads, 1, 1],
@@ -224,20 +237,6 @@ class Sm90Hgemm:
         first = split * k_tiles_per_split
         count = cutlass.max(cutlass.min(k_tiles - first, k_tiles_per_split), 0)
         return first, count
-
-    @cute.jit
-    def _pass_tiles(self, kt, pass_tiles):
-        """K-tile kt of the product -> (K-tile of A, K-tile of B).  One pass: the same tile.  Three
-        passes over (big | small) operands: pass 0 reads (big, big), pass 1 (big, small), pass 2
-        (small, big); a part starts pass_tiles tiles after the previous one."""
-        ka = kt
-        kb = kt
-        if cutlass.const_expr(self.passes == 3):
-            p = kt // pass_tiles
-            within = kt - p * pass_tiles
-            ka = within + (p // 2) * pass_tiles
-            kb = within + (p % 2) * pass_tiles
-        return ka, kb
 
     @cute.jit
     def _tile_coord(self, t, cluster_tiles_m, cluster_tiles_n):
@@ -272,7 +271,6 @@ class Sm90Hgemm:
         k_tiles: cutlass.Int32,
         splits: cutlass.Int32,
         k_tiles_per_split: cutlass.Int32,
-        pass_tiles: cutlass.Int32,
     ):
         tidx, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -293,9 +291,10 @@ class Sm90Hgemm:
         # ---- pipeline between the producer warp and the consumer warpgroups
         cluster_layout = cute.make_layout((*self.cluster_mn, 1))
         cluster_coord = (cta_m, cta_n, 0)
-        stage_bytes = cute.size_in_bytes(
-            self.dtype, cute.slice_(sA_layout, (None, None, 0))
-        ) + cute.size_in_bytes(self.dtype, cute.slice_(sB_layout, (None, None, 0)))
+        stage_bytes = self.parts * (
+            cute.size_in_bytes(self.dtype, cute.slice_(sA_layout, (None, None, 0)))
+            + cute.size_in_bytes(self.dtype, cute.slice_(sB_layout, (None, None, 0)))
+        )
         # Every consumer warp releases a stage once to each CTA that wrote into it.
         mcast_peers = self.a_mcast + self.b_mcast - 1
         ab_pipe = pipeline.PipelineTmaAsync.create(
@@ -355,13 +354,16 @@ class Sm90Hgemm:
                     tAgA_t = tAgA[(None, tile_m, None, l)]
                     tBgB_t = tBgB[(None, tile_n, None, l)]
                     for kt in range(k_count):
-                        ka, kb = self._pass_tiles(k_first + kt, pass_tiles)
                         ab_pipe.producer_acquire(state)
                         barrier = ab_pipe.producer_get_barrier(state)
-                        cute.copy(tma_a, tAgA_t[(None, ka)], tAsA[(None, state.index)],
-                                  tma_bar_ptr=barrier, mcast_mask=a_mask)
-                        cute.copy(tma_b, tBgB_t[(None, kb)], tBsB[(None, state.index)],
-                                  tma_bar_ptr=barrier, mcast_mask=b_mask)
+                        for part in cutlass.range_constexpr(self.parts):
+                            # Part p of K-tile j is K-tile j + p * k_tiles of the operand.
+                            src = k_first + kt + part * k_tiles
+                            buf = state.index * self.parts + part
+                            cute.copy(tma_a, tAgA_t[(None, src)], tAsA[(None, buf)],
+                                      tma_bar_ptr=barrier, mcast_mask=a_mask)
+                            cute.copy(tma_b, tBgB_t[(None, src)], tBsB[(None, buf)],
+                                      tma_bar_ptr=barrier, mcast_mask=b_mask)
                         ab_pipe.producer_commit(state)
                         state.advance()
                     t += num_clusters
@@ -429,15 +431,19 @@ class Sm90Hgemm:
                 if cutlass.const_expr(self.promote):
                     total.fill(0.0)
                     for kt in range(k_count):
-                        # Each K-tile from zero, then added in fp32 registers: the tensor
-                        # cores' own accumulation is not rounded to nearest.
+                        # Each K-tile's three products from zero, then added in fp32
+                        # registers: the tensor cores' own accumulation is not rounded to
+                        # nearest.
                         ab_pipe.consumer_wait(read)
                         warpgroup.fence()
                         tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
-                        for kb in cutlass.range_constexpr(k_blocks):
-                            cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)],
-                                      tCrB[(None, None, kb, read.index)], acc)
-                            tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                        for j in cutlass.range_constexpr(len(_PRODUCTS)):
+                            a_buf = read.index * self.parts + _PRODUCTS[j][0]
+                            b_buf = read.index * self.parts + _PRODUCTS[j][1]
+                            for kb in cutlass.range_constexpr(k_blocks):
+                                cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, a_buf)],
+                                          tCrB[(None, None, kb, b_buf)], acc)
+                                tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
                         warpgroup.commit_group()
                         warpgroup.wait_group(0)
                         ab_pipe.consumer_release(read)
