@@ -183,3 +183,27 @@ def test_auto_takes_the_fp32_kernel_where_it_is_faster(torch):
     for precision in ("high", "tf32"):
         got = cutematmul.matmul(a, b, precision=precision)
         assert relative_error(got, expected) <= TOLERANCE["float32"]
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["gauss", "wide"])
+def test_high_unsplit_at_the_promoted_add_budget(torch, wide):
+    """The longest chain of promoted adds the scheduler allows one split (and the XLA route, which
+    cannot split): K = 32 x _PROMOTED_CHAIN, forced unsplit, still within 2x SGEMM's error."""
+    if not _tf32_capable():
+        pytest.skip("3xTF32 needs an sm_90 GPU")
+    from dataclasses import replace
+
+    from cutematmul import cache, launch
+    from cutematmul.adapters import adapter_for
+    from cutematmul.configs import sm90
+
+    k = 32 * sm90._PROMOTED_CHAIN
+    a, b = _operands(torch, 256, 384, k, "nn", 5, wide=wide)
+    work = launch.planned_launch(adapter_for(a), a, b, precision="high", kernel="sm90")
+    assert work is not None and work.problem is not None and work.key.dtype == "tf32x3"
+    unsplit = (replace(work.key.config, partials=False), 1, False)
+    with cache.trial_tuned(work.problem, unsplit):
+        assert launch.planned_launch(adapter_for(a), a, b, precision="high",
+                                     kernel="sm90").reduce is None
+        err, sgemm = _errors(torch, a, b, "high")
+    _check(err, sgemm, "high")

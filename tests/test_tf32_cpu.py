@@ -181,8 +181,9 @@ def test_3xtf32_splits_long_k_so_each_split_sums_few_k_tiles(shape):
 
 def test_a_route_without_split_k_keeps_long_k_high_products_in_fp32():
     """XLA cannot split K: unsplit 3xTF32 makes more promoted adds than _PROMOTED_CHAIN past
-    K = 4096, so "auto" computes fp32 there; a forced kernel keeps the mode."""
-    long_k, short_k = (4096, 4096, 4097, 1), (4096, 4096, 4096, 1)
+    K = 32 * _PROMOTED_CHAIN, so "auto" computes fp32 there; a forced kernel keeps the mode."""
+    most = 32 * sm90._PROMOTED_CHAIN
+    long_k, short_k = (4096, 4096, most + 1, 1), (4096, 4096, most, 1)
     assert dispatch.math_type("float32", "high", HOPPER, long_k, split_k=False) == "float32"
     assert dispatch.math_type("float32", "high", HOPPER, short_k, split_k=False) == "tf32x3"
     assert dispatch.math_type("float32", "high", HOPPER, long_k) == "tf32x3"

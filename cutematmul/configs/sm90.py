@@ -144,15 +144,18 @@ _RATES = {
          waves.Rate(flops_per_sm=2.5e12, slots=1, in_bytes=4, out_bytes=4, min_k_tiles=4)),
 }
 #: Tiles of the promoting kernel (3xTF32), whose wgmma and register accumulators share the
-#: consumer threads' 232 registers (so at most 192 wide).  H200, 2026-12-01: 128x192 85 TFLOP/s
-#: at 4096^3, 128x128 68 (that one with two wgmma accumulators, which did not pay: removed).
-_PROMOTED_EFFICIENCY = {(128, 192): 1.0, (128, 128): 0.8, (64, 128): 0.6}
+#: consumer threads' 232 registers (so at most 192 wide).  H200, 2026-12-01, stages of both
+#: parts (128x192: 2 stages, 128x128: 3), fp32 nn, unsplit: 4096^3 1246 us (128x192) against
+#: 1217 (128x128), 8192^3 9352 against 10442.
+_PROMOTED_EFFICIENCY = {(128, 192): 1.0, (128, 128): 0.94, (64, 128): 0.6}
 #: The most promoted adds (``promoted_sums``) one split of a 3xTF32 product makes in sequence in
-#: fp32 registers.  Each add rounds; when the kernel promoted after each K-tile of each of the
-#: three passes, the unsplit error grew to 1.6x cuBLAS SGEMM's at K = 4096 (384 adds) and 2.85x
-#: at K = 16384 on an H200, and 128 adds per split held 0.11-0.25x; split-K's fixed-order
-#: reduction adds the rest.
-_PROMOTED_CHAIN = 128
+#: fp32 registers; split-K's fixed-order reduction adds the rest.  Each add rounds.  When the
+#: kernel promoted after each K-tile of each of its three passes, the unsplit error grew to 1.6x
+#: cuBLAS SGEMM's at K = 4096 (384 adds) and 2.85x at K = 16384 on an H200.  With the three
+#: products of a K-tile promoted together (one add per 32 of K), unsplit, Gaussian data,
+#: relative Frobenius error against float64 (SGEMM's): 8192^3 3.2e-7 (1.6e-6), 2048 x 2048 x
+#: 16384 4.3e-7 (2.3e-6), i.e. 0.2x SGEMM's at 256 and 512 adds.
+_PROMOTED_CHAIN = 512
 #: The epilogue ring of TF32 products: fp32 sub-tiles are twice as large, and two stages leave
 #: room for four A/B stages of a 128 x 256 x 32 tile.
 _TF32_EPI_STAGES = 2
