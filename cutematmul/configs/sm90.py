@@ -94,11 +94,11 @@ class Config:
 
 
 #: Math types (``dispatch.math_type``): 16-bit inputs, and fp32 inputs through TF32 wgmma in one
-#: pass ("tf32") or three over split operands ("tf32x3", precision "high").
+#: product ("tf32") or three over split operands ("tf32x3", precision "high").
 MATH_TYPES = ("float16", "bfloat16", "tf32", "tf32x3")
 TF32 = ("tf32", "tf32x3")
 #: K of a TF32 tile (32 fp32 = one 128-byte swizzled row); the operand prep pads each 3xTF32
-#: part to whole tiles of it, so the passes start on tile boundaries.
+#: part to whole tiles of it, so the small part starts on a tile boundary.
 TF32_TILE_K = 32
 
 
@@ -181,7 +181,8 @@ def promoted_sums(k: int) -> int:
 
 
 def gemm_k(k: int, math: str) -> int:
-    """The K the kernel walks: 3xTF32 runs three passes over K padded to whole TF32 tiles."""
+    """The K of the MMA work the kernel does: 3xTF32 runs three products over K padded to whole
+    TF32 tiles (all three on each K-tile it loads)."""
     return 3 * (-(-k // TF32_TILE_K) * TF32_TILE_K) if math == "tf32x3" else k
 
 
@@ -203,7 +204,7 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     This needs the workspace, so ``max_splits=1`` (the XLA route) never takes it.
 
     ``math`` (``MATH_TYPES``) sets the K-tile and the rate; 3xTF32 is scheduled as the three
-    passes it runs (``gemm_k``).
+    products it runs (``gemm_k``).
     """
     space = _space(m, n, k, max_splits, math)
     if space.transposed:
