@@ -13,7 +13,8 @@ An entry is two files named by its digest (a sha256, see ``entry_digest`` in ``c
   exist and a reader never sees half a file.
 
 ``<digest>.lock`` is the key's ``filelock``; scratch directories ``.<digest>.*.tmp`` hold a build
-until its payload is moved into place.
+until its payload is moved into place, and ``.<digest>.*.tmp`` / ``.tuned.*.tmp`` files are
+metadata and ``tuned.json`` being written.
 
 Imports: ``ffi`` (where ``libtvm_ffi.so`` is, to link), ``dispatch`` (lazily, for the
 fingerprint), ``filelock``, ``platformdirs``.  No DSL.
@@ -47,7 +48,7 @@ _ENTRY_NAME = re.compile(r"^[0-9a-f]{64}\.(so|o|xla|json|lock)$")
 #: The autotuner's table of winning schedules (``cache.py``'s tuned tier) and its lock.
 TUNED = "tuned.json"
 _TUNED_FILES = (TUNED, "tuned.lock")
-_SCRATCH_NAME = re.compile(r"^\.[0-9a-f]{64}\..+\.tmp$")
+_SCRATCH_NAME = re.compile(r"^\.(?:[0-9a-f]{64}|tuned)\..+\.tmp$")
 
 
 class Corrupt(Exception):
