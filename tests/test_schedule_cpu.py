@@ -127,3 +127,9 @@ def test_sm90_config_refuses_stage_counts_that_do_not_fit_shared_memory():
     # TF32 tiles (tile_k = 32) count 4-byte elements.
     with pytest.raises(ValueError, match="does not fit"):
         sm90.Config(tile_k=32, partials=True, stages=5).validate()
+    # 3xTF32 kernels hold two parts per stage (the kernel asks stage_count with parts=2).
+    three = sm90.Config(tile_n=192, tile_k=32, epi_stages=2, stages=3)
+    three.validate()
+    assert sm90.Config(tile_n=192, tile_k=32, epi_stages=2).stage_count(4, 2) == 2
+    with pytest.raises(ValueError, match="stages=3 does not fit.*2 part.*room for 2"):
+        three.stage_count(4, 2)

@@ -51,6 +51,21 @@ class Config:
         of A and of B per stage (2 for 3xTF32, whose stages hold both split parts)."""
         return self.stages or min(8, self.fitting_stages(itemsize, parts))
 
+    def stage_count(self, itemsize: int, parts: int = 1) -> int:
+        """``ab_stages``, or ValueError when the requested count does not fit in shared memory
+        or fewer than 2 stages would."""
+        fit = self.fitting_stages(itemsize, parts)
+        if self.stages > fit:
+            raise ValueError(
+                f"Config.stages={self.stages} does not fit in shared memory: a "
+                f"{self.tile_m}x{self.tile_n} tile of {parts} part(s) per stage leaves room for "
+                f"{fit} stages."
+            )
+        stages = self.ab_stages(itemsize, parts)
+        if stages < 2:
+            raise ValueError(f"Config {self} leaves room for fewer than 2 pipeline stages.")
+        return stages
+
     def fitting_stages(self, itemsize: int, parts: int = 1) -> int:
         """How many A/B stages fit in shared memory beside the epilogue ring."""
         per_stage = (self.tile_m + self.tile_n) * self.tile_k * itemsize * parts
@@ -79,16 +94,8 @@ class Config:
         if self.epi_stages < 2:
             raise ValueError(f"Config.epi_stages must be at least 2, got {self.epi_stages}.")
         # The operand bytes of a stage are (tile_m + tile_n) x 128: tile_k is 64 16-bit or 32
-        # fp32 elements.
-        itemsize = 128 // self.tile_k
-        if self.ab_stages(itemsize) < 2:
-            raise ValueError(f"Config {self} leaves room for fewer than 2 pipeline stages.")
-        fit = self.fitting_stages(itemsize)
-        if self.stages > fit:
-            raise ValueError(
-                f"Config.stages={self.stages} does not fit in shared memory: a "
-                f"{self.tile_m}x{self.tile_n} tile leaves room for {fit} stages."
-            )
+        # fp32 elements.  (A kernel of two parts per stage checks its own count.)
+        self.stage_count(128 // self.tile_k)
         if self.raster_group < 1:
             raise ValueError(f"Config.raster_group must be >= 1, got {self.raster_group}.")
 

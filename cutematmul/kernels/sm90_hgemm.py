@@ -48,9 +48,9 @@ How
 
 Constraints
     sm_90a only.  TF32 math needs both operands K-major and tile_k = 32; promotion (3xTF32)
-    tile_n <= 192, and its stages are twice as large (two parts each).  Split-K needs ``Config.partials`` (fp32 C).  Every operand's base address,
-    leading stride and batch stride must be 16-byte aligned (a TMA rule); the host stages other
-    inputs into aligned copies.  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
+    tile_n <= 192, and its stages are twice as large (two parts each).  Split-K needs
+    ``Config.partials`` (fp32 C).  Every operand's base address, leading stride and batch stride
+    must be 16-byte aligned (a TMA rule); the host stages other inputs into aligned copies.  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
     {64, 128}, tile_n in {64, 128, 192, 256} (also 16 and 32 with ``partials``: the narrow tiles
     of transposed small-M products), tile_k = 64, clusters of at most 2 CTAs.
 
@@ -130,15 +130,7 @@ class Sm90Hgemm:
         self.consumer_threads = self.consumers * _THREADS_PER_WARPGROUP
         self.threads = self.consumer_threads + _THREADS_PER_WARPGROUP
         self.c_dtype = cutlass.Float32 if config.partials or self.tf32 else self.dtype
-        itemsize = self.dtype.width // 8
-        if config.stages > config.fitting_stages(itemsize, self.parts):
-            raise ValueError(
-                f"Sm90Hgemm {dtype}: {config.stages} stages of {self.parts} part(s) do not fit in "
-                f"shared memory (room for {config.fitting_stages(itemsize, self.parts)})."
-            )
-        self.stages = config.ab_stages(itemsize, self.parts)
-        if self.stages < 2:
-            raise ValueError(f"Sm90Hgemm {dtype}: {config} leaves room for fewer than 2 stages.")
+        self.stages = config.stage_count(self.dtype.width // 8, self.parts)
         self.epi_tile = (config.tile_m, config.epi_n)
         self.consumer_registers = 232 if self.consumers == 2 else 240
         # A tile is shared along the cluster's N extent, a B tile along its M extent.
