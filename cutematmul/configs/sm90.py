@@ -259,26 +259,26 @@ class _Space(NamedTuple):
 def _space(m: int, n: int, k: int, max_splits: int, math: str) -> _Space:
     tf32 = math in TF32
     tile_k, rate = _RATES[32 if tf32 else 16]
-    k = gemm_k(k, math)
+    walked = gemm_k(k, math)
     # 3xTF32 keeps a second accumulator in registers (the kernel's promotion): at most 192 wide;
     # its promoted sums run in sequence over a split's K-tiles, so long K is split for accuracy.
     efficiency, fewest = _TILE_EFFICIENCY, 1
     if math == "tf32x3":
         efficiency = _PROMOTED_EFFICIENCY
-        fewest = -(-promoted_sums(k // 3) // _PROMOTED_CHAIN) if max_splits > 1 else 1
+        fewest = -(-promoted_sums(k) // _PROMOTED_CHAIN) if max_splits > 1 else 1
     extra = {"tile_k": tile_k, "epi_stages": _TF32_EPI_STAGES} if tf32 else {}
     if max_splits > 1 and m <= SMALL_M and n >= 4 * m:
         # Candidates by the padding their N (our M) leaves, least first: on a tie it decides.
         every = {**efficiency, **_NARROW_EFFICIENCY}
         order = sorted(every, key=lambda t: (-(-m // t[1]) * t[1] - m, -t[0]))
-        return _Space({tile: (every[tile], rate) for tile in order}, k, tile_k, fewest, extra,
-                      True)
+        return _Space({tile: (every[tile], rate) for tile in order}, walked, tile_k, fewest,
+                      extra, True)
     tiles = {}
     for tile, eff in efficiency.items():
         if math in _CLUSTERED_MATH and _cluster_m(math, tile[0], m, 1) > 1:
             eff = _CLUSTERED_EFFICIENCY[tile]
         tiles[tile] = (eff, rate)
-    return _Space(tiles, k, tile_k, fewest, extra, False)
+    return _Space(tiles, walked, tile_k, fewest, extra, False)
 
 
 def _config(space: _Space, math: str, m: int, tile: tuple[int, int], splits: int) -> Config:
