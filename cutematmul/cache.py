@@ -78,9 +78,8 @@ import sys
 import threading
 import time
 import warnings
-import dataclasses
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -261,7 +260,7 @@ def _changed() -> None:
 
 def _choice_fields(choice) -> dict:
     config, splits, transposed = choice
-    return {"config": dataclasses.asdict(config), "splits": int(splits),
+    return {"config": asdict(config), "splits": int(splits),
             "transposed": bool(transposed)}
 
 
