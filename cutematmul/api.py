@@ -12,7 +12,7 @@ Imports: ``adapters`` (the registry), ``dispatch``.
 from __future__ import annotations
 
 from .adapters import adapter_for
-from .dispatch import PRECISIONS, check_kernel
+from .dispatch import PRECISIONS, check_kernel, check_precision
 
 
 def matmul(a, b, /, *, out=None, stream=None, precision="highest", kernel="auto"):
@@ -56,9 +56,7 @@ def matmul(a, b, /, *, out=None, stream=None, precision="highest", kernel="auto"
                 f"got a {other.name} array."
             )
     if not isinstance(precision, str) or precision not in PRECISIONS:
-        raise ValueError(
-            f"matmul: precision must be one of {', '.join(map(repr, PRECISIONS))}; got {precision!r}."
-        )
+        check_precision(precision)  # raises, with the sentence
     if kernel != "auto":
         check_kernel(kernel)
     return adapter.matmul(a, b, out=out, stream=stream, precision=precision, kernel=kernel)

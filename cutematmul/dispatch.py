@@ -163,10 +163,18 @@ def itemsize(math: str) -> int:
 KERNEL_CHOICES = ("auto",) + tuple(FAMILIES)
 
 
-def check_kernel(requested: str) -> None:
+def check_kernel(requested: str, caller: str = "matmul") -> None:
     if requested not in KERNEL_CHOICES:
         raise ValueError(
-            f"matmul: kernel must be one of {', '.join(map(repr, KERNEL_CHOICES))}; got {requested!r}."
+            f"{caller}: kernel must be one of {', '.join(map(repr, KERNEL_CHOICES))}; got {requested!r}."
+        )
+
+
+def check_precision(precision, caller: str = "matmul") -> None:
+    if not isinstance(precision, str) or precision not in PRECISIONS:
+        raise ValueError(
+            f"{caller}: precision must be one of {', '.join(map(repr, PRECISIONS))}; "
+            f"got {precision!r}."
         )
 
 

@@ -44,7 +44,7 @@ import numpy
 from . import cache, device, launch
 from .adapters import adapter_for
 from .api import matmul
-from .dispatch import FAMILIES, PRECISIONS, check_kernel
+from .dispatch import FAMILIES, check_kernel, check_precision
 
 #: Largest relative Frobenius difference between a candidate's product and the model pick's.
 AGREEMENT = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-5, "tf32": 1e-2, "tf32x3": 1e-5}
@@ -96,10 +96,8 @@ def tune(a, b, *, precision: str = "highest", kernel: str = "auto", limit: int =
     many of the model's ranked schedules are tried (each 16-bit one also unclustered), ``reps``
     the timed runs per candidate, ``margin`` the fraction by which a candidate must beat the
     model's pick.  Compiles every candidate not yet cached (about a second each)."""
-    if not isinstance(precision, str) or precision not in PRECISIONS:
-        raise ValueError(f"tune: precision must be one of {', '.join(map(repr, PRECISIONS))}; "
-                         f"got {precision!r}.")
-    check_kernel(kernel)
+    check_precision(precision, "tune")
+    check_kernel(kernel, "tune")
     for name, value in (("limit", limit), ("reps", reps)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"tune: {name} must be a positive integer; got {value!r}.")
