@@ -27,6 +27,8 @@ PATTERNS = {
     "mbarrier_wait": r"\bmbarrier\.try_wait",
     "local": r"\.local\b",
     "multicast": r"\bcp\.async\.bulk\.tensor\.[^;]*\.multicast::cluster",
+    "acquire": r"\bld\.acquire\.gpu\.global",
+    "release": r"\bst\.release\.gpu\.global",
 }
 out = {}
 for dtype, a_major, b_major, cfg in json.loads(sys.argv[1]):
@@ -69,6 +71,7 @@ def test_sm90_compiles_with_tma_and_wgmma(tmp_path):
         assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
         clustered = "_c2x1_" in name
         assert (c["multicast"] >= 1) == clustered, f"{name}: TMA multicast {c['multicast']}"
+        assert c["acquire"] == c["release"] == 0, f"{name}: inter-CTA flags outside stream-K: {c}"
 
 
 _PARTIALS = [
@@ -96,5 +99,27 @@ def test_sm90_split_k_partials_store_fp32_with_tma(tmp_path):
         assert c["tma_store"] >= 1, f"{name}: partial sums not stored with TMA: {c}"
         assert c["stmatrix"] == 0, f"{name}: fp32 partials went through stmatrix: {c}"
         assert c["setmaxnreg"] == 2, name
+        assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
+        assert (c["multicast"] >= 1) == ("_c2x1_" in name), f"{name}: {c}"
+
+
+_STREAMK = [
+    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "streamk": True}),
+    ("BFloat16", "m", "k", {"tile_m": 64, "tile_n": 128, "streamk": True}),
+    ("Float16", "k", "k", {"tile_m": 128, "tile_n": 128, "cluster_m": 2, "streamk": True}),
+    ("BFloat16", "k", "n", {"tile_m": 128, "tile_n": 192, "streamk": True}),
+]
+
+
+def test_sm90_streamk_signals_partial_tiles_between_ctas(tmp_path):
+    """Stream-K keeps the TMA/wgmma pipeline and the TMA epilogue, and adds the fixup: partial
+    tiles through global memory, a GPU-scope release store of the flag and acquire loads of
+    the peers' flags; no spills (the fixup adds into the accumulator registers)."""
+    counts = compile_in_child("sm_90a", _CHILD, _STREAMK, tmp_path)
+    assert len(counts) == len(_STREAMK)
+    for name, c in counts.items():
+        assert name.endswith("_streamk"), name
+        assert c["wgmma"] >= 4 and c["tma_load"] >= 2 and c["tma_store"] >= 1, f"{name}: {c}"
+        assert c["release"] == 1 and c["acquire"] >= 1, f"{name}: {c}"
         assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
         assert (c["multicast"] >= 1) == ("_c2x1_" in name), f"{name}: {c}"

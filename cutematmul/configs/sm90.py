@@ -34,12 +34,17 @@ class Config:
     stages: int = 0  # 0: as many as fit in shared memory
     #: C is fp32 partial sums of a K-split (written to our workspace, reduced apart)
     partials: bool = False
+    #: Stream-K: every cluster takes an equal share of all (tile, K-tile) iterations; tiles
+    #: that straddle clusters are summed in the kernel through a workspace of ours
+    #: (``streamk_workspace``), in a fixed order.
+    streamk: bool = False
 
     @property
     def name(self) -> str:
         return (
             f"sm90_{self.tile_m}x{self.tile_n}x{self.tile_k}_c{self.cluster_m}x{self.cluster_n}"
             f"_g{self.raster_group}_s{self.ab_stages(2)}" + ("_partials" if self.partials else "")
+            + ("_streamk" if self.streamk else "")
         )
 
     @property
@@ -98,6 +103,14 @@ class Config:
         self.stage_count(128 // self.tile_k)
         if self.raster_group < 1:
             raise ValueError(f"Config.raster_group must be >= 1, got {self.raster_group}.")
+        if self.streamk and self.partials:
+            raise ValueError("Config.streamk sums its own partials: it cannot also write partials.")
+
+
+def streamk_workspace(config: Config, num_sms: int) -> tuple[int, int]:
+    """(fp32 partial elements, int32 flags) of a stream-K launch's workspace: one tile of
+    partial sums and one flag per CTA the grid can hold (at most one CTA per SM)."""
+    return num_sms * config.tile_m * config.tile_n, num_sms
 
 
 #: Math types (``dispatch.math_type``): 16-bit inputs, and fp32 inputs through TF32 wgmma in one

@@ -79,3 +79,45 @@ def gemm_from_pointers(
         c_ptr, _operand_layout(m, n, batch * splits, ldc, batch_stride_c, False, gemm.align_c)
     )
     gemm(mA, mB, mC, stream)
+
+
+@cute.jit
+def gemm_streamk_from_pointers(
+    gemm: cutlass.Constexpr,
+    a_ptr: cute.Pointer,
+    b_ptr: cute.Pointer,
+    c_ptr: cute.Pointer,
+    m: cutlass.Int32,
+    n: cutlass.Int32,
+    k: cutlass.Int32,
+    batch: cutlass.Int32,
+    splits: cutlass.Int32,
+    lda: cutlass.Int64,
+    batch_stride_a: cutlass.Int64,
+    ldb: cutlass.Int64,
+    batch_stride_b: cutlass.Int64,
+    ldc: cutlass.Int64,
+    batch_stride_c: cutlass.Int64,
+    w_ptr: cute.Pointer,
+    w_elems: cutlass.Int32,
+    f_ptr: cute.Pointer,
+    flags: cutlass.Int32,
+    stream: cuda.CUstream,
+):
+    """``gemm_from_pointers`` for stream-K kernels (``gemm.streamk``), which also take their
+    workspace: ``w_elems`` fp32 partial sums at ``w_ptr`` and ``flags`` int32 flags at
+    ``f_ptr``, zeroed before the launch.  ``splits`` is 1."""
+    mA = cute.make_tensor(
+        a_ptr,
+        _operand_layout(m, k, batch, lda, batch_stride_a, gemm.a_major == "m", gemm.align_a),
+    )
+    mB = cute.make_tensor(
+        b_ptr,
+        _operand_layout(n, k, batch, ldb, batch_stride_b, gemm.b_major == "n", gemm.align_b),
+    )
+    mC = cute.make_tensor(
+        c_ptr, _operand_layout(m, n, batch * splits, ldc, batch_stride_c, False, gemm.align_c)
+    )
+    mW = cute.make_tensor(w_ptr, cute.make_layout(w_elems))
+    mFlags = cute.make_tensor(f_ptr, cute.make_layout(flags))
+    gemm.streamk(mA, mB, mC, mW, mFlags, stream)

@@ -7,7 +7,8 @@ What it computes
     (``kernels/tf32_prep.py``) and the three products small*big + big*small + big*big.  With
     ``Config.partials``, C is fp32 partial sums over a run of K-tiles for split-K
     (``kernels/entry.py``: C then holds ``splits`` matrices per batch, which
-    ``kernels/splitk_reduce.py`` sums in a fixed order).  A may be K-major (row-major) or M-major,
+    ``kernels/splitk_reduce.py`` sums in a fixed order).  With ``Config.streamk`` tiles that
+    straddle CTAs are summed inside the kernel through a workspace (below).  A may be K-major (row-major) or M-major,
     B K-major or N-major (N-major is a row-major math B of shape (K, N)); TF32 math needs both
     K-major.  C is always N-major.  L is a batch mode whose
     strides may be 0 (a broadcast operand).
@@ -25,6 +26,16 @@ How
       (output tile x batch x K-split) with a stride of the grid size; tiles are visited in groups of ``raster_group`` tile-rows so
       the CTAs running at one time share A and B tiles in L2.  While consumers run the epilogue of a
       tile, the producer already fills the stages for the next one.
+    * Stream-K (``Config.streamk``): the work is every (tile, K-tile) iteration instead, each
+      cluster taking an equal contiguous share, so no wave is partial.  A unit runs from where
+      the share stands to the end of its tile or of the share.  A unit that starts inside its
+      tile stores its fp32 sums to the CTA's slot of a workspace of ours (16-byte vectors) and
+      sets the slot's flag (release); the CTA that starts the tile waits for each later
+      cluster's flag (acquire), adds the slots in cluster order and stores the tile: the same
+      inputs give bitwise-identical outputs.  A CTA's first unit is the only one that can
+      start inside a tile and its last the only one that can wait, and it waits only for
+      later clusters, so the waits form no cycle.  The host zeroes the flags before the launch
+      (``launch._run_streamk``).
     * 2-CTA clusters multicast the shared operand tile to both CTAs (halving its L2 reads): the
       dispatcher runs 16-bit products whose M spans two tiles or more in 2x1 clusters (one B tile
       for two adjacent tile rows; with an odd row count the last cluster's second CTA has no
@@ -47,7 +58,9 @@ How
       drain, and each part is read from L2 once, not in three passes.
 
 Constraints
-    sm_90a only.  TF32 math needs both operands K-major and tile_k = 32; promotion (3xTF32)
+    sm_90a only.  Stream-K needs every CTA of the grid resident at once (one per SM, as the
+    persistent grid is sized) and fewer than 2**31 iterations; it is not combined with split-K
+    or ``partials``, nor used for 3xTF32.  TF32 math needs both operands K-major and tile_k = 32; promotion (3xTF32)
     tile_n <= 192, and its stages are twice as large (two parts each).  Split-K needs
     ``Config.partials`` (fp32 C).  Every operand's base address, leading stride and batch stride
     must be 16-byte aligned (a TMA rule); the host stages other inputs into aligned copies.  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
@@ -57,6 +70,8 @@ Constraints
 Benchmark
     python -m cutematmul.bench --dtypes float16 bfloat16 --kernel sm90
     python -m cutematmul.bench --dtypes float32 --precision tf32     (or high)
+    stream-K: cutematmul.tune(a, b) on a product whose tiles leave a partial wave (the tuner
+    times it beside the data-parallel schedules; docs/performance.md has forced runs)
 """
 
 from __future__ import annotations
@@ -140,6 +155,18 @@ class Sm90Hgemm:
     # ------------------------------------------------------------------ host side
     @cute.jit
     def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, stream: cuda.CUstream):
+        self._launch(mA, mB, mC, None, None, stream)
+
+    @cute.jit
+    def streamk(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, mW: cute.Tensor,
+                mFlags: cute.Tensor, stream: cuda.CUstream):
+        """Stream-K (``Config.streamk``): ``mW`` holds one fp32 partial tile per CTA of the
+        grid, ``mFlags`` one int32 flag per CTA, zeroed before the launch."""
+        self._launch(mA, mB, mC, mW, mFlags, stream)
+
+    @cute.jit
+    def _launch(self, mA, mB, mC, mW, mFlags, stream):
+        """The host side of both entries."""
         if cutlass.const_expr(self.tf32):  # fp32 data read as TF32 (XLA hands Float32 tensors)
             mA = cute.make_tensor(cute.recast_ptr(mA.iterator, dtype=self.dtype), mA.layout)
             mB = cute.make_tensor(cute.recast_ptr(mB.iterator, dtype=self.dtype), mB.layout)
@@ -196,15 +223,21 @@ class Sm90Hgemm:
         splits = batch_splits // cute.size(mA, mode=[2])
         total = cluster_tiles_m * cluster_tiles_n * batch_splits
         max_clusters = self.num_sms // self.cluster_size
-        num_clusters = cutlass.min(total, max_clusters)
         # With two parts A and B are (big | small) along K, each part k_tiles K-tiles wide.
         k_tiles = cute.ceil_div(cute.size(mA, mode=[1]), self.tile_mnk[2]) // self.parts
         k_tiles_per_split = cute.ceil_div(k_tiles, splits)
+        # Work units: output tiles (x batch x splits) strided over the grid, or with stream-K
+        # every (tile, K-tile) iteration, each cluster taking an equal contiguous share.
+        work = total * k_tiles if cutlass.const_expr(self.config.streamk) else total
+        num_clusters = cutlass.min(work, max_clusters)
+        share = work // num_clusters  # stream-K: iterations per cluster (the first rest one more)
+        rest = work - share * num_clusters
 
         self.kernel(
             tma_a, gA_tma, tma_b, gB_tma, tma_c, gC_tma, tiled_mma,
             sA_layout, sB_layout, sC_layout,
             cluster_tiles_m, cluster_tiles_n, total, k_tiles, splits, k_tiles_per_split,
+            share, rest, mW, mFlags,
         ).launch(
             grid=[self.cluster_mn[0], self.cluster_mn[1], num_clusters],
             block=[self.threads, 1, 1],
@@ -229,6 +262,91 @@ class Sm90Hgemm:
         first = split * k_tiles_per_split
         count = cutlass.max(cutlass.min(k_tiles - first, k_tiles_per_split), 0)
         return first, count
+
+    @cute.jit
+    def _unit(self, it, cluster_id, num_clusters, per_batch, splits, k_tiles, k_tiles_per_split,
+              share, rest):
+        """Work unit ``it`` -> (tile index t, first K-tile, K-tile count, next unit).
+
+        Data-parallel: unit t is output tile t (x batch x split) and the next is a grid
+        stride away.  Stream-K: ``it`` is an iteration (tile t, K-tile j) = t * k_tiles + j;
+        the unit runs from it to the end of its tile or of the cluster's share, whichever
+        comes first, and the next starts where it stopped."""
+        t = it
+        k_first = cutlass.Int32(0)
+        k_count = cutlass.Int32(0)
+        nxt = it + num_clusters
+        if cutlass.const_expr(self.config.streamk):
+            t = it // k_tiles
+            k_first = it - t * k_tiles
+            k_count = cutlass.min(k_tiles - k_first,
+                                  self._share_start(cluster_id + 1, share, rest) - it)
+            nxt = it + k_count
+        else:
+            k_first, k_count = self._k_range(t // per_batch, splits, k_tiles, k_tiles_per_split)
+        return t, k_first, k_count, nxt
+
+    @cute.jit
+    def _units(self, cluster_id, total_tiles, k_tiles, share, rest):
+        """(first unit, end) of this cluster's work (see ``_unit``)."""
+        it = cluster_id
+        end = total_tiles
+        if cutlass.const_expr(self.config.streamk):
+            it = self._share_start(cluster_id, share, rest)
+            end = self._share_start(cluster_id + 1, share, rest)
+        return it, end
+
+    @cute.jit
+    def _streamk_fixup(self, total, mW, mFlags, k_first, tile_end, cluster_id, cta_m, cta_n,
+                       ctid, share, rest, barrier):
+        """Stream-K after a unit's mainloop; returns whether this CTA stores the tile.
+
+        A unit that starts inside its tile (``k_first`` > 0) writes its fp32 sums to its CTA's
+        slot of ``mW`` in 16-byte vectors, then, after a barrier of the consumer threads, one thread sets the
+        slot's flag (zeroed by the host before the launch) with a GPU-scope release store.  The unit that starts the tile waits (acquire) for each later cluster whose
+        share begins before ``tile_end`` and adds its slot, in cluster order: a fixed order, so
+        the result is bitwise reproducible."""
+        values = cute.size(total)
+        threads = self.consumer_threads
+        tile_elems = self.tile_mnk[0] * self.tile_mnk[1]
+        # Slot layout: thread t's values 4 by 4 (one 16-byte vector each), vector j of every
+        # thread side by side, so a warp moves 512 contiguous bytes per instruction.
+        slot_layout = cute.make_layout((4, values // 4), stride=(1, 4 * threads))
+        regs = cute.make_tensor(total.iterator, cute.make_layout((4, values // 4)))
+        vector = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), self.acc_dtype,
+                                     num_bits_per_copy=128)
+        rank = cta_n * self.cluster_mn[0] + cta_m  # this CTA in its cluster
+        slot = cluster_id * self.cluster_size + rank
+        stores = k_first == 0
+        if k_first > 0:
+            offset = cute.assume(slot * tile_elems + ctid * 4, divby=4)
+            cute.copy(vector, regs, cute.make_tensor(mW.iterator + offset, slot_layout))
+            # The barrier orders every thread's stores before the one release store (cumulative).
+            barrier.arrive_and_wait()
+            if ctid == 0:
+                cute.arch.store(mFlags.iterator + slot, cutlass.Int32(1), sem="release", scope="gpu")
+        else:
+            other = cluster_id + 1
+            part = cute.make_rmem_tensor((4, values // 4), self.acc_dtype)
+            while self._share_start(other, share, rest) < tile_end:
+                peer = other * self.cluster_size + rank
+                if ctid == 0:
+                    seen = cute.arch.load(mFlags.iterator + peer, cutlass.Int32, sem="acquire", scope="gpu")
+                    while seen == 0:
+                        seen = cute.arch.load(mFlags.iterator + peer, cutlass.Int32, sem="acquire",
+                                              scope="gpu")
+                barrier.arrive_and_wait()
+                offset = cute.assume(peer * tile_elems + ctid * 4, divby=4)
+                cute.copy(vector, cute.make_tensor(mW.iterator + offset, slot_layout), part)
+                regs.store(regs.load() + part.load())
+                other += 1
+        return stores
+
+    @cute.jit
+    def _share_start(self, c, share, rest):
+        """Stream-K: the first iteration of cluster c's share (the first ``rest`` clusters take
+        ``share + 1`` iterations, the others ``share``)."""
+        return c * share + cutlass.min(c, rest)
 
     @cute.jit
     def _tile_coord(self, t, cluster_tiles_m, cluster_tiles_n):
@@ -263,6 +381,10 @@ class Sm90Hgemm:
         k_tiles: cutlass.Int32,
         splits: cutlass.Int32,
         k_tiles_per_split: cutlass.Int32,
+        share: cutlass.Int32,
+        rest: cutlass.Int32,
+        mW,
+        mFlags,
     ):
         tidx, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -336,13 +458,15 @@ class Sm90Hgemm:
             cute.arch.setmaxregister_decrease(_PRODUCER_REGISTERS)
             if warp == 0:
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-                t = cluster_id
-                while t < total_tiles:
+                it, end = self._units(cluster_id, total_tiles, k_tiles, share, rest)
+                while it < end:
+                    t, k_first, k_count, nxt = self._unit(
+                        it, cluster_id, num_clusters, cluster_tiles_m * cluster_tiles_n, splits,
+                        k_tiles, k_tiles_per_split, share, rest)
                     ctm, ctn, lc = self._tile_coord(t, cluster_tiles_m, cluster_tiles_n)
                     tile_m = ctm * self.cluster_mn[0] + cta_m
                     tile_n = ctn * self.cluster_mn[1] + cta_n
                     l = lc // splits
-                    k_first, k_count = self._k_range(lc, splits, k_tiles, k_tiles_per_split)
                     tAgA_t = tAgA[(None, tile_m, None, l)]
                     tBgB_t = tBgB[(None, tile_n, None, l)]
                     for kt in range(k_count):
@@ -358,7 +482,7 @@ class Sm90Hgemm:
                                       tma_bar_ptr=barrier, mcast_mask=b_mask)
                         ab_pipe.producer_commit(state)
                         state.advance()
-                    t += num_clusters
+                    it = nxt
                 ab_pipe.producer_tail(state)
         else:
             # ================= consumer warpgroups: wgmma mainloop, then the epilogue
@@ -410,12 +534,14 @@ class Sm90Hgemm:
             release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
             subtiles_done = cutlass.Int32(0)
 
-            t = cluster_id
-            while t < total_tiles:
+            it, end = self._units(cluster_id, total_tiles, k_tiles, share, rest)
+            while it < end:
+                t, k_first, k_count, nxt = self._unit(
+                    it, cluster_id, num_clusters, cluster_tiles_m * cluster_tiles_n, splits,
+                    k_tiles, k_tiles_per_split, share, rest)
                 ctm, ctn, lc = self._tile_coord(t, cluster_tiles_m, cluster_tiles_n)
                 tile_m = ctm * self.cluster_mn[0] + cta_m
                 tile_n = ctn * self.cluster_mn[1] + cta_n
-                _, k_count = self._k_range(lc, splits, k_tiles, k_tiles_per_split)
 
                 # ---- mainloop: one k-tile of wgmma stays in flight
                 acc.fill(0.0)
@@ -466,28 +592,37 @@ class Sm90Hgemm:
                         ab_pipe.consumer_release(release)
                         release.advance()
 
+                # ---- stream-K: a unit that starts inside its tile leaves its partial sums to
+                # the cluster that starts the tile, which adds them in cluster order and stores.
+                stores = True
+                if cutlass.const_expr(self.config.streamk):
+                    stores = self._streamk_fixup(
+                        total, mW, mFlags, k_first, it - k_first + k_tiles, cluster_id,
+                        cta_m, cta_n, ctid, share, rest, epi_barrier)
+
                 # ---- epilogue: sub-tiles through shared memory, stored by TMA
-                gC_tile = cute.zipped_divide(gC[(None, None, tile_m, tile_n, lc)], self.epi_tile)
-                bSG_sC, bSG_gC = cpasync.tma_partition(
-                    tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_tile
-                )
-                for e in cutlass.range_constexpr(epi_count):
-                    for v in cutlass.range_constexpr(sub_size):
-                        sub_f32[v] = tRS_acc[e * sub_size + v]
-                    sub_out.store(sub_f32.load().to(self.c_dtype))
-                    buf = (subtiles_done + e) % self.config.epi_stages
-                    cute.copy(r2s, sub_out, tRS_sC[(None, None, None, buf)])
-                    # Make the generic-proxy smem writes visible to the TMA (async proxy).
-                    cute.arch.fence_proxy("async.shared", space="cta")
-                    epi_barrier.arrive_and_wait()
-                    if is_store_warp:
-                        cute.copy(tma_c, bSG_sC[(None, buf)], bSG_gC[(None, (0, e))])
-                        store_pipe.producer_commit()
-                        # Buffer (buf + 1) is written after the next barrier; its last
-                        # store was issued epi_stages - 1 sub-tiles ago.
-                        cute.arch.cp_async_bulk_wait_group(self.config.epi_stages - 2, read=True)
-                subtiles_done += epi_count
-                t += num_clusters
+                if stores:
+                    gC_tile = cute.zipped_divide(gC[(None, None, tile_m, tile_n, lc)], self.epi_tile)
+                    bSG_sC, bSG_gC = cpasync.tma_partition(
+                        tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_tile
+                    )
+                    for e in cutlass.range_constexpr(epi_count):
+                        for v in cutlass.range_constexpr(sub_size):
+                            sub_f32[v] = tRS_acc[e * sub_size + v]
+                        sub_out.store(sub_f32.load().to(self.c_dtype))
+                        buf = (subtiles_done + e) % self.config.epi_stages
+                        cute.copy(r2s, sub_out, tRS_sC[(None, None, None, buf)])
+                        # Make the generic-proxy smem writes visible to the TMA (async proxy).
+                        cute.arch.fence_proxy("async.shared", space="cta")
+                        epi_barrier.arrive_and_wait()
+                        if is_store_warp:
+                            cute.copy(tma_c, bSG_sC[(None, buf)], bSG_gC[(None, (0, e))])
+                            store_pipe.producer_commit()
+                            # Buffer (buf + 1) is written after the next barrier; its last
+                            # store was issued epi_stages - 1 sub-tiles ago.
+                            cute.arch.cp_async_bulk_wait_group(self.config.epi_stages - 2, read=True)
+                    subtiles_done += epi_count
+                it = nxt
             if is_store_warp:
                 store_pipe.producer_tail()
 
