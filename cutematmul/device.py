@@ -4,7 +4,8 @@ Two layers, for start-up time:
 
 * the queries every product makes once per process (is there a driver and a GPU, the device's
   compute capability, multiprocessor count and name) call the driver library ``libcuda.so.1``
-  directly through ``ctypes``: four documented, stable driver entry points;
+  directly through ``ctypes``: documented, stable driver entry points (and one stream-ordered
+  memset, of the stream-K flags on every such product);
 * everything else (stream-ordered allocation, copies, events, pointer queries: the NumPy and
   generic DLPack routes) goes through ``cuda-python`` (``cuda.bindings``), imported on first use.
 
@@ -258,3 +259,17 @@ def memset_async(ptr: int, nbytes: int, stream: int, value: int = 0) -> None:
 
 def synchronize(stream: int) -> None:
     _check(_bindings()[1].cudaStreamSynchronize(stream), "cudaStreamSynchronize")
+
+
+def memset32_async(ptr: int, count: int, stream: int) -> None:
+    """Zero ``count`` 32-bit words at device address ``ptr``, in order on ``stream``."""
+    _driver_call("cuMemsetD32Async", _memset32()(ptr, 0, count, stream))
+
+
+@functools.cache
+def _memset32():
+    fn = _libcuda().cuMemsetD32Async
+    fn.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t, ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+    return fn
+

@@ -18,7 +18,7 @@ options is cached on them in two halves, ``_prepare`` (every check, no CUDA call
 repeated call costs two lookups, the pointer checks, the output's allocation (built into an
 Operand without describing it again) and the kernel call itself.
 
-Imports: ``cache``, ``configs.sm90`` (a constant), ``device``, ``dispatch``, ``operand``, ``plan``,
+Imports: ``cache``, ``configs.sm90`` (a constant, the stream-K workspace size), ``device``, ``dispatch``, ``operand``, ``plan``,
 ``streams``, ``validate``.
 """
 
@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from . import device as _device
 from .cache import get_compiled, on_change, tuned_choice
-from .configs.sm90 import TF32_TILE_K
+from .configs.sm90 import TF32_TILE_K, streamk_workspace
 from .dispatch import (
     FAMILIES, TF32_MATH, KernelKey, ReduceKey, choose_families,
     math_type, output_dtype, prep_key, reduce_key, schedule,
@@ -66,6 +66,9 @@ class Launch(NamedTuple):
     #: The ``dispatch.Problem`` the schedule was chosen for (None: one of several launches, or a
     #: family without schedules): the key under which ``cutematmul.tune`` records a winner.
     problem: object = None
+    #: Stream-K kernels: (fp32 partial elements, int32 flags) of the workspace each call takes
+    #: (``configs.sm90.streamk_workspace``); None for every other kernel.
+    streamk: tuple | None = None
 
 
 class Staging(NamedTuple):
@@ -193,7 +196,8 @@ def _device_plan(call: Prepared, aligned: tuple[bool, bool, bool]):
                         b_strides, call.shape, call.c_strides, families[2], itemsize, aligned,
                         _UNPADDED)
     work = plan[1]
-    direct = isinstance(work, Launch) and work.prep is None and work.reduce is None
+    direct = (isinstance(work, Launch) and work.prep is None and work.reduce is None
+              and work.streamk is None)
     return families, info, plan, direct
 
 
@@ -229,7 +233,7 @@ def gemm_on_device(adapter, families, info, a: Operand, b: Operand, c: Operand, 
             raise RuntimeError(f"cutematmul: internal error: staged operands still unusable: {launch}")
         _run_staged(adapter, families, info, a, b, c, stream, launch)
         return
-    if launch.prep is None and launch.reduce is None:
+    if launch.prep is None and launch.reduce is None and launch.streamk is None:
         _launch_direct(launch, swapped, a, b, c, stream)
         return
     fn = get_compiled(launch.key)
@@ -242,6 +246,9 @@ def gemm_on_device(adapter, families, info, a: Operand, b: Operand, c: Operand, 
                                                 c.array, stream, held)
         if launch.reduce is not None:
             _run_split(adapter, fn, launch, pa_call, pb_call, pc + oc, sizes, c.array, stream)
+        elif launch.streamk is not None:
+            _run_streamk(adapter, fn, launch.streamk, pa_call, pb_call, pc + oc, sizes, c.array,
+                         stream)
         else:
             fn(pa_call, pb_call, pc + oc, *sizes, stream)
         del held
@@ -308,6 +315,19 @@ def _run_split(adapter, fn, launch: Launch, pa: int, pb: int, pc: int, sizes: tu
 
 
 _WORKSPACE_ROW = 8  # floats: 32 bytes
+
+
+def _run_streamk(adapter, fn, workspace_size: tuple, pa: int, pb: int, pc: int, sizes: tuple,
+                 like, stream: int) -> None:
+    """A stream-K kernel on ``stream`` with a workspace of ours: ``partials`` fp32 elements
+    (one tile per CTA the grid can hold), then ``flags`` int32 flags, zeroed on the stream
+    first (the kernel's CTAs signal each other's partial tiles through them)."""
+    partials, flags = workspace_size
+    workspace, wp = adapter.workspace(partials + flags, like, stream)
+    fp = wp + 4 * partials
+    _device.memset32_async(fp, flags, stream)
+    fn(pa, pb, pc, *sizes, wp, partials, fp, flags, stream)
+    del workspace  # released in stream order by the library's allocator
 
 
 _ZEROS = "zeros"  # K == 0: the product is a zero fill
@@ -420,9 +440,10 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         calls.append((tuple(o * itemsize for o in offsets), sizes))
     check_launches([(o, s, (gemm.a.major, gemm.b.major)) for o, s in calls], spans, itemsize)
     workspace = splits > 1 or transposed
+    streamk = streamk_workspace(key.config, num_sms) if getattr(key.config, "streamk", False) else None
     return Launch(key, tuple(calls),
                   reduce_key(capability, output_dtype(math)) if workspace else None,
-                  transposed, None if prep == (None, None) else prep, problem)
+                  transposed, None if prep == (None, None) else prep, problem, streamk)
 
 
 def _tf32_prep(capability, math: str, gemm: Gemm) -> tuple:
