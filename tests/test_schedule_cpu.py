@@ -133,3 +133,80 @@ def test_sm90_config_refuses_stage_counts_that_do_not_fit_shared_memory():
     assert sm90.Config(tile_n=192, tile_k=32, epi_stages=2).stage_count(4, 2) == 2
     with pytest.raises(ValueError, match="stages=3 does not fit.*2 part.*room for 2"):
         three.stage_count(4, 2)
+
+
+def _streamk_launch(m, n, k, tile=(128, 128), cluster_m=2):
+    """The resolved launch of a row-major fp16 product under a forced stream-K schedule."""
+    from cutematmul import cache
+
+    gemm = plan_gemm((m, k), (k, 1), (k, n), (n, 1), (n, 1))
+    spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
+    family = dispatch.FAMILIES["sm90"]
+    problem = dispatch.problem(family, H200[0], H200[1], "float16", "k", "n", (16, 16, 16),
+                               m, n, k, 1)
+    config = sm90.Config(tile_m=tile[0], tile_n=tile[1], cluster_m=cluster_m, streamk=True)
+    with cache.trial_tuned(problem, (config, 1, False)):
+        return launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, "float16", 2,
+                               (True, True, True), spans, (False, False, False)), config
+
+
+def test_a_streamk_launch_carries_its_workspace_and_no_reduction():
+    resolved, config = _streamk_launch(1000, 1000, 1000)
+    assert resolved.key.config == config and resolved.reduce is None
+    # One fp32 partial tile and one flag per SM: the most CTAs the persistent grid holds.
+    assert resolved.streamk == sm90.streamk_workspace(config, H200[1]) == (132 * 128 * 128, 132)
+    (offsets, sizes), = resolved.calls
+    assert sizes[:5] == (1000, 1000, 1000, 1, 1)
+
+
+def test_a_streamk_launch_is_not_taken_by_the_direct_path():
+    """The direct path calls the kernel without a workspace; a stream-K plan must not take it."""
+    resolved, _ = _streamk_launch(768, 768, 768)
+    direct = (resolved.prep is None and resolved.reduce is None and resolved.streamk is None)
+    assert not direct
+
+
+def test_streamk_configs_refuse_partials_and_name_themselves():
+    config = sm90.Config(streamk=True)
+    config.validate()
+    assert config.name.endswith("_streamk")
+    with pytest.raises(ValueError, match="streamk"):
+        sm90.Config(streamk=True, partials=True).validate()
+
+
+def test_the_xla_route_never_gets_a_streamk_kernel():
+    """The XLA custom call has no workspace: its configurations are never stream-K (nor is any
+    wave-model pick, below)."""
+    for m, n, k in ((1536, 1536, 1536), (768, 768, 768), (1000, 1000, 1000), (2560, 2560, 2560),
+                    (64, 4096, 4096)):
+        for math in ("float16", "bfloat16", "tf32"):
+            assert not sm90.choose_config(m, n, k, 1, 132, math=math).streamk
+
+
+def test_streamk_estimates_have_no_partial_wave():
+    """Under stream-K the time follows the work, not the wave count: 133 tiles, which take the
+    data-parallel schedule two waves, cost far less than those two waves."""
+    rate = sm90._RATES[16][1]
+
+    def streamk(tiles_m, tiles_n):
+        return waves.estimate_streamk(tiles_m * 128, tiles_n * 128, 4096, 1, 132, 128, 128, 64,
+                                      1.0, rate)
+
+    def parallel(tiles_m, tiles_n):
+        return waves.estimate(tiles_m * 128, tiles_n * 128, 4096, 1, 132, 128, 128, 64, 1, 1.0,
+                              rate)
+
+    assert parallel(7, 19) > 1.8 * parallel(12, 11) and streamk(7, 19) < 0.7 * parallel(7, 19)
+
+
+def test_streamk_is_a_tuner_candidate_for_partial_waves_and_never_the_model_pick():
+    for shape in ((1536, 1536, 1536), (2560, 2560, 2560), (3072, 3072, 3072)):
+        for math in ("float16", "tf32"):
+            assert not sm90.choose_schedule(*shape, 1, 132, math=math)[0].streamk
+            found = [c for c, _, _ in sm90.candidates(*shape, 1, 132, math=math) if c.streamk]
+            assert len(found) == 1, (shape, math)
+            found[0].validate()
+    # Many waves (8192^3) or 3xTF32: none.
+    assert not [c for c, _, _ in sm90.candidates(8192, 8192, 8192, 1, 132) if c.streamk]
+    assert not [c for c, _, _ in sm90.candidates(2560, 2560, 2560, 1, 132, math="tf32x3")
+                if c.streamk]

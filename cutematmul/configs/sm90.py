@@ -231,17 +231,54 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
         tile, splits = waves.best(n, m, space.k, batch, num_sms, space.tile_k, space.tiles,
                                   max_splits, tiles_first=True, workspace=True,
                                   min_splits=space.fewest)
-    else:
-        tile, splits = waves.best(m, n, space.k, batch, num_sms, space.tile_k, space.tiles,
-                                  max_splits, min_splits=space.fewest)
-    return _config(space, math, m, tile, splits), splits, space.transposed
+        return _config(space, math, m, tile, splits), splits, True
+    tile, splits = waves.best(m, n, space.k, batch, num_sms, space.tile_k, space.tiles,
+                              max_splits, min_splits=space.fewest)
+    return _config(space, math, m, tile, splits), splits, False
+
+
+#: Math types with a stream-K schedule (3xTF32 keeps split-K, which bounds its promoted sums).
+#: Stream-K is a candidate of the autotuner, never the wave model's pick: forced on an H200
+#: (2026-12-01, fp16 nn, us, best stream-K tile against the data-parallel pick) it won only
+#: where the pick's last wave is about half full and every CTA has tens of microseconds of
+#: work (2560^3: 53.4 against 56.5; TF32 2560^3: 127.2 against 132.6) and lost elsewhere
+#: (1536^3 17.8 against 15.5, 2000^3 31.5 against 25.5, 3072^3 88.6 against 79.7, 1000^3 12.4
+#: against 8.6): its fixed costs (the flags' memset, ~1 us, and each partial tile's round trip
+#: through L2 on the critical path) exceed the partial wave it saves on small products, and
+#: CTAs that walk contiguous runs of tiles share less of A and B in L2 on large ones.
+_STREAMK_MATH = ("float16", "bfloat16", "tf32")
+#: The data-parallel waves (tiles / CTAs) between which the tuner also times stream-K.
+_STREAMK_WAVES = (1.1, 3.0)
+
+
+def _streamk_candidate(m: int, n: int, space: "_Space", batch: int, num_sms: int, math: str):
+    """The stream-K schedule the tuner times beside the others, or None: for products whose
+    best tiles leave a partial last wave (``_STREAMK_WAVES``), the tile of least estimated
+    stream-K time.  The kernel counts iterations (tiles x K-tiles) in 32 bits."""
+    if math not in _STREAMK_MATH or space.transposed:
+        return None
+    k_tiles = -(-space.k // space.tile_k)
+    found = []
+    for order, (tile, (efficiency, rate)) in enumerate(space.tiles.items()):
+        tiles = -(-m // tile[0]) * -(-n // tile[1]) * batch
+        waves_dp = tiles / (num_sms * rate.slots)
+        if tiles * k_tiles >= 2**31 or not _STREAMK_WAVES[0] <= waves_dp <= _STREAMK_WAVES[1]:
+            continue
+        if waves_dp == int(waves_dp):
+            continue
+        found.append((waves.estimate_streamk(m, n, space.k, batch, num_sms, *tile,
+                                             space.tile_k, efficiency, rate), order, tile))
+    if not found:
+        return None
+    return _config(space, math, m, min(found)[2], 1, streamk=True), 1, False
 
 
 def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                max_splits: int = waves.MAX_SPLITS, math: str = "float16",
                limit: int = 8) -> list[tuple[Config, int, bool]]:
     """What the autotuner times (``cutematmul.tune``): the ``limit`` schedules the wave model
-    ranks best, each 16-bit clustered one also unclustered; ``choose_schedule``'s pick first.
+    ranks best, each 16-bit clustered one also unclustered, and a stream-K schedule where the
+    tiles leave a partial wave (``_streamk_candidate``); ``choose_schedule``'s pick first.
     Every one computes the same product (the 3xTF32 split floor for accuracy included)."""
     space = _space(m, n, k, max_splits, math)
     rows, cols = (n, m) if space.transposed else (m, n)
@@ -254,6 +291,9 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                        (replace(config, cluster_m=1), splits, space.transposed)):
             if choice not in found:
                 found.append(choice)
+    streamk = _streamk_candidate(m, n, space, batch, num_sms, math) if max_splits > 1 else None
+    if streamk is not None:
+        found.append(streamk)
     return found
 
 
@@ -294,12 +334,13 @@ def _space(m: int, n: int, k: int, max_splits: int, math: str) -> _Space:
     return _Space(tiles, walked, tile_k, fewest, extra, False)
 
 
-def _config(space: _Space, math: str, m: int, tile: tuple[int, int], splits: int) -> Config:
+def _config(space: _Space, math: str, m: int, tile: tuple[int, int], splits: int,
+            streamk: bool = False) -> Config:
     tm, tn = tile
     if space.transposed:
         return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn), partials=True,
                       **space.extra)
-    return Config(tile_m=tm, tile_n=tn, raster_group=8, partials=splits > 1,
+    return Config(tile_m=tm, tile_n=tn, raster_group=8, partials=splits > 1, streamk=streamk,
                   cluster_m=_cluster_m(math, tm, m, splits), **space.extra)
 
 

@@ -11,6 +11,8 @@ waves of ``num_sms * slots`` (CTAs resident per SM).  Estimated time is the larg
   at 3.3 TB/s, 32 CTAs a 16 x 4096 x 4096 one's at 2 TB/s),
 
 plus, when K is split, the reduction: the fp32 partials written and read again, and one launch.
+Stream-K (``estimate_streamk``) has no partial wave: each CTA's share of the iterations, plus the
+partial tiles of the tiles its share cuts.
 The constants are coarse (H100/H200-class); only the ranking of candidates matters, and the
 benchmark (``python -m cutematmul.bench``) is the judge of the choices.
 
@@ -69,6 +71,36 @@ def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile
     if splits > 1 or workspace:
         reduce = m * n * batch * (8 * splits + rate.out_bytes) / BANDWIDTH + rate.reduce_seconds
     return max(compute, memory) + reduce
+
+
+#: Stream-K's fixup, fitted to forced runs on an H200 (2026-12-01, fp16, 1536^3 and 2560^3,
+#: within 10%): each partial tile a CTA hands over costs a round trip (the flag's release and
+#: acquire, barriers) plus its bytes through L2 at this rate per SM; every launch pays the
+#: flags' memset.
+STREAMK_PEER_SECONDS = 1.5e-6
+STREAMK_BYTES_PER_SM = 50e9
+STREAMK_SECONDS = 1.2e-6
+
+
+def estimate_streamk(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile_n: int,
+                     tile_k: int, efficiency: float, rate: Rate) -> float:
+    """Estimated seconds of the product under stream-K: every CTA takes an equal share of all
+    (tile, K-tile) iterations, so no wave is partial; a tile whose iterations straddle CTAs
+    costs a partial tile written by each extra CTA and read back by the tile's first CTA."""
+    tiles = -(-m // tile_m) * -(-n // tile_n) * batch
+    k_tiles = -(-k // tile_k)
+    slots = num_sms * rate.slots
+    iterations = tiles * k_tiles
+    share = -(-iterations // slots)
+    step = 2.0 * tile_m * tile_n * tile_k / (rate.flops_per_sm * efficiency)
+    fixup = 0.0
+    if iterations % slots or share % k_tiles:
+        handovers = 1 + -(-k_tiles // share)
+        fixup = handovers * (STREAMK_PEER_SECONDS + tile_m * tile_n * 4 / STREAMK_BYTES_PER_SM)
+    compute = share * step + WAVE_SECONDS + fixup + STREAMK_SECONDS
+    moved = (m * k + n * k) * batch * rate.in_bytes + m * n * batch * rate.out_bytes
+    memory = moved / (BANDWIDTH * min(1.0, _SATURATION * min(iterations, slots) / slots))
+    return max(compute, memory)
 
 
 def split_choices(m: int, n: int, k: int, batch: int, tile_k: int, rate: Rate,
