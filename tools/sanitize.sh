@@ -18,7 +18,7 @@ export PYTORCH_NO_CUDA_MEMORY_CACHING=1
 python tools/sanitize_cases.py > "$out/plain.log" 2>&1 || { cat "$out/plain.log"; exit 1; }
 status=0
 for tool in memcheck racecheck initcheck; do
-  for family in simt sm80 sm90 tf32; do
+  for family in simt sm80 sm90 tf32 streamk; do
     extra=()
     cases=(--families "$family")
     [ "$tool" = memcheck ] && extra=(--leak-check no)
@@ -27,7 +27,7 @@ for tool in memcheck racecheck initcheck; do
     # reduction's reads of the partial sums the sm90 kernel stored.  That reduction is
     # initchecked in the SIMT run, where the same kernel reads partials written by ordinary
     # stores.
-    [ "$tool" = initcheck ] && [ "$family" != simt ] && [ "$family" != sm80 ] && extra=(--kernel-name-exclude kns=splitk_reduce)
+    [ "$tool" = initcheck ] && [ "$family" != simt ] && [ "$family" != sm80 ] && [ "$family" != streamk ] && extra=(--kernel-name-exclude kns=splitk_reduce)
     [ "$tool" = racecheck ] && cases+=(--quick)
     log="$out/$tool-$family.log"
     compute-sanitizer --tool "$tool" "${extra[@]}" --print-limit 50 \

@@ -3,11 +3,12 @@
 Each family (simt fp32, sm80 and sm90 fp16/bf16, and "tf32": the sm90 kernel in the TF32 and
 3xTF32 modes with the operand prep of ``kernels/tf32_prep.py``) runs tails in M, N and K, all four operand
 layouts, unaligned and strided views (which go through staging), broadcast batches, 1-D operands,
-split-K products (fp32 partials and the reduction kernel) and a column-major ``out``.  Every result is checked against float64, so a run that "passes" the
+split-K products (fp32 partials and the reduction kernel) and a column-major ``out``; "streamk"
+is the sm90 kernel's stream-K schedule (forced), whose CTAs exchange partial tiles.  Every result is checked against float64, so a run that "passes" the
 sanitizer with wrong numbers still fails.  Run through ``tools/sanitize.sh``; by itself it is a
 plain correctness check.
 
-    python tools/sanitize_cases.py [--families simt,sm80,sm90,tf32] [--quick]
+    python tools/sanitize_cases.py [--families simt,sm80,sm90,tf32,streamk] [--quick]
 """
 
 from __future__ import annotations
@@ -60,10 +61,44 @@ def _out(shape, dtype, poison: bool):
     return torch.empty(shape, device="cuda", dtype=dtype)
 
 
+#: Stream-K products, forced through the tuned tier: (M, N, K, dtype, precision, tile, cluster).
+STREAMK_CASES = [(1000, 1000, 1000, "float16", "highest", (128, 128), 2),
+                 (257, 392, 4104, "bfloat16", "highest", (128, 256), 2),
+                 (130, 200, 20000, "float16", "highest", (64, 128), 2),
+                 (300, 200, 3000, "float32", "tf32", (128, 128), 1)]
+
+
+def _streamk(gen, quick: bool, poison: bool) -> int:
+    """The sm90 kernel's stream-K schedule (partial tiles through a workspace, flags between
+    CTAs) on products whose tiles straddle CTAs."""
+    from cutematmul import cache, launch
+    from cutematmul.adapters import adapter_for
+    from cutematmul.configs.sm90 import Config
+
+    count = 0
+    for m, n, k, dtype, precision, (tm, tn), cluster in STREAMK_CASES[:2] if quick else STREAMK_CASES:
+        a, b = _operands(m, n, k, "nn", dtype, gen)
+        work = launch.planned_launch(adapter_for(a), a, b, precision=precision)
+        extra = {"tile_k": 32, "epi_stages": 2} if work.key.config.tile_k == 32 else {}
+        config = Config(tile_m=tm, tile_n=tn, cluster_m=cluster, epi_n=min(32, tn), streamk=True,
+                        **extra)
+        with cache.trial_tuned(work.problem, (config, 1, False)):
+            if launch.planned_launch(adapter_for(a), a, b, precision=precision).streamk is None:
+                raise AssertionError(f"streamk {m}x{n}x{k}: the forced schedule is not stream-K")
+            out = _out((m, n), a.dtype, poison)
+            res = cutematmul.matmul(a, b, out=out, precision=precision)
+        _check(res, a, b, (dtype, precision), f"streamk {dtype} {precision} {m}x{n}x{k}")
+        count += 1
+    return count
+
+
 def run(families, quick: bool, poison: bool = True) -> int:
     gen = torch.Generator(device="cuda").manual_seed(0)
     count = 0
     shapes = SHAPES[:3] if quick else SHAPES
+    if "streamk" in families:
+        count += _streamk(gen, quick, poison)
+        families = [f for f in families if f != "streamk"]
     for family in families:
         kernel = KERNEL[family]
         for mode in FAMILY_MODES[family]:
@@ -112,7 +147,7 @@ def run(families, quick: bool, poison: bool = True) -> int:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--families", default="simt,sm80,sm90,tf32")
+    p.add_argument("--families", default="simt,sm80,sm90,tf32,streamk")
     p.add_argument("--quick", action="store_true", help="fewer shapes (racecheck is slow)")
     p.add_argument("--unpoisoned", action="store_true",
                    help="fresh (uninitialized) outputs instead of NaN-poisoned ones: shows which "
