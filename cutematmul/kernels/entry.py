@@ -67,6 +67,15 @@ def gemm_from_pointers(
     ``@cute.jit __call__(mA, mB, mC, stream)``.  C always has unit stride along N; it holds
     ``batch * splits`` matrices (see the module docstring).
     """
+    mA, mB, mC = _tensors(gemm, a_ptr, b_ptr, c_ptr, m, n, k, batch, splits, lda,
+                          batch_stride_a, ldb, batch_stride_b, ldc, batch_stride_c)
+    gemm(mA, mB, mC, stream)
+
+
+@cute.jit
+def _tensors(gemm: cutlass.Constexpr, a_ptr, b_ptr, c_ptr, m, n, k, batch, splits, lda,
+             batch_stride_a, ldb, batch_stride_b, ldc, batch_stride_c):
+    """(mA, mB, mC) of the pointer entries' arguments."""
     mA = cute.make_tensor(
         a_ptr,
         _operand_layout(m, k, batch, lda, batch_stride_a, gemm.a_major == "m", gemm.align_a),
@@ -78,7 +87,7 @@ def gemm_from_pointers(
     mC = cute.make_tensor(
         c_ptr, _operand_layout(m, n, batch * splits, ldc, batch_stride_c, False, gemm.align_c)
     )
-    gemm(mA, mB, mC, stream)
+    return mA, mB, mC
 
 
 @cute.jit
@@ -107,17 +116,8 @@ def gemm_streamk_from_pointers(
     """``gemm_from_pointers`` for stream-K kernels (``gemm.streamk``), which also take their
     workspace: ``w_elems`` fp32 partial sums at ``w_ptr`` and ``flags`` int32 flags at
     ``f_ptr``, zeroed before the launch.  ``splits`` is 1."""
-    mA = cute.make_tensor(
-        a_ptr,
-        _operand_layout(m, k, batch, lda, batch_stride_a, gemm.a_major == "m", gemm.align_a),
-    )
-    mB = cute.make_tensor(
-        b_ptr,
-        _operand_layout(n, k, batch, ldb, batch_stride_b, gemm.b_major == "n", gemm.align_b),
-    )
-    mC = cute.make_tensor(
-        c_ptr, _operand_layout(m, n, batch * splits, ldc, batch_stride_c, False, gemm.align_c)
-    )
+    mA, mB, mC = _tensors(gemm, a_ptr, b_ptr, c_ptr, m, n, k, batch, splits, lda,
+                          batch_stride_a, ldb, batch_stride_b, ldc, batch_stride_c)
     mW = cute.make_tensor(w_ptr, cute.make_layout(w_elems))
     mFlags = cute.make_tensor(f_ptr, cute.make_layout(flags))
     gemm.streamk(mA, mB, mC, mW, mFlags, stream)
