@@ -51,6 +51,18 @@ def check_matmul(result, a, b, dtype: str) -> float:
     return err
 
 
+def layout_operands(mk, m, n, k, layout, dtype, batch=()):
+    """Gaussian (a, b) of an (m, n, k) product in ``layout`` ("nn", "tn", "nt", "tt"; "t": that
+    operand is a transposed view of a contiguous array), made by the ``Maker`` ``mk``."""
+    a = mk.randn(batch + (k, m), dtype) if layout[0] == "t" else mk.randn(batch + (m, k), dtype)
+    b = mk.randn(batch + (n, k), dtype) if layout[1] == "t" else mk.randn(batch + (k, n), dtype)
+    if layout[0] == "t":
+        a = a.transpose(-1, -2)
+    if layout[1] == "t":
+        b = b.transpose(-1, -2)
+    return a, b
+
+
 class Maker:
     """Fresh Gaussian arrays and NaN-poisoned outputs for one array library."""
 

@@ -12,7 +12,7 @@ import pytest
 
 import cutematmul
 from conftest import require_module
-from helpers import Maker, check_matmul, dispatched
+from helpers import Maker, check_matmul, dispatched, layout_operands
 
 pytestmark = pytest.mark.gpu
 
@@ -28,14 +28,6 @@ def _splits(m, n, k, batch, dtype) -> int:
     return max(splits, 2 if transposed else 1)
 
 
-def _operands(mk, m, n, k, layout, dtype, batch=()):
-    a = mk.randn(batch + (k, m), dtype) if layout[0] == "t" else mk.randn(batch + (m, k), dtype)
-    b = mk.randn(batch + (n, k), dtype) if layout[1] == "t" else mk.randn(batch + (k, n), dtype)
-    if layout[0] == "t":
-        a = a.transpose(-1, -2)
-    if layout[1] == "t":
-        b = b.transpose(-1, -2)
-    return a, b
 
 
 @pytest.fixture
@@ -50,7 +42,7 @@ def mk():
 def test_split_k_is_correct(mk, dtype, layout, shape):
     m, n, k = shape
     assert _splits(m, n, k, 1, dtype) > 1, f"{shape} {dtype} is no longer split: pick another shape"
-    a, b = _operands(mk, m, n, k, layout, dtype)
+    a, b = layout_operands(mk, m, n, k, layout, dtype)
     out = mk.poisoned((m, n), dtype)
     check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
 
@@ -80,7 +72,7 @@ def test_split_k_is_bitwise_deterministic(mk, dtype):
 
     m, n, k = 32, 4096, 16384
     assert _splits(m, n, k, 1, dtype) > 1
-    a, b = _operands(mk, m, n, k, "nn", dtype)
+    a, b = layout_operands(mk, m, n, k, "nn", dtype)
     first = cutematmul.matmul(a, b)
     side = torch.cuda.Stream()
     for i in range(5):

@@ -14,7 +14,7 @@ import pytest
 
 import cutematmul
 from conftest import require_module
-from helpers import Maker, check_matmul, relative_error, to_numpy
+from helpers import Maker, check_matmul, layout_operands, relative_error, to_numpy
 
 pytestmark = pytest.mark.gpu
 
@@ -55,14 +55,6 @@ def _run(torch, a, b, tile, precision="highest", repeats=1):
     return outs
 
 
-def _operands(mk, m, n, k, layout, dtype, batch=()):
-    a = mk.randn(batch + (k, m), dtype) if layout[0] == "t" else mk.randn(batch + (m, k), dtype)
-    b = mk.randn(batch + (n, k), dtype) if layout[1] == "t" else mk.randn(batch + (k, n), dtype)
-    if layout[0] == "t":
-        a = a.transpose(-1, -2)
-    if layout[1] == "t":
-        b = b.transpose(-1, -2)
-    return a, b
 
 
 @pytest.fixture
@@ -77,7 +69,7 @@ def mk():
 def test_streamk_is_correct_and_deterministic(mk, dtype, shape, tile):
     import torch
 
-    a, b = _operands(mk, *shape, "nn", dtype)
+    a, b = layout_operands(mk, *shape, "nn", dtype)
     first, second = _run(torch, a, b, tile, repeats=2)
     check_matmul(first, a, b, dtype)
     assert torch.equal(first, second), "two runs of the same stream-K product differ"
@@ -87,7 +79,7 @@ def test_streamk_is_correct_and_deterministic(mk, dtype, shape, tile):
 def test_streamk_layouts(mk, layout):
     import torch
 
-    a, b = _operands(mk, 704, 904, 3000, layout, "float16")
+    a, b = layout_operands(mk, 704, 904, 3000, layout, "float16")
     check_matmul(_run(torch, a, b, (128, 128, 2))[0], a, b, "float16")
 
 
@@ -104,7 +96,7 @@ def test_streamk_tf32(mk, tile):
     """One-pass TF32 (K-major copies made by the prep kernel) under stream-K."""
     import torch
 
-    a, b = _operands(mk, 1000, 768, 3000, "nn", "float32")
+    a, b = layout_operands(mk, 1000, 768, 3000, "nn", "float32")
     first, second = _run(torch, a, b, tile, precision="tf32", repeats=2)
     expected = np.matmul(to_numpy(a), to_numpy(b))
     assert relative_error(first, expected) <= TF32_BOUND
@@ -119,7 +111,7 @@ def test_streamk_in_a_replayed_cuda_graph(mk):
     from cutematmul import cache, launch
     from cutematmul.adapters import adapter_for
 
-    a, b = _operands(mk, 1000, 1000, 4000, "nn", "float16")
+    a, b = layout_operands(mk, 1000, 1000, 4000, "nn", "float16")
     work = launch.planned_launch(adapter_for(a), a, b)
     out = torch.empty(1000, 1000, dtype=a.dtype, device="cuda")
     with cache.trial_tuned(work.problem, (_streamk(work.key.config, (128, 128, 2)), 1, False)):
