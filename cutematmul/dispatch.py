@@ -301,6 +301,9 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
                 aligns[i] = 1
     configs = family.configs()
     transposed = False
+    if tuned is not None and getattr(tuned[0], "streamk", False) and not configs.streamk_fits(
+            tuned[0], m, n, k, batch):
+        tuned = None  # a recorded stream-K schedule past the kernel's 32-bit iteration count
     if family.split_k and split_k and tuned is not None:
         config, splits, transposed = tuned
     elif family.split_k and split_k:

@@ -210,3 +210,17 @@ def test_streamk_is_a_tuner_candidate_for_partial_waves_and_never_the_model_pick
     assert not [c for c, _, _ in sm90.candidates(8192, 8192, 8192, 1, 132) if c.streamk]
     assert not [c for c, _, _ in sm90.candidates(2560, 2560, 2560, 1, 132, math="tf32x3")
                 if c.streamk]
+
+
+def test_a_recorded_streamk_schedule_past_32_bit_iterations_is_not_taken():
+    """The kernel counts (tile, K-tile) iterations in 32 bits: a tuned stream-K choice for a
+    product past that falls back to the wave model."""
+    family = dispatch.FAMILIES["sm90"]
+    config = sm90.Config(tile_m=64, tile_n=128, streamk=True)
+    small = (2560, 2560, 2560, 1)
+    huge = (64 * 2**12, 128 * 2**8, 64 * 2**12, 1)  # 2**20 tiles x 2**12 K-tiles
+    assert sm90.streamk_fits(config, *small) and not sm90.streamk_fits(config, *huge)
+    for shape, expected in ((small, True), (huge, False)):
+        key, _, _ = dispatch.schedule(family, H200[0], H200[1], "float16", "k", "n", (16, 16, 16),
+                                      *shape, tuned=(config, 1, False))
+        assert key.config.streamk is expected

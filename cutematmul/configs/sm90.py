@@ -107,6 +107,13 @@ class Config:
             raise ValueError("Config.streamk sums its own partials: it cannot also write partials.")
 
 
+def streamk_fits(config: Config, m: int, n: int, k: int, batch: int) -> bool:
+    """Whether the stream-K kernel can count this product's iterations (tiles x K-tiles) in
+    32 bits."""
+    tiles = -(-m // config.tile_m) * -(-n // config.tile_n) * batch
+    return tiles * -(-k // config.tile_k) < 2**31
+
+
 def streamk_workspace(config: Config, num_sms: int) -> tuple[int, int]:
     """(fp32 partial elements, int32 flags) of a stream-K launch's workspace: one tile of
     partial sums and one flag per CTA the grid can hold (at most one CTA per SM)."""
@@ -257,20 +264,16 @@ def _streamk_candidate(m: int, n: int, space: "_Space", batch: int, num_sms: int
     stream-K time.  The kernel counts iterations (tiles x K-tiles) in 32 bits."""
     if math not in _STREAMK_MATH or space.transposed:
         return None
-    k_tiles = -(-space.k // space.tile_k)
     found = []
     for order, (tile, (efficiency, rate)) in enumerate(space.tiles.items()):
-        tiles = -(-m // tile[0]) * -(-n // tile[1]) * batch
-        waves_dp = tiles / (num_sms * rate.slots)
-        if tiles * k_tiles >= 2**31 or not _STREAMK_WAVES[0] <= waves_dp <= _STREAMK_WAVES[1]:
+        waves_dp = -(-m // tile[0]) * -(-n // tile[1]) * batch / (num_sms * rate.slots)
+        if waves_dp == int(waves_dp) or not _STREAMK_WAVES[0] <= waves_dp <= _STREAMK_WAVES[1]:
             continue
-        if waves_dp == int(waves_dp):
-            continue
-        found.append((waves.estimate_streamk(m, n, space.k, batch, num_sms, *tile,
-                                             space.tile_k, efficiency, rate), order, tile))
-    if not found:
-        return None
-    return _config(space, math, m, min(found)[2], 1, streamk=True), 1, False
+        config = _config(space, math, m, tile, 1, streamk=True)
+        if streamk_fits(config, m, n, space.k, batch):
+            found.append((waves.estimate_streamk(m, n, space.k, batch, num_sms, *tile,
+                                                 space.tile_k, efficiency, rate), order, config))
+    return (min(found)[2], 1, False) if found else None
 
 
 def candidates(m: int, n: int, k: int, batch: int, num_sms: int,

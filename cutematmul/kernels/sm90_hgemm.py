@@ -132,6 +132,9 @@ class Sm90Hgemm:
         self.promote = dtype == "tf32x3"
         #: Tiles of A and of B per stage: both (big, small) parts for 3xTF32.
         self.parts = 2 if self.promote else 1
+        if self.promote and config.streamk:
+            raise ValueError(f"Sm90Hgemm {dtype} keeps split-K (its promoted sums are bounded per split); "
+                             "stream-K is not built for it.")
         if self.promote and config.tile_n > 192:
             raise ValueError(f"Sm90Hgemm {dtype} keeps two accumulators: tile_n <= 192, got {config.tile_n}.")
         self.a_major, self.b_major = a_major, b_major
