@@ -7,7 +7,7 @@
 # cannot hide another's), with PyTorch's caching allocator off so that an
 # access past an allocation lands outside any live allocation and is reported.  Kernels are
 # compiled first in a plain run (the disk cache keeps them), so the sanitized runs only launch.
-# Prints one line per tool: errors found, and the driver's own cuGetProcAddress probes (API
+# Prints one line per tool and family (also to OUT_DIR/summary.txt as each finishes): errors found, and the driver's own cuGetProcAddress probes (API
 # return codes from cuda-bindings looking up entry points, not memory errors) counted apart.
 # Exit status 1 when any tool reports a real error or the workload fails.
 set -uo pipefail
@@ -16,6 +16,7 @@ out="${1:-sanitize-logs}"
 mkdir -p "$out"
 export PYTORCH_NO_CUDA_MEMORY_CACHING=1
 python tools/sanitize_cases.py > "$out/plain.log" 2>&1 || { cat "$out/plain.log"; exit 1; }
+: > "$out/summary.txt"  # one line per tool and family, written as each finishes
 status=0
 for tool in memcheck racecheck initcheck; do
   for family in simt sm80 sm90 tf32 streamk; do
@@ -38,7 +39,8 @@ for tool in memcheck racecheck initcheck; do
     real=$(grep -E "^========= (Invalid|Program hit|Uninitialized|Race|Error|Cuda API error|Out-of-range|Misaligned|Address)" "$log" \
            | grep -v "cuGetProcAddress" | grep -vc "process didn't terminate")
     workload=$(grep -c "sanitize_cases:" "$log")
-    echo "$tool $family: exit $rc; $summary; real errors: $real; cuGetProcAddress probes: $probes; workload finished: $workload"
+    echo "$tool $family: exit $rc; $summary; real errors: $real; cuGetProcAddress probes: $probes; workload finished: $workload" \
+        | tee -a "$out/summary.txt"
     if [ "$real" -ne 0 ] || [ "$workload" -ne 1 ]; then status=1; fi
   done
 done
