@@ -3,7 +3,8 @@
 The result is a TVM-FFI function ``f(a_ptr, b_ptr, c_ptr, m, n, k, batch, splits, lda,
 batch_stride_a, ldb, batch_stride_b, ldc, batch_stride_c, stream)`` taking plain integers, so a new size, leading dimension
 or batch stride never recompiles.  A stream-K kernel's takes its workspace before the stream:
-``(..., batch_stride_c, w_ptr, w_elems, f_ptr, flags, stream)``.  Works without a GPU when ``CUTE_DSL_ARCH`` names the target.
+``(..., batch_stride_c, w_ptr, w_elems, f_ptr, flags, stream)``.  Works without a GPU when
+``CUTE_DSL_ARCH`` names the target.
 """
 
 from __future__ import annotations
@@ -36,15 +37,13 @@ def compile_gemm(kernel, *, keep_ptx: bool = False):
     sizes = [cutlass.Int32(1)] * 5
     strides = [cutlass.Int64(1)] * 6
     options = "--enable-tvm-ffi" + (" --keep-ptx" if keep_ptx else "")
+    entry, workspace = gemm_from_pointers, ()
     if getattr(getattr(kernel, "config", None), "streamk", False):
-        workspace = (
+        entry, workspace = gemm_streamk_from_pointers, (
             make_ptr(cutlass.Float32, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=16),
             cutlass.Int32(1),
             make_ptr(cutlass.Int32, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=4),
             cutlass.Int32(1),
         )
-        return cute.compile(gemm_streamk_from_pointers, kernel, *ptrs, *sizes, *strides,
-                            *workspace, make_fake_stream(), options=options)
-    return cute.compile(
-        gemm_from_pointers, kernel, *ptrs, *sizes, *strides, make_fake_stream(), options=options
-    )
+    return cute.compile(entry, kernel, *ptrs, *sizes, *strides, *workspace, make_fake_stream(),
+                        options=options)

@@ -267,14 +267,13 @@ class Sm90Hgemm:
         return first, count
 
     @cute.jit
-    def _unit(self, it, cluster_id, num_clusters, per_batch, splits, k_tiles, k_tiles_per_split,
-              share, rest):
+    def _unit(self, it, end, num_clusters, per_batch, splits, k_tiles, k_tiles_per_split):
         """Work unit ``it`` -> (tile index t, first K-tile, K-tile count, next unit).
 
         Data-parallel: unit t is output tile t (x batch x split) and the next is a grid
         stride away.  Stream-K: ``it`` is an iteration (tile t, K-tile j) = t * k_tiles + j;
-        the unit runs from it to the end of its tile or of the cluster's share, whichever
-        comes first, and the next starts where it stopped."""
+        the unit runs from it to the end of its tile or to ``end`` (of the cluster's share),
+        whichever comes first, and the next starts where it stopped."""
         t = it
         k_first = cutlass.Int32(0)
         k_count = cutlass.Int32(0)
@@ -282,15 +281,14 @@ class Sm90Hgemm:
         if cutlass.const_expr(self.config.streamk):
             t = it // k_tiles
             k_first = it - t * k_tiles
-            k_count = cutlass.min(k_tiles - k_first,
-                                  self._share_start(cluster_id + 1, share, rest) - it)
+            k_count = cutlass.min(k_tiles - k_first, end - it)
             nxt = it + k_count
         else:
             k_first, k_count = self._k_range(t // per_batch, splits, k_tiles, k_tiles_per_split)
         return t, k_first, k_count, nxt
 
     @cute.jit
-    def _units(self, cluster_id, total_tiles, k_tiles, share, rest):
+    def _units(self, cluster_id, total_tiles, share, rest):
         """(first unit, end) of this cluster's work (see ``_unit``)."""
         it = cluster_id
         end = total_tiles
@@ -305,10 +303,11 @@ class Sm90Hgemm:
         """Stream-K after a unit's mainloop; returns whether this CTA stores the tile.
 
         A unit that starts inside its tile (``k_first`` > 0) writes its fp32 sums to its CTA's
-        slot of ``mW`` in 16-byte vectors, then, after a barrier of the consumer threads, one thread sets the
-        slot's flag (zeroed by the host before the launch) with a GPU-scope release store.  The unit that starts the tile waits (acquire) for each later cluster whose
-        share begins before ``tile_end`` and adds its slot, in cluster order: a fixed order, so
-        the result is bitwise reproducible."""
+        slot of ``mW`` in 16-byte vectors, then, after a barrier of the consumer threads, one
+        thread sets the slot's flag (zeroed by the host before the launch) with a GPU-scope
+        release store.  The unit that starts the tile waits (acquire) for each later cluster
+        whose share begins before ``tile_end`` and adds its slot, in cluster order: a fixed
+        order, so the result is bitwise reproducible."""
         values = cute.size(total)
         threads = self.consumer_threads
         tile_elems = self.tile_mnk[0] * self.tile_mnk[1]
@@ -334,7 +333,7 @@ class Sm90Hgemm:
             while self._share_start(other, share, rest) < tile_end:
                 peer = other * self.cluster_size + rank
                 if ctid == 0:
-                    seen = cute.arch.load(mFlags.iterator + peer, cutlass.Int32, sem="acquire", scope="gpu")
+                    seen = cutlass.Int32(0)
                     while seen == 0:
                         seen = cute.arch.load(mFlags.iterator + peer, cutlass.Int32, sem="acquire",
                                               scope="gpu")
@@ -461,11 +460,11 @@ class Sm90Hgemm:
             cute.arch.setmaxregister_decrease(_PRODUCER_REGISTERS)
             if warp == 0:
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-                it, end = self._units(cluster_id, total_tiles, k_tiles, share, rest)
+                it, end = self._units(cluster_id, total_tiles, share, rest)
                 while it < end:
                     t, k_first, k_count, nxt = self._unit(
-                        it, cluster_id, num_clusters, cluster_tiles_m * cluster_tiles_n, splits,
-                        k_tiles, k_tiles_per_split, share, rest)
+                        it, end, num_clusters, cluster_tiles_m * cluster_tiles_n, splits, k_tiles,
+                        k_tiles_per_split)
                     ctm, ctn, lc = self._tile_coord(t, cluster_tiles_m, cluster_tiles_n)
                     tile_m = ctm * self.cluster_mn[0] + cta_m
                     tile_n = ctn * self.cluster_mn[1] + cta_n
@@ -537,11 +536,11 @@ class Sm90Hgemm:
             release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
             subtiles_done = cutlass.Int32(0)
 
-            it, end = self._units(cluster_id, total_tiles, k_tiles, share, rest)
+            it, end = self._units(cluster_id, total_tiles, share, rest)
             while it < end:
                 t, k_first, k_count, nxt = self._unit(
-                    it, cluster_id, num_clusters, cluster_tiles_m * cluster_tiles_n, splits,
-                    k_tiles, k_tiles_per_split, share, rest)
+                    it, end, num_clusters, cluster_tiles_m * cluster_tiles_n, splits, k_tiles,
+                    k_tiles_per_split)
                 ctm, ctn, lc = self._tile_coord(t, cluster_tiles_m, cluster_tiles_n)
                 tile_m = ctm * self.cluster_mn[0] + cta_m
                 tile_n = ctn * self.cluster_mn[1] + cta_n
