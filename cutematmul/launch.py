@@ -18,8 +18,8 @@ options is cached on them in two halves, ``_prepare`` (every check, no CUDA call
 repeated call costs two lookups, the pointer checks, the output's allocation (built into an
 Operand without describing it again) and the kernel call itself.
 
-Imports: ``cache``, ``configs.sm90`` (a constant, the stream-K workspace size), ``device``, ``dispatch``, ``operand``, ``plan``,
-``streams``, ``validate``.
+Imports: ``cache``, ``configs.sm90`` (a constant, the stream-K workspace size), ``device``,
+``dispatch``, ``operand``, ``plan``, ``streams``, ``validate``.
 """
 
 from __future__ import annotations
@@ -440,7 +440,8 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         calls.append((tuple(o * itemsize for o in offsets), sizes))
     check_launches([(o, s, (gemm.a.major, gemm.b.major)) for o, s in calls], spans, itemsize)
     workspace = splits > 1 or transposed
-    streamk = streamk_workspace(key.config, num_sms) if getattr(key.config, "streamk", False) else None
+    streamk = (streamk_workspace(key.config, num_sms) if getattr(key.config, "streamk", False)
+               else None)
     return Launch(key, tuple(calls),
                   reduce_key(capability, output_dtype(math)) if workspace else None,
                   transposed, None if prep == (None, None) else prep, problem, streamk)

@@ -266,8 +266,8 @@ def _streamk_candidate(m: int, n: int, space: "_Space", batch: int, num_sms: int
         return None
     found = []
     for order, (tile, (efficiency, rate)) in enumerate(space.tiles.items()):
-        waves_dp = -(-m // tile[0]) * -(-n // tile[1]) * batch / (num_sms * rate.slots)
-        if waves_dp == int(waves_dp) or not _STREAMK_WAVES[0] <= waves_dp <= _STREAMK_WAVES[1]:
+        tiles, slots = -(-m // tile[0]) * -(-n // tile[1]) * batch, num_sms * rate.slots
+        if tiles % slots == 0 or not _STREAMK_WAVES[0] <= tiles / slots <= _STREAMK_WAVES[1]:
             continue
         config = _config(space, math, m, tile, 1, streamk=True)
         if streamk_fits(config, m, n, space.k, batch):
