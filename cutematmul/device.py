@@ -4,8 +4,8 @@ Two layers, for start-up time:
 
 * the queries every product makes once per process (is there a driver and a GPU, the device's
   compute capability, multiprocessor count and name) call the driver library ``libcuda.so.1``
-  directly through ``ctypes``: documented, stable driver entry points (and one stream-ordered
-  memset, of the stream-K flags on every such product);
+  directly through ``ctypes``: documented, stable driver entry points (and the stream-ordered
+  memset, which zeroes the stream-K flags on every such product);
 * everything else (stream-ordered allocation, copies, events, pointer queries: the NumPy and
   generic DLPack routes) goes through ``cuda-python`` (``cuda.bindings``), imported on first use.
 
@@ -55,6 +55,7 @@ def _check(result, what: str):
 
 # CUresult values (cuda.h) that device_count explains in words.
 _NO_DEVICE = 100
+_NO_CONTEXT = 201  # CUDA_ERROR_INVALID_CONTEXT: no context is current on this thread
 _OLD_DRIVER = {35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
                804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"}
 # CUdevice_attribute values (cuda.h).
@@ -251,25 +252,29 @@ def copy_2d_async(dst: int, dst_pitch: int, src: int, src_pitch: int, width: int
                                          copy_kind, stream), "cudaMemcpy2DAsync")
 
 
-def memset_async(ptr: int, nbytes: int, stream: int, value: int = 0) -> None:
-    """Set ``nbytes`` bytes from ``ptr`` to the byte ``value``, ordered on ``stream``."""
-    if nbytes:
-        _check(_bindings()[1].cudaMemsetAsync(ptr, value, nbytes, stream), "cudaMemsetAsync")
-
-
 def synchronize(stream: int) -> None:
     _check(_bindings()[1].cudaStreamSynchronize(stream), "cudaStreamSynchronize")
 
 
-def memset32_async(ptr: int, count: int, stream: int) -> None:
-    """Zero ``count`` 32-bit words at device address ``ptr``, in order on ``stream``."""
-    _driver_call("cuMemsetD32Async", _memset32()(ptr, 0, count, stream))
+def memset_async(ptr: int, nbytes: int, stream: int) -> None:
+    """Zero ``nbytes`` bytes from device address ``ptr``, in order on ``stream``.
+
+    The driver's ``cuMemsetD8Async`` through ``ctypes``: the stream-K flags are zeroed on every
+    such product, and this skips ``cuda.bindings``'s import and argument conversions.  A thread
+    with no current CUDA context gets the runtime's ``cudaMemsetAsync`` instead, which makes the
+    device's primary context current as every runtime call does."""
+    if not nbytes:
+        return
+    code = _memset8()(ptr, 0, nbytes, stream)
+    if code == _NO_CONTEXT:
+        _check(_bindings()[1].cudaMemsetAsync(ptr, 0, nbytes, stream), "cudaMemsetAsync")
+        return
+    _driver_call("cuMemsetD8Async", code)
 
 
 @functools.cache
-def _memset32():
-    fn = _libcuda().cuMemsetD32Async
-    fn.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t, ctypes.c_void_p]
+def _memset8():
+    fn = _libcuda().cuMemsetD8Async
+    fn.argtypes = [ctypes.c_uint64, ctypes.c_ubyte, ctypes.c_size_t, ctypes.c_void_p]
     fn.restype = ctypes.c_int
     return fn
-

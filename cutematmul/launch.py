@@ -325,7 +325,7 @@ def _run_streamk(adapter, fn, workspace_size: tuple, pa: int, pb: int, pc: int, 
     partials, flags = workspace_size
     workspace, wp = adapter.workspace(partials + flags, like, stream)
     fp = wp + 4 * partials
-    _device.memset32_async(fp, flags, stream)
+    _device.memset_async(fp, 4 * flags, stream)
     fn(pa, pb, pc, *sizes, wp, partials, fp, flags, stream)
     del workspace  # released in stream order by the library's allocator
 

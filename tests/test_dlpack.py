@@ -697,9 +697,9 @@ def fake_device(monkeypatch):
         for r in range(height):
             ctypes.memmove(dst + r * dst_pitch, src + r * src_pitch, width)
 
-    def memset_async(ptr, nbytes, stream, value=0):
+    def memset_async(ptr, nbytes, stream):
         log["memsets"] += 1
-        ctypes.memset(ptr, value, nbytes)
+        ctypes.memset(ptr, 0, nbytes)
 
     for name, fn in [("alloc_async", alloc_async), ("free_async", free_async),
                      ("copy_2d_async", copy_2d_async), ("memset_async", memset_async),

@@ -108,3 +108,42 @@ def test_cupy_on_second_gpu():
     c = cutematmul.matmul(a, b)
     assert c.device.id == 1
     check_matmul(c, a, b, "float16")
+
+
+@pytest.mark.parametrize("fresh_thread", [False, True])
+def test_memset_zeroes_exactly_its_bytes_on_the_stream(fresh_thread):
+    """``device.memset_async`` (the stream-K flags, staging padding, the tuner's L2 flush) zeroes
+    its byte range and nothing past it, ordered on the stream, also from a thread that has no
+    current CUDA context (the runtime fallback)."""
+    torch = require_module("torch")
+    import threading
+
+    from cutematmul import device
+
+    buf = torch.full((4096,), 0x5A, dtype=torch.uint8, device="cuda")
+    s = torch.cuda.Stream()
+    start, nbytes = 3, 1001  # unaligned start and an odd count
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(20_000_000)  # the memset must wait for this in stream order
+        buf[:2048].fill_(0x33)
+    torch.cuda.current_stream().synchronize()
+    errors = []
+
+    def zero():
+        try:
+            device.memset_async(buf.data_ptr() + start, nbytes, s.cuda_stream)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    if fresh_thread:
+        t = threading.Thread(target=zero)
+        t.start()
+        t.join()
+    else:
+        zero()
+    assert not errors, errors
+    s.synchronize()
+    host = buf.cpu()
+    assert (host[start:start + nbytes] == 0).all()
+    assert (host[:start] == 0x33).all() and (host[start + nbytes:2048] == 0x33).all()
+    assert (host[2048:] == 0x5A).all()

@@ -197,7 +197,7 @@ def test_tune_control_flow_with_a_stand_in_gpu(fresh, monkeypatch):
     monkeypatch.setattr(device, "using_device", lambda index: contextlib.nullcontext())
     monkeypatch.setattr(device, "alloc_async", lambda nbytes, stream: 4096)
     monkeypatch.setattr(device, "free_async", lambda ptr, stream: None)
-    monkeypatch.setattr(device, "memset_async", lambda ptr, nbytes, stream, value=0: None)
+    monkeypatch.setattr(device, "memset_async", lambda ptr, nbytes, stream: None)
     monkeypatch.setattr(device, "synchronize", lambda stream: None)
     monkeypatch.setattr(device, "copy_2d_async", copy)
     monkeypatch.setattr(device, "gpu_seconds", lambda stream, fn, reps, before=None: (
