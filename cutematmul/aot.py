@@ -31,7 +31,7 @@ from pathlib import Path
 from . import cache
 from .dispatch import (
     FAMILIES, PRECISIONS, TF32_MATH, choose_families, itemsize, math_type, output_dtype, prep_key,
-    reduce_key, schedule,
+    problem_order, reduce_key, schedule,
 )
 
 #: SM counts of the usual GPU of each target, for machines without one (``--num-sms`` overrides).
@@ -188,15 +188,21 @@ def _families(selection: Selection, dtype: str, capability) -> tuple:
 
 
 def _family_keys(selection: Selection, family, capability, num_sms: int, math: str) -> list:
+    """The keys of ``family`` over the selection's layouts, alignments and shapes; with auto's
+    family (no ``families`` named), each shape takes the launch's own order
+    (``dispatch.problem_order``: launch-bound products run sm80 on Hopper)."""
     tf32 = math in TF32_MATH
     keys = _prep_keys(capability, math)
+    auto = (tuple(f.name for f in choose_families(math, capability))
+            if selection.families is None else None)
     for layout in selection.layouts or tuple(LAYOUTS):
         a_major, b_major = ("k", "k") if tf32 else LAYOUTS[layout]
         for aligns in _alignments(selection.alignments, family, math):
             for m, n, k, *batch in selection.shapes or default_shapes():
-                key, splits, transposed = schedule(family, capability, num_sms, math, a_major,
-                                                   b_major, aligns, m, n, k,
-                                                   batch[0] if batch else 1)
+                count = batch[0] if batch else 1
+                runs = family if auto is None else FAMILIES[problem_order(auto, m, n, k, count)[0]]
+                key, splits, transposed = schedule(runs, capability, num_sms, math, a_major,
+                                                   b_major, aligns, m, n, k, count)
                 keys += [key, *_reduce_keys(capability, math, splits, transposed)]
     return keys
 

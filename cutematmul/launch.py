@@ -32,7 +32,7 @@ from .cache import get_compiled, on_change, tuned_choice
 from .configs.sm90 import TF32_TILE_K, streamk_workspace
 from .dispatch import (
     FAMILIES, TF32_MATH, KernelKey, ReduceKey, choose_families,
-    math_type, output_dtype, prep_key, reduce_key, schedule,
+    math_type, output_dtype, prep_key, problem_order, reduce_key, schedule,
 )
 from .dispatch import problem as dispatch_problem
 from .operand import Operand
@@ -391,9 +391,17 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
 
     The family is the first candidate whose addressing limits take the plan (the preferred one
     otherwise: its staged copies are compact); operands it cannot read as they are get staged.
+    A launch-bound product (``dispatch.problem_order``) tries sm80 first and keeps it only when
+    it reads every operand as it is.
     In the TF32 modes (``_tf32_prep``) an operand the prep kernel rewrites needs only a unit
     stride: the kernel then reads the K-major, aligned copy.
     """
+    order = problem_order(family_names, gemm.m, gemm.n, gemm.k, gemm.batch)
+    if order != family_names:  # a launch-bound product: sm80 first, where it needs no staging
+        plan = _resolve(order, capability, num_sms, gemm, math, itemsize, pointers_aligned,
+                        spans, padded)
+        if isinstance(plan, Launch):
+            return plan
     layouts = (gemm.a, gemm.b, gemm.c)
     aligns = []
     for j, (layout, ptr_ok) in enumerate(zip(layouts, pointers_aligned)):

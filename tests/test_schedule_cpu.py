@@ -224,3 +224,51 @@ def test_a_recorded_streamk_schedule_past_32_bit_iterations_is_not_taken():
         key, _, _ = dispatch.schedule(family, H200[0], H200[1], "float16", "k", "n", (16, 16, 16),
                                       *shape, tuned=(config, 1, False))
         assert key.config.streamk is expected
+
+
+# ----------------------------------------------------------------------------- launch-bound products
+
+
+def _family_of(m, n, k, batch=1, names=("sm90", "sm80"), a_cols=None):
+    """The family the launch plans for a row-major fp16 (batch, M, K) @ (K, N) product on an H200."""
+    lda = a_cols or k
+    a_shape, a_strides = ((batch, m, k), (m * lda, lda, 1)) if batch > 1 else ((m, k), (lda, 1))
+    c_shape, c_strides = ((batch, m, n), (m * n, n, 1)) if batch > 1 else ((m, n), (n, 1))
+    work = launch._plan_launch(names, *H200, a_shape, a_strides, (k, n), (n, 1), c_shape,
+                               c_strides, "float16", 2, (True, True, True),
+                               (False, False, False))[1]
+    return work
+
+
+@pytest.mark.parametrize("shape", [(64, 64, 64), (128, 128, 128), (1, 128, 8), (128, 16, 96)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_launch_bound_products_run_the_sm80_kernel(shape):
+    work = _family_of(*shape)
+    assert isinstance(work, launch.Launch) and work.key.family == "sm80", work
+
+
+@pytest.mark.parametrize("case", ["side 129", "side 256", "batched", "forced sm90"])
+def test_larger_batched_or_forced_products_keep_sm90(case):
+    shape, batch, names = {"side 129": ((129, 128, 128), 1, ("sm90", "sm80")),
+                           "side 256": ((256, 256, 256), 1, ("sm90", "sm80")),
+                           "batched": ((64, 64, 64), 4, ("sm90", "sm80")),
+                           "forced sm90": ((64, 64, 64), 1, ("sm90",))}[case]
+    work = _family_of(*shape, batch=batch, names=names)
+    assert isinstance(work, launch.Launch) and work.key.family == "sm90", work
+
+
+def test_a_launch_bound_product_sm80_would_stage_keeps_sm90():
+    # A's rows are 16-byte aligned (208 bytes apart) but K = 100 is no whole number of
+    # 8-element vectors: sm80 would copy A first, sm90 reads it as it is.
+    work = _family_of(64, 64, 100, a_cols=104)
+    assert isinstance(work, launch.Launch) and work.key.family == "sm90", work
+    assert dispatch.problem_order(("sm90", "sm80"), 64, 64, 100, 1) == ("sm80", "sm90")
+
+
+def test_the_default_precompile_set_holds_the_launch_bound_kernels():
+    from cutematmul import aot
+
+    keys = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",), layouts=("kn",),
+                                       alignments="aligned", shapes=((64, 64, 64), (512, 512, 512))))
+    assert [k.family for k in keys] == ["sm80", "sm90"], keys
+    assert keys[0] == _family_of(64, 64, 64).key, "precompiled, but not the kernel the launch takes"
