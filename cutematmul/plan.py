@@ -298,3 +298,24 @@ def pieces(gemm: Gemm, piece: int = PIECE):
                              min(piece, gemm.batch - l0))
                     out.append((offsets, sizes))
     return tuple(out)
+
+
+def pitched_rows(dst_shape, dst_strides, src_shape, src_strides, itemsize: int):
+    """(height, width, dst pitch, src pitch) in rows and bytes when ``dst[...] = src`` is one 2-D
+    copy: equal shapes of 2 or 3 dimensions, unit-stride rows, row pitches at least a row wide,
+    and a leading dimension (if any) that stacks whole matrices (stride = rows x pitch) in both.
+    None otherwise (an empty shape too)."""
+    if tuple(dst_shape) != tuple(src_shape) or len(dst_shape) not in (2, 3) or 0 in dst_shape:
+        return None
+    *batch, rows, cols = dst_shape
+    width = cols * itemsize
+    pitches = []
+    for strides in (dst_strides, src_strides):
+        *batch_stride, pitch, unit = strides
+        if (unit != itemsize and cols > 1) or (rows > 1 and pitch < width):
+            return None
+        pitch = pitch if rows > 1 else width
+        if batch and batch[0] > 1 and batch_stride[0] != rows * pitch:
+            return None
+        pitches.append(pitch)
+    return (batch[0] if batch else 1) * rows, width, pitches[0], pitches[1]

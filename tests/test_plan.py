@@ -133,3 +133,33 @@ def test_alignment():
     assert alignment(2, 0, 32, 4096) == 16
     assert alignment(2, 0, 10) == 2
     assert alignment(4, 4, 8) == 4
+
+
+# ----------------------------------------------------------------------------- pitched copies
+
+
+def test_pitched_rows_of_a_staging_copy():
+    from cutematmul.plan import pitched_rows
+
+    # A 2049 x 1023 fp16 operand into a buffer whose rows are padded to 1024 elements.
+    assert pitched_rows((2049, 1023), (2048, 2), (2049, 1023), (2046, 2), 2) == (2049, 2046, 2048, 2046)
+    # A stack of whole matrices is one copy of batch x rows rows.
+    assert pitched_rows((4, 10, 7), (160, 16, 2), (4, 10, 7), (140, 14, 2), 2) == (40, 14, 16, 14)
+    # One row: its pitch is irrelevant.
+    assert pitched_rows((1, 7), (16, 2), (1, 7), (0, 2), 2) == (1, 14, 14, 14)
+
+
+@pytest.mark.parametrize("case", ["gapped batch", "broadcast batch", "column-major", "negative",
+                                  "overlapping rows", "shapes differ", "1-d", "empty"])
+def test_pitched_rows_refuses_what_one_2d_copy_cannot_do(case):
+    from cutematmul.plan import pitched_rows
+
+    args = {"gapped batch": ((4, 10, 7), (160, 16, 2), (4, 10, 7), (150, 14, 2)),
+            "broadcast batch": ((4, 10, 7), (160, 16, 2), (4, 10, 7), (0, 14, 2)),
+            "column-major": ((10, 7), (16, 2), (10, 7), (2, 20)),
+            "negative": ((10, 7), (-16, 2), (10, 7), (14, 2)),
+            "overlapping rows": ((10, 7), (16, 2), (10, 7), (8, 2)),
+            "shapes differ": ((10, 7), (16, 2), (7, 10), (20, 2)),
+            "1-d": ((7,), (2,), (7,), (2,)),
+            "empty": ((0, 7), (16, 2), (0, 7), (14, 2))}[case]
+    assert pitched_rows(*args, 2) is None
