@@ -29,6 +29,8 @@ PATTERNS = {
     "multicast": r"\bcp\.async\.bulk\.tensor\.[^;]*\.multicast::cluster",
     "acquire": r"\bld\.acquire\.gpu\.global",
     "release": r"\bst\.release\.gpu\.global",
+    "pdl_wait": r"\bgriddepcontrol\.wait\b",
+    "pdl_launch": r"\bgriddepcontrol\.launch_dependents\b",
 }
 out = {}
 for dtype, a_major, b_major, cfg in json.loads(sys.argv[1]):
@@ -72,6 +74,7 @@ def test_sm90_compiles_with_tma_and_wgmma(tmp_path):
         clustered = "_c2x1_" in name
         assert (c["multicast"] >= 1) == clustered, f"{name}: TMA multicast {c['multicast']}"
         assert c["acquire"] == c["release"] == 0, f"{name}: inter-CTA flags outside stream-K: {c}"
+        assert c["pdl_wait"] == c["pdl_launch"] == 0, f"{name}: grid dependency control: {c}"
 
 
 _PARTIALS = [
@@ -123,3 +126,43 @@ def test_sm90_streamk_signals_partial_tiles_between_ctas(tmp_path):
         assert c["release"] == 1 and c["acquire"] >= 1, f"{name}: {c}"
         assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
         assert (c["multicast"] >= 1) == ("_c2x1_" in name), f"{name}: {c}"
+
+
+_PDL = [
+    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "pdl": True}),
+    ("BFloat16", "m", "k", {"tile_m": 64, "tile_n": 128, "pdl": True, "partials": True}),
+]
+
+
+# The launch attribute, read from the host code's IR (``CUTE_DSL_KEEP=ir``, set before the DSL
+# is imported): programmatic stream serialization allowed (1) or not (0).
+_LAUNCH_CHILD = r"""
+import json, os, pathlib, re, sys
+os.environ["CUTE_DSL_KEEP"] = "ir"
+from cutematmul.kernels.compile import compile_gemm
+from cutematmul.kernels.sm90_hgemm import Sm90Config, Sm90Hgemm
+out = {}
+for pdl in (False, True):
+    for f in pathlib.Path(".").glob("*.mlir"):
+        f.unlink()
+    compile_gemm(Sm90Hgemm(Sm90Config(tile_m=128, tile_n=128, pdl=pdl), "float16", "k", "n",
+                           8, 8, 8, 132))
+    ir = "".join(f.read_text() for f in pathlib.Path(".").glob("*.mlir"))
+    out[str(pdl)] = re.findall(r"programmatic_stream_serialization_allowed\[[^\]]*\] %c(\d)_i32", ir)
+print("COUNTS=" + json.dumps(out))
+"""
+
+
+def test_sm90_programmatic_dependent_launch(tmp_path):
+    """``Config.pdl``: one grid-dependency wait (every thread, before global memory) and one
+    launch-dependents hint (the producer, after its last load), the rest of the kernel as
+    without it, and a launch that allows programmatic stream serialization (only then)."""
+    counts = compile_in_child("sm_90a", _CHILD, _PDL, tmp_path)
+    assert len(counts) == len(_PDL)
+    for name, c in counts.items():
+        assert name.endswith("_pdl"), name
+        assert c["pdl_wait"] == 1 and c["pdl_launch"] == 1, f"{name}: {c}"
+        assert c["wgmma"] >= 4 and c["tma_load"] >= 2 and c["tma_store"] >= 1, f"{name}: {c}"
+        assert c["setmaxnreg"] == 2 and c["local"] == 0, f"{name}: {c}"
+    launch = compile_in_child("sm_90a", _LAUNCH_CHILD, None, tmp_path)
+    assert launch == {"False": ["0"], "True": ["1"]}, launch

@@ -174,6 +174,18 @@ def test_streamk_configs_refuse_partials_and_name_themselves():
         sm90.Config(streamk=True, partials=True).validate()
 
 
+def test_pdl_configs_name_themselves_refuse_streamk_and_are_never_picked():
+    config = sm90.Config(pdl=True)
+    config.validate()
+    sm90.Config(pdl=True, partials=True).validate()
+    assert config.name.endswith("_pdl")
+    with pytest.raises(ValueError, match="pdl"):
+        sm90.Config(pdl=True, streamk=True).validate()
+    for shape in [(1000, 1000, 1000), (8192, 8192, 8192), (16, 8192, 8192), (64, 4096, 4096)]:
+        assert not sm90.choose_schedule(*shape, 1, 132)[0].pdl
+        assert not any(c[0].pdl for c in sm90.candidates(*shape, 1, 132))
+
+
 def test_the_xla_route_never_gets_a_streamk_kernel():
     """The XLA custom call has no workspace: its configurations are never stream-K (nor is any
     wave-model pick, below)."""

@@ -38,13 +38,20 @@ class Config:
     #: that straddle clusters are summed in the kernel through a workspace of ours
     #: (``streamk_workspace``), in a fixed order.
     streamk: bool = False
+    #: Programmatic dependent launch: the kernel is launched with programmatic stream
+    #: serialization, so its launch and prologue (barrier set-up, descriptor prefetch) may
+    #: overlap the end of the kernel before it on the stream; every thread waits for that
+    #: kernel to finish (``griddepcontrol.wait``) before its first global memory access, and
+    #: the producer lets the next kernel launch once its last loads are issued.  Not chosen by
+    #: the dispatcher: not yet measured.
+    pdl: bool = False
 
     @property
     def name(self) -> str:
         return (
             f"sm90_{self.tile_m}x{self.tile_n}x{self.tile_k}_c{self.cluster_m}x{self.cluster_n}"
             f"_g{self.raster_group}_s{self.ab_stages(2)}" + ("_partials" if self.partials else "")
-            + ("_streamk" if self.streamk else "")
+            + ("_streamk" if self.streamk else "") + ("_pdl" if self.pdl else "")
         )
 
     @property
@@ -105,6 +112,9 @@ class Config:
             raise ValueError(f"Config.raster_group must be >= 1, got {self.raster_group}.")
         if self.streamk and self.partials:
             raise ValueError("Config.streamk sums its own partials: it cannot also write partials.")
+        if self.pdl and self.streamk:
+            # The host zeroes the flags with a memset right before a stream-K launch.
+            raise ValueError("Config.pdl is built for data-parallel and split-K kernels only.")
 
 
 def streamk_fits(config: Config, m: int, n: int, k: int, batch: int) -> bool:

@@ -47,6 +47,10 @@ How
       ``epi_stages - 2`` before it joins the next barrier, so a buffer is never overwritten while TMA
       still reads it.
     * Tails in M, N and K need no predication: TMA zero-fills out-of-bounds loads and clips stores.
+    * ``Config.pdl`` (programmatic dependent launch, not chosen by the dispatcher yet): launched
+      with programmatic stream serialization; every thread executes ``griddepcontrol.wait``
+      after the barrier set-up and before any global memory access, and the producer warp
+      executes ``griddepcontrol.launch_dependents`` after its last TMA load.
     * TF32 (``tf32_mma``): the same pipeline with 32-wide K-tiles of fp32 data and
       ``wgmma...k8.f32.tf32.tf32``.  3xTF32: each stage holds both parts of a K-tile, A's and
       B's big tile (K-tile j) and small tile (K-tile j + K-tiles per part), loaded by four TMA
@@ -247,6 +251,7 @@ class Sm90Hgemm:
             cluster=[self.cluster_mn[0], self.cluster_mn[1], 1],
             smem=Storage.size_in_bytes(),
             min_blocks_per_mp=1,
+            use_pdl=self.config.pdl,
             stream=stream,
         )
 
@@ -453,6 +458,10 @@ class Sm90Hgemm:
             b_mask = cute.make_layout_image_mask(cluster_layout, cluster_coord, mode=0)
 
         pipeline.pipeline_init_wait(cluster_shape_mn=self.cluster_mn)
+        if cutlass.const_expr(self.config.pdl):
+            # Launched early (programmatic dependent launch): no thread touches global memory
+            # before the kernel ahead of this one on the stream has finished and flushed.
+            cute.arch.griddepcontrol_wait()
 
         warpgroup_idx = cute.arch.make_warp_uniform(tidx // _THREADS_PER_WARPGROUP)
         if warpgroup_idx == 0:
@@ -485,6 +494,10 @@ class Sm90Hgemm:
                         ab_pipe.producer_commit(state)
                         state.advance()
                     it = nxt
+                if cutlass.const_expr(self.config.pdl):
+                    # Every load of this CTA is issued: the next kernel may launch (it waits
+                    # for this one to finish before touching memory).
+                    cute.arch.griddepcontrol_launch_dependents()
                 ab_pipe.producer_tail(state)
         else:
             # ================= consumer warpgroups: wgmma mainloop, then the epilogue
