@@ -114,3 +114,36 @@ def test_precompile_is_still_an_attribute():
 
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         cutematmul.nope  # noqa: B018
+
+
+@pytest.mark.parametrize("code", [0, 201, 1])
+def test_memset_takes_the_driver_then_the_runtime_without_a_context(monkeypatch, code):
+    """``memset_async``: the driver's cuMemsetD8Async; with no current context (201) the
+    runtime's cudaMemsetAsync, which makes one current; any other failure is an error naming
+    the driver call.  Nothing is called for zero bytes."""
+    calls = []
+
+    def d8(ptr, value, nbytes, stream):
+        calls.append(("driver", ptr, value, nbytes, stream))
+        return code
+
+    class Runtime:
+        @staticmethod
+        def cudaMemsetAsync(ptr, value, nbytes, stream):
+            calls.append(("runtime", ptr, value, nbytes, stream))
+            return (0,)
+
+    monkeypatch.setattr(device, "_memset8", lambda: d8)
+    monkeypatch.setattr(device, "_bindings", lambda: (None, Runtime))
+    monkeypatch.setattr(device, "_error_name", lambda c: f"CUresult {c}")
+    device.memset_async(0x1000, 0, 7)
+    assert calls == []
+    if code == 1:
+        with pytest.raises(RuntimeError, match="cuMemsetD8Async failed with CUresult 1"):
+            device.memset_async(0x1000, 1001, 7)
+        return
+    device.memset_async(0x1000, 1001, 7)
+    expected = [("driver", 0x1000, 0, 1001, 7)]
+    if code == 201:
+        expected.append(("runtime", 0x1000, 0, 1001, 7))
+    assert calls == expected
