@@ -107,4 +107,3 @@ class CupyAdapter(ArrayAdapter):
 
 
 ADAPTER = CupyAdapter()
-

@@ -30,8 +30,8 @@ from pathlib import Path
 
 from . import cache
 from .dispatch import (
-    FAMILIES, PRECISIONS, TF32_MATH, choose_families, itemsize, math_type, output_dtype, prep_key,
-    problem_order, reduce_key, schedule,
+    FAMILIES, PRECISIONS, TF32_MATH, choose_families, choose_family, itemsize, math_type,
+    output_dtype, prep_key, reduce_key, schedule,
 )
 
 #: SM counts of the usual GPU of each target, for machines without one (``--num-sms`` overrides).
@@ -193,14 +193,13 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
     (``dispatch.problem_order``: launch-bound products run sm80 on Hopper)."""
     tf32 = math in TF32_MATH
     keys = _prep_keys(capability, math)
-    auto = (tuple(f.name for f in choose_families(math, capability))
-            if selection.families is None else None)
     for layout in selection.layouts or tuple(LAYOUTS):
         a_major, b_major = ("k", "k") if tf32 else LAYOUTS[layout]
         for aligns in _alignments(selection.alignments, family, math):
             for m, n, k, *batch in selection.shapes or default_shapes():
                 count = batch[0] if batch else 1
-                runs = family if auto is None else FAMILIES[problem_order(auto, m, n, k, count)[0]]
+                runs = (family if selection.families is not None
+                        else choose_family(math, capability, shape=(m, n, k, count)))
                 key, splits, transposed = schedule(runs, capability, num_sms, math, a_major,
                                                    b_major, aligns, m, n, k, count)
                 keys += [key, *_reduce_keys(capability, math, splits, transposed)]

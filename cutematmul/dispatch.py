@@ -224,9 +224,14 @@ def problem_order(names: tuple[str, ...], m: int, n: int, k: int, batch: int) ->
     return names
 
 
-def choose_family(dtype: str, capability: tuple[int, int], requested: str = "auto") -> Family:
-    """The preferred family for ``dtype`` on a GPU of ``capability``."""
-    return choose_families(dtype, capability, requested)[0]
+def choose_family(dtype: str, capability: tuple[int, int], requested: str = "auto",
+                  shape: tuple[int, int, int, int] | None = None) -> Family:
+    """The preferred family for ``dtype`` on a GPU of ``capability``; with the product's
+    ``shape`` (M, N, K, batch), the one ``problem_order`` puts first for it."""
+    families = choose_families(dtype, capability, requested)
+    if shape is None:
+        return families[0]
+    return FAMILIES[problem_order(tuple(f.name for f in families), *shape)[0]]
 
 
 def target_arch(capability: tuple[int, int]) -> str:

@@ -32,10 +32,7 @@ from jax._src.interpreters import ad
 
 from . import device as _device
 from .configs.sm90 import TF32_TILE_K
-from .dispatch import (
-    FAMILIES, TF32_MATH, KernelKey, build_kernel, choose_families, kernel_key, math_type,
-    problem_order,
-)
+from .dispatch import TF32_MATH, KernelKey, build_kernel, choose_family, kernel_key, math_type
 from .operand import check_dtypes
 from .plan import broadcast_shapes, dims_equal, round_up
 
@@ -353,8 +350,7 @@ def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
     concrete_batch = math.prod(_concrete(d) or 1024 for d in batch)
     arithmetic = math_type(dtype_name, precision, info.capability, (m, n, k, concrete_batch),
                            kernel, split_k=False)
-    names = tuple(f.name for f in choose_families(arithmetic, info.capability, kernel))
-    family = FAMILIES[problem_order(names, m, n, k, concrete_batch)[0]]
+    family = choose_family(arithmetic, info.capability, kernel, (m, n, k, concrete_batch))
     itemsize = np.dtype(a.dtype).itemsize
     a3, bcast_a = _to_3d(a, batch_a, batch, tuple(a.shape[-2:]))
     b3, bcast_b = _to_3d(b, batch_b, batch, tuple(b.shape[-2:]))

@@ -145,8 +145,7 @@ def dispatched(dtype: str, m: int, n: int, k: int, batch: int = 1):
     from cutematmul import device, dispatch
 
     info = device.device_info(device.current_device())
-    names = tuple(f.name for f in dispatch.choose_families(dtype, info.capability))
-    family = dispatch.FAMILIES[dispatch.problem_order(names, m, n, k, batch)[0]]
+    family = dispatch.choose_family(dtype, info.capability, shape=(m, n, k, batch))
     key, splits, transposed = dispatch.schedule(family, info.capability, info.num_sms, dtype,
                                                 "k", "n", (16, 16, 16), m, n, k, batch)
     return family, key, splits, transposed
