@@ -53,6 +53,8 @@ CONFIGS = [
     {"tile_m": 128, "tile_n": 192, "cluster_m": 2},
     {"tile_m": 128, "tile_n": 128, "cluster_m": 2},
     {"tile_m": 64, "tile_n": 128, "cluster_m": 2},
+    # The one-row tile of 16-bit products with 32 < M <= 64 (configs.sm90._ONE_ROW_TILE).
+    {"tile_m": 64, "tile_n": 64},
 ]
 
 
@@ -88,6 +90,8 @@ _PARTIALS = [
     ("BFloat16", "k", "n", {"tile_m": 128, "tile_n": 16, "epi_n": 16, "partials": True}),
     ("Float16", "k", "k", {"tile_m": 128, "tile_n": 32, "partials": True}),
     ("BFloat16", "m", "n", {"tile_m": 128, "tile_n": 64, "partials": True}),
+    # The one-row tile, split (long K, little N).
+    ("Float16", "k", "n", {"tile_m": 64, "tile_n": 64, "partials": True}),
 ]
 
 

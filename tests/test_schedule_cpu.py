@@ -284,3 +284,25 @@ def test_the_default_precompile_set_holds_the_launch_bound_kernels():
                                        alignments="aligned", shapes=((64, 64, 64), (512, 512, 512))))
     assert [k.family for k in keys] == ["sm80", "sm90"], keys
     assert keys[0] == _family_of(64, 64, 64).key, "precompiled, but not the kernel the launch takes"
+
+
+@pytest.mark.parametrize("shape", [(64, 4096, 4096), (64, 8192, 8192), (48, 4096, 4096)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_one_tile_row_products_take_the_64x64_tile(shape):
+    """32 < M <= 64 with 64 x 128 tiles leaves SMs idle (32 or 64 CTAs on 132): 64 x 64 unsplit."""
+    config, splits, transposed = sm90.choose_schedule(*shape, 1, 132)
+    assert (config.tile_m, config.tile_n, splits, transposed) == (64, 64, 1, False), config
+
+
+@pytest.mark.parametrize("shape", [(32, 4096, 4096), (96, 6144, 6144), (128, 4096, 4096),
+                                   (64, 14336, 4096), (1000, 1000, 1000)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_the_64x64_tile_stays_out_where_it_did_not_win(shape):
+    config, _, _ = sm90.choose_schedule(*shape, 1, 132)
+    assert (config.tile_m, config.tile_n) != (64, 64), config
+
+
+@pytest.mark.parametrize("math", ["tf32", "tf32x3"])
+def test_the_64x64_tile_is_a_16_bit_tile(math):
+    config, _, transposed = sm90.choose_schedule(64, 4096, 4096, 1, 132, math=math)
+    assert transposed or (config.tile_m, config.tile_n) != (64, 64), config

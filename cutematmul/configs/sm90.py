@@ -165,6 +165,15 @@ _CLUSTERED_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.98, (128, 128): 0.95, (6
 # Narrow tiles for small-M products computed transposed (C^T = B^T A^T): the long N fills the
 # tile's M, the short M its N.  Memory-bound: what they save is padding.
 _NARROW_EFFICIENCY = {(128, 64): 0.8, (128, 32): 0.6, (128, 16): 0.5}
+#: A 64 x 64 tile for 16-bit products of one 64-row tile row (``ONE_ROW_M`` < M <= 64, not
+#: transposed): twice the CTAs of 64 x 128 where those leave SMs idle.  Listed after 64 x 128, so
+#: a tie goes to the wider tile.  H200, 2026-12-01, fp16 nn, us (cuBLAS / the 64 x 128 pick /
+#: 64 x 64 unsplit): 64x4096x4096 9.5 / 15.8 / 12.1; 64x8192x8192 35.3 / 39.4 / 35.5;
+#: 64x14336x4096 31.9 / 31.5 / 33.3 (the model keeps 64 x 128); 64x4096x14336 35.3 / 40.0 /
+#: 40.3.  It did not win at M = 32 (32x4096x4096: 16.3 against 16.4) nor at M = 96 (44.4 against
+#: 26.5 in 2x1 clusters).
+_ONE_ROW_TILE = ((64, 64), 0.7)
+ONE_ROW_M = 32
 #: Products with M at most this (and N at least 4x larger) are computed transposed: on an H200
 #: that won at M = 1 and 16 (1.0-1.1x cuBLAS at N = K = 4096..8192) and lost at M = 32 and 64 to
 #: an untransposed 64 x 128 tile.
@@ -344,6 +353,8 @@ def _space(m: int, n: int, k: int, max_splits: int, math: str) -> _Space:
         if math in _CLUSTERED_MATH and _cluster_m(math, tile[0], m, 1) > 1:
             eff = _CLUSTERED_EFFICIENCY[tile]
         tiles[tile] = (eff, rate)
+    if math in _CLUSTERED_MATH and ONE_ROW_M < m <= _ONE_ROW_TILE[0][0]:
+        tiles[_ONE_ROW_TILE[0]] = (_ONE_ROW_TILE[1], rate)
     return _Space(tiles, walked, tile_k, fewest, extra, False)
 
 
