@@ -174,16 +174,21 @@ def test_streamk_configs_refuse_partials_and_name_themselves():
         sm90.Config(streamk=True, partials=True).validate()
 
 
-def test_pdl_configs_name_themselves_refuse_streamk_and_are_never_picked():
+def test_pdl_configs_name_themselves_refuse_streamk_and_are_picked_but_for_streamk():
     config = sm90.Config(pdl=True)
     config.validate()
     sm90.Config(pdl=True, partials=True).validate()
     assert config.name.endswith("_pdl")
     with pytest.raises(ValueError, match="pdl"):
         sm90.Config(pdl=True, streamk=True).validate()
-    for shape in [(1000, 1000, 1000), (8192, 8192, 8192), (16, 8192, 8192), (64, 4096, 4096)]:
-        assert not sm90.choose_schedule(*shape, 1, 132)[0].pdl
-        assert not any(c[0].pdl for c in sm90.candidates(*shape, 1, 132))
+    shapes = [(1000, 1000, 1000), (8192, 8192, 8192), (16, 8192, 8192), (64, 4096, 4096),
+              (2560, 2560, 2560), (5, 300, 1000)]
+    for shape in shapes:
+        for math in ("float16", "tf32", "tf32x3"):
+            assert sm90.choose_schedule(*shape, 1, 132, math=math)[0].pdl, (shape, math)
+            assert sm90.choose_config(*shape, 1, 132, math=math).pdl, (shape, math)
+            for config, _, _ in sm90.candidates(*shape, 1, 132, math=math):
+                assert config.pdl != config.streamk, (shape, math, config)
 
 
 def test_the_xla_route_never_gets_a_streamk_kernel():
