@@ -19,7 +19,7 @@ python tools/sanitize_cases.py > "$out/plain.log" 2>&1 || { cat "$out/plain.log"
 : > "$out/summary.txt"  # one line per tool and family, written as each finishes
 status=0
 for tool in memcheck racecheck initcheck; do
-  for family in simt sm80 sm90 tf32 streamk; do
+  for family in simt sm80 sm90 tf32 streamk cupy; do
     extra=()
     cases=(--families "$family")
     [ "$tool" = memcheck ] && extra=(--leak-check no)

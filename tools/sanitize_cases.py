@@ -4,11 +4,13 @@ Each family (simt fp32, sm80 and sm90 fp16/bf16, and "tf32": the sm90 kernel in 
 3xTF32 modes with the operand prep of ``kernels/tf32_prep.py``) runs tails in M, N and K, all four operand
 layouts, unaligned and strided views (which go through staging), broadcast batches, 1-D operands,
 split-K products (fp32 partials and the reduction kernel) and a column-major ``out``; "streamk"
-is the sm90 kernel's stream-K schedule (forced), whose CTAs exchange partial tiles.  Every result is checked against float64, so a run that "passes" the
-sanitizer with wrong numbers still fails.  Run through ``tools/sanitize.sh``; by itself it is a
+is the sm90 kernel's stream-K schedule (forced), whose CTAs exchange partial tiles; "cupy" runs
+CuPy arrays whose staging goes through the adapter's pitched ``cudaMemcpy2DAsync`` (odd row
+pitches, stacked matrices, an unaligned ``out``) with CuPy's memory pool off.  Every result is
+checked against float64, so a run that "passes" the sanitizer with wrong numbers still fails.  Run through ``tools/sanitize.sh``; by itself it is a
 plain correctness check.
 
-    python tools/sanitize_cases.py [--families simt,sm80,sm90,tf32,streamk] [--quick]
+    python tools/sanitize_cases.py [--families simt,sm80,sm90,tf32,streamk,cupy] [--quick]
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ FAMILY_MODES = {"simt": (("float32", "highest"),),
                 "sm80": (("float16", "highest"), ("bfloat16", "highest")),
                 "sm90": (("float16", "highest"), ("bfloat16", "highest")),
                 "tf32": (("float32", "tf32"), ("float32", "high"))}
-#: What kernel= each family is reached with (the TF32 modes are the sm90 kernel's).
-KERNEL = {"simt": "simt", "sm80": "sm80", "sm90": "auto", "tf32": "auto"}
+#: What kernel= each family is reached with (the TF32 modes are the sm90 kernel's).  sm90 is
+#: forced: the dispatcher sends 16-bit products no side of which passes 128 to sm80.
+KERNEL = {"simt": "simt", "sm80": "sm80", "sm90": "sm90", "tf32": "auto"}
 # Families that split K on skinny products (5 x 300 x 1000 is split on an H100/H200).
 SPLIT_FAMILIES = ("simt", "sm90", "tf32")
-SHAPES = [(1, 1, 1), (7, 5, 3), (33, 17, 65), (129, 67, 31), (64, 128, 64), (200, 136, 257)]
+SHAPES = [(1, 1, 1), (7, 5, 3), (33, 17, 65), (129, 67, 31), (64, 128, 64), (200, 136, 257),
+          (48, 200, 300)]
 
 
 def _randn(shape, dtype, gen):
@@ -92,6 +96,50 @@ def _streamk(gen, quick: bool, poison: bool) -> int:
     return count
 
 
+def _cupy(quick: bool, poison: bool) -> int:
+    """CuPy operands and outputs that the adapter stages with pitched 2-D copies: row pitches that
+    are no multiple of 16 bytes, a stack of whole matrices, an unaligned ``out`` view (copied back),
+    and a transposed view and a 4-D broadcast (``cupy.copyto``).  CuPy's pool is off, so an access
+    past a staging buffer lands outside any live allocation."""
+    import cupy
+
+    cupy.cuda.set_allocator(None)
+    rng = cupy.random.default_rng(1)
+    count = 0
+    for dtype, precision in (("float16", "highest"), ("float32", "highest"), ("float32", "tf32")):
+        def randn(*shape):
+            return rng.standard_normal(shape, dtype=cupy.float32).astype(dtype)
+
+        big, stack = randn(70, 91), randn(3, 40, 51)
+        cases = [(big[1:34, 3:48], randn(45, 31), None),
+                 (randn(200, 257), randn(257, 136), None),
+                 (stack[:, :, 1:46], randn(45, 29), None),
+                 (randn(2, 29, 45)[:, :, 1:41], stack[:2, :, 2:50], None),
+                 (randn(33, 45), randn(45, 31), (34, 47)),
+                 (big[3:60, 2:50].T, randn(57, 20), None),
+                 (randn(3, 1, 21, 13), randn(4, 13, 9), None)]
+        for a, b, backing in cases[:4] if quick else cases:
+            shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+            rows, cols = shape[-2:]
+            if backing is None:
+                out = cupy.empty(shape, dtype) if not poison else cupy.full(shape, cupy.nan, dtype)
+            else:  # a view one column in: its row pitch is no multiple of 16 bytes
+                out = cupy.full(backing, cupy.nan, dtype)[:rows, 1:cols + 1]
+            res = cutematmul.matmul(a, b, out=out, precision=precision)
+            if res is not out:
+                raise AssertionError("cupy: the result is not the out= array")
+            want = cupy.matmul(a.astype(cupy.float64), b.astype(cupy.float64))
+            err = float(cupy.linalg.norm((res.astype(cupy.float64) - want).ravel())
+                        / cupy.linalg.norm(want.ravel()))
+            tol = TOL[(dtype, precision)]
+            if not err <= tol:
+                raise AssertionError(f"cupy {dtype} {precision} {a.shape}@{b.shape}: "
+                                     f"relative error {err:.3g} > {tol}")
+            count += 1
+    cupy.cuda.get_current_stream().synchronize()
+    return count
+
+
 def run(families, quick: bool, poison: bool = True) -> int:
     gen = torch.Generator(device="cuda").manual_seed(0)
     count = 0
@@ -99,6 +147,9 @@ def run(families, quick: bool, poison: bool = True) -> int:
     if "streamk" in families:
         count += _streamk(gen, quick, poison)
         families = [f for f in families if f != "streamk"]
+    if "cupy" in families:
+        count += _cupy(quick, poison)
+        families = [f for f in families if f != "cupy"]
     for family in families:
         kernel = KERNEL[family]
         for mode in FAMILY_MODES[family]:
@@ -147,7 +198,7 @@ def run(families, quick: bool, poison: bool = True) -> int:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--families", default="simt,sm80,sm90,tf32,streamk")
+    p.add_argument("--families", default="simt,sm80,sm90,tf32,streamk,cupy")
     p.add_argument("--quick", action="store_true", help="fewer shapes (racecheck is slow)")
     p.add_argument("--unpoisoned", action="store_true",
                    help="fresh (uninitialized) outputs instead of NaN-poisoned ones: shows which "
