@@ -45,7 +45,9 @@ DTYPES = ("float16", "bfloat16", "float32")
 
 def default_shapes() -> tuple[tuple[int, int, int, int], ...]:
     """(m, n, k, batch) problems whose dispatcher choices form the default set."""
-    squares = [(s, s, s, 1) for s in (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)]
+    # 1536 and 2560: mid sizes whose best tiles are no power of two wide (128 x 160, 128 x 224).
+    squares = [(s, s, s, 1)
+               for s in (64, 128, 256, 512, 1024, 1536, 2048, 2560, 4096, 8192, 16384)]
     skinny = [(m, n, k, 1) for m in (1, 16, 64, 256)
               for n, k in ((1024, 1024), (4096, 4096), (8192, 8192), (16384, 4096), (32768, 8192))]
     tall = [(n, m, k, b) for m, n, k, b in skinny]

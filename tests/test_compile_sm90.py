@@ -31,6 +31,8 @@ PATTERNS = {
     "release": r"\bst\.release\.gpu\.global",
     "pdl_wait": r"\bgriddepcontrol\.wait\b",
     "pdl_launch": r"\bgriddepcontrol\.launch_dependents\b",
+    "wgmma_n160": r"\bwgmma\.mma_async\.sync\.aligned\.m64n160k16\.",
+    "wgmma_n224": r"\bwgmma\.mma_async\.sync\.aligned\.m64n224k16\.",
 }
 out = {}
 for dtype, a_major, b_major, cfg in json.loads(sys.argv[1]):
@@ -77,6 +79,33 @@ def test_sm90_compiles_with_tma_and_wgmma(tmp_path):
         assert (c["multicast"] >= 1) == clustered, f"{name}: TMA multicast {c['multicast']}"
         assert c["acquire"] == c["release"] == 0, f"{name}: inter-CTA flags outside stream-K: {c}"
         assert c["pdl_wait"] == c["pdl_launch"] == 0, f"{name}: grid dependency control: {c}"
+
+
+#: The widths that are no power of two (configs.sm90._WIDE_EFFICIENCY): both B majors (an
+#: N-major B tile of 160 or 224 is 64-byte swizzled), both A majors, unclustered, and split.
+_WIDE = [
+    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 160, "cluster_m": 2, "pdl": True}),
+    ("BFloat16", "m", "k", {"tile_m": 128, "tile_n": 160, "cluster_m": 2, "pdl": True}),
+    ("Float16", "m", "n", {"tile_m": 128, "tile_n": 224, "cluster_m": 2, "pdl": True}),
+    ("BFloat16", "k", "k", {"tile_m": 128, "tile_n": 224}),
+    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 224, "cluster_m": 2, "partials": True,
+                           "pdl": True}),
+]
+
+
+def test_sm90_wide_tiles_issue_wgmma_of_their_width(tmp_path):
+    """128 x 160 and 128 x 224 tiles: the same pipeline, wgmma n160 / n224, no spills (224 fp32
+    accumulators per row of a consumer warpgroup's 64 rows fit in its registers)."""
+    counts = compile_in_child("sm_90a", _CHILD, _WIDE, tmp_path)
+    assert len(counts) == len(_WIDE)
+    for name, c in counts.items():
+        width = int(name.split("-")[2].split("_")[1].split("x")[1])
+        assert width in (160, 224), name
+        assert c[f"wgmma_n{width}"] >= 4, f"{name}: no m64n{width}k16 wgmma: {c}"
+        assert c["tma_load"] >= 2 and c["tma_store"] >= 1 and c["setmaxnreg"] == 2, f"{name}: {c}"
+        assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
+        assert (c["multicast"] >= 1) == ("_c2x1_" in name), f"{name}: {c}"
+        assert c["pdl_wait"] == (1 if name.endswith("_pdl") else 0), f"{name}: {c}"
 
 
 _PARTIALS = [

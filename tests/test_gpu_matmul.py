@@ -187,7 +187,13 @@ def test_compiled_kernels_are_reused_across_sizes():
 
 # Shapes whose tiles leave a partial wave with 128x256, so the dispatcher picks 128x192 (tails in
 # M, N and K; checked against the dispatcher so the test cannot silently stop covering it).
-WAVE_FILL = [(1530, 1540, 700), (1537, 1531, 1000), (1500, 1500, 77)]
+WAVE_FILL = [(770, 2890, 1001), (789, 2890, 77)]
+# The widths that are no power of two (configs.sm90._WIDE_EFFICIENCY): (shape, tile_n, split).
+# An N-major B tile of these widths is 64-byte swizzled; tails in M, N and K, odd tile-row
+# counts, and split-K partials.
+WIDE = [((1530, 1540, 700), 160, False), ((1500, 1500, 77), 160, False),
+        ((1807, 1581, 333), 224, False), ((257, 1032, 9001), 160, True),
+        ((721, 666, 9001), 224, True)]
 
 
 def _sm90_pick(dtype: str, m: int, n: int, k: int, what: str, batch: int = 1):
@@ -212,6 +218,16 @@ def _check_torch_product(dtype: str, layout: str, m: int, n: int, k: int) -> Non
 def test_wave_filling_tile(dtype, layout, shape):
     key, splits = _sm90_pick(dtype, *shape, "the 128x192 tile")
     assert key.config.tile_n == 192 and splits == 1, key.config
+    _check_torch_product(dtype, layout, *shape)
+
+
+@pytest.mark.parametrize("case", WIDE, ids=lambda c: "x".join(map(str, c[0])))
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_wide_tiles(dtype, layout, case):
+    shape, tile_n, split = case
+    key, splits = _sm90_pick(dtype, *shape, f"the 128x{tile_n} tile")
+    assert key.config.tile_n == tile_n and (splits > 1) == split, (key.config, splits)
     _check_torch_product(dtype, layout, *shape)
 
 

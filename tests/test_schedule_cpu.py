@@ -311,3 +311,22 @@ def test_the_64x64_tile_stays_out_where_it_did_not_win(shape):
 def test_the_64x64_tile_is_a_16_bit_tile(math):
     config, _, transposed = sm90.choose_schedule(64, 4096, 4096, 1, 132, math=math)
     assert transposed or (config.tile_m, config.tile_n) != (64, 64), config
+
+
+def test_wide_tiles_fill_partial_waves_of_clustered_16bit_products_only():
+    """128 x 160 and 128 x 224 (configs.sm90._WIDE_EFFICIENCY) where the power-of-two widths leave a
+    wave partly idle; never for one tile row (unclustered), TF32, 3xTF32 or a stream-K candidate."""
+    picks = {s: sm90.choose_schedule(s, s, s, 1, 132)[0] for s in (1536, 1792, 2560, 8192)}
+    assert (picks[1536].tile_n, picks[1792].tile_n, picks[2560].tile_n) == (160, 224, 224)
+    assert picks[8192].tile_n == 256
+    assert all(p.cluster_m == 2 for p in picks.values())
+    for shape in [(128, 1536, 1536), (100, 2560, 2560)]:
+        assert sm90.choose_schedule(*shape, 1, 132)[0].tile_n not in (160, 224), shape
+    for math in ("tf32", "tf32x3"):
+        for s in (1536, 1792, 2560):
+            assert sm90.choose_schedule(s, s, s, 1, 132, math=math)[0].tile_n not in (160, 224)
+    for s in (1536, 1792, 2560, 3000):
+        for config, _, _ in sm90.candidates(s, s, s, 1, 132):
+            assert not (config.streamk and config.tile_n in (160, 224)), config
+    with pytest.raises(ValueError, match="tile_n"):
+        sm90.Config(tile_n=176).validate()

@@ -3,6 +3,7 @@
 Each family (simt fp32, sm80 and sm90 fp16/bf16, and "tf32": the sm90 kernel in the TF32 and
 3xTF32 modes with the operand prep of ``kernels/tf32_prep.py``) runs tails in M, N and K, all four operand
 layouts, unaligned and strided views (which go through staging), broadcast batches, 1-D operands,
+the sm90 tiles of widths that are no power of two (forced),
 split-K products (fp32 partials and the reduction kernel) and a column-major ``out``; "streamk"
 is the sm90 kernel's stream-K schedule (forced), whose CTAs exchange partial tiles; "cupy" runs
 CuPy arrays whose staging goes through the adapter's pitched ``cudaMemcpy2DAsync`` (odd row
@@ -140,6 +141,37 @@ def _cupy(quick: bool, poison: bool) -> int:
     return count
 
 
+#: Tiles of widths that are no power of two, forced (the dispatcher gives them to larger
+#: products): (M, N, K, dtype, tile, splits), odd tile rows and tails in M, N and K (every
+#: extent a multiple of 8, so that no operand is staged).
+WIDE_CASES = [(296, 400, 104, "float16", (128, 160), 1), (200, 248, 304, "bfloat16", (128, 224), 1),
+              (152, 168, 704, "float16", (128, 224), 2)]
+
+
+def _wide(gen, quick: bool, poison: bool) -> int:
+    """The sm90 kernel at 128 x 160 and 128 x 224 (an N-major B tile 64-byte swizzled) in every
+    layout, clustered, one of them split-K."""
+    from cutematmul import cache, launch
+    from cutematmul.adapters import adapter_for
+    from cutematmul.configs.sm90 import Config
+
+    count = 0
+    for m, n, k, dtype, (tm, tn), splits in WIDE_CASES[:1] if quick else WIDE_CASES:
+        for layout in ("nn", "tn", "nt", "tt"):
+            a, b = _operands(m, n, k, layout, dtype, gen)
+            work = launch.planned_launch(adapter_for(a), a, b)
+            config = Config(tile_m=tm, tile_n=tn, cluster_m=2, partials=splits > 1, pdl=True)
+            with cache.trial_tuned(work.problem, (config, splits, False)):
+                key = launch.planned_launch(adapter_for(a), a, b).key
+                if key.config.tile_n != tn:
+                    raise AssertionError(f"wide {m}x{n}x{k}: the forced tile is not {tm}x{tn}")
+                out = _out((m, n), a.dtype, poison)
+                res = cutematmul.matmul(a, b, out=out, kernel="sm90")
+            _check(res, a, b, (dtype, "highest"), f"wide {tm}x{tn} {dtype} {m}x{n}x{k} {layout}")
+            count += 1
+    return count
+
+
 def run(families, quick: bool, poison: bool = True) -> int:
     gen = torch.Generator(device="cuda").manual_seed(0)
     count = 0
@@ -150,6 +182,8 @@ def run(families, quick: bool, poison: bool = True) -> int:
     if "cupy" in families:
         count += _cupy(quick, poison)
         families = [f for f in families if f != "cupy"]
+    if "sm90" in families:
+        count += _wide(gen, quick, poison)
     for family in families:
         kernel = KERNEL[family]
         for mode in FAMILY_MODES[family]:

@@ -17,6 +17,9 @@ _SMEM_BYTES = 232448
 _SMEM_RESERVED = 2048
 _THREADS_PER_WARPGROUP = 128
 _PRODUCER_REGISTERS = 40
+#: Tile widths the kernel is built for.  160 and 224 (multiples of 32, not 64) keep an N-major B
+#: tile in 64-byte swizzled shared memory, the others in 128-byte.
+_TILE_N = (16, 32, 64, 128, 160, 192, 224, 256)
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,10 @@ class Config:
     def validate(self) -> None:
         if self.tile_m not in (64, 128):
             raise ValueError(f"Config.tile_m must be 64 or 128, got {self.tile_m}.")
-        if self.tile_n not in (16, 32, 64, 128, 192, 256):
-            raise ValueError(f"Config.tile_n must be 16, 32, 64, 128, 192 or 256, got {self.tile_n}.")
+        if self.tile_n not in _TILE_N:
+            raise ValueError(
+                f"Config.tile_n must be one of {', '.join(map(str, _TILE_N))}; got {self.tile_n}."
+            )
         if self.tile_n < 64 and not self.partials:
             raise ValueError(f"Config.tile_n={self.tile_n} (narrow) is only built for fp32 partials.")
         if self.tile_k not in (32, 64):
@@ -162,6 +167,15 @@ _TILE_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.95, (128, 128): 0.9, (64, 128
 #: 128x128 1799 against 2040 us, 64x128 2173 against 3522; 1000^3 64x128 8.8 against 11.3 us;
 #: 128x8192x8192 64x128 36.8 against 47.2 (cuBLAS 37.0); 128x256 within 1-3%.
 _CLUSTERED_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.98, (128, 128): 0.95, (64, 128): 0.8}
+#: Tiles of widths that are no power of two, for 16-bit products in 2x1 clusters: they fill a
+#: wave where the power-of-two widths leave one partially idle (1536^3: 120 tiles of 128 x 160
+#: on 132 SMs against 96 of 128 x 192; 1792^3 and 2560^3: 128 x 224).  Listed after the others,
+#: so a tie goes to a power of two.  Efficiencies interpolated between 128 x 128 and 128 x 256,
+#: then checked: H200, 2026-12-02, fp16 nn, us, the pick against the power-of-two pick it
+#: replaced (cuBLAS): 1536^3 13.2 / 14.7 (12.8); 1792^3 19.5 / 21.2 (21.9); 2560^3 50.8 / 54.9
+#: (54.4); 3328^3 101.2 / 107.6 (107.5); 5120^3 360.7 / 392.1 (354.1); 1536x1536x4096 32.3 /
+#: 35.0 (33.0); 2048x5120x2048 62.0 / 62.4 (60.7).  The other wide tile was slower each time.
+_WIDE_EFFICIENCY = {(128, 224): 0.99, (128, 160): 0.965}
 # Narrow tiles for small-M products computed transposed (C^T = B^T A^T): the long N fills the
 # tile's M, the short M its N.  Memory-bound: what they save is padding.
 _NARROW_EFFICIENCY = {(128, 64): 0.8, (128, 32): 0.6, (128, 16): 0.5}
@@ -285,6 +299,8 @@ def _streamk_candidate(m: int, n: int, space: "_Space", batch: int, num_sms: int
         return None
     found = []
     for order, (tile, (efficiency, rate)) in enumerate(space.tiles.items()):
+        if tile in _WIDE_EFFICIENCY:  # stream-K is built and tested at power-of-two widths
+            continue
         tiles, slots = -(-m // tile[0]) * -(-n // tile[1]) * batch, num_sms * rate.slots
         if tiles % slots == 0 or not _STREAMK_WAVES[0] <= tiles / slots <= _STREAMK_WAVES[1]:
             continue
@@ -353,6 +369,8 @@ def _space(m: int, n: int, k: int, max_splits: int, math: str) -> _Space:
         if math in _CLUSTERED_MATH and _cluster_m(math, tile[0], m, 1) > 1:
             eff = _CLUSTERED_EFFICIENCY[tile]
         tiles[tile] = (eff, rate)
+    if math in _CLUSTERED_MATH and _cluster_m(math, 128, m, 1) > 1:
+        tiles.update((tile, (eff, rate)) for tile, eff in _WIDE_EFFICIENCY.items())
     if math in _CLUSTERED_MATH and ONE_ROW_M < m <= _ONE_ROW_TILE[0][0]:
         tiles[_ONE_ROW_TILE[0]] = (_ONE_ROW_TILE[1], rate)
     return _Space(tiles, walked, tile_k, fewest, extra, False)

@@ -16,7 +16,7 @@ What it computes
 How
     * One producer warpgroup and one or two consumer warpgroups per CTA.  A single producer warp
       issues TMA bulk-tensor copies (``cp.async.bulk.tensor``) of (tile_m x tile_k) A tiles and
-      (tile_n x tile_k) B tiles into a ring of ``stages`` 128B-swizzled shared-memory buffers; an
+      (tile_n x tile_k) B tiles into a ring of ``stages`` swizzled shared-memory buffers (128-byte; 64 for an N-major B of width 160 or 224); an
       mbarrier pair per stage (full: TMA bytes landed, empty: consumers are done) forms the pipeline.
     * Consumers run ``wgmma.mma_async`` (m64 x tile_n x k16) straight from shared memory, keeping one
       k-tile of wgmma in flight while the next stage's barrier is awaited.  With tile_m = 128 the two
@@ -69,8 +69,10 @@ Constraints
     tile_n <= 192, and its stages are twice as large (two parts each).  Split-K needs
     ``Config.partials`` (fp32 C).  Every operand's base address, leading stride and batch stride
     must be 16-byte aligned (a TMA rule); the host stages other inputs into aligned copies.  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
-    {64, 128}, tile_n in {64, 128, 192, 256} (also 16 and 32 with ``partials``: the narrow tiles
-    of transposed small-M products), tile_k = 64, clusters of at most 2 CTAs.
+    {64, 128}, tile_n in {64, 128, 160, 192, 224, 256} (also 16 and 32 with ``partials``: the
+    narrow tiles of transposed small-M products; an N-major B tile 160 or 224 wide is 64-byte
+    swizzled, the shared-memory atom ``hopper_helpers`` picks for a width that is a multiple of
+    32 but not of 64), tile_k = 64, clusters of at most 2 CTAs.
 
 Benchmark
     python -m cutematmul.bench --dtypes float16 bfloat16 --kernel sm90
