@@ -315,8 +315,9 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                max_splits: int = waves.MAX_SPLITS, math: str = "float16",
                limit: int = 8) -> list[tuple[Config, int, bool]]:
     """What the autotuner times (``cutematmul.tune``): the ``limit`` schedules the wave model
-    ranks best, each 16-bit clustered one also unclustered, and a stream-K schedule where the
-    tiles leave a partial wave (``_streamk_candidate``); ``choose_schedule``'s pick first.
+    ranks best, each 16-bit clustered one but the wide tiles also unclustered, and a stream-K
+    schedule where the tiles leave a partial wave (``_streamk_candidate``); ``choose_schedule``'s
+    pick first.
     Every one computes the same product (the 3xTF32 split floor for accuracy included)."""
     space = _space(m, n, k, max_splits, math)
     rows, cols = (n, m) if space.transposed else (m, n)
@@ -325,8 +326,10 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
     found = [choose_schedule(m, n, k, batch, num_sms, max_splits, math)]
     for _, splits, _, tile in scored[:limit]:
         config = _config(space, math, m, tile, splits)
-        for choice in ((config, splits, space.transposed),
-                       (replace(config, cluster_m=1), splits, space.transposed)):
+        choices = [(config, splits, space.transposed)]
+        if tile not in _WIDE_EFFICIENCY:  # the wide tiles are built and tested clustered
+            choices.append((replace(config, cluster_m=1), splits, space.transposed))
+        for choice in choices:
             if choice not in found:
                 found.append(choice)
     streamk = _streamk_candidate(m, n, space, batch, num_sms, math) if max_splits > 1 else None
