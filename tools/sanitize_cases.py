@@ -73,26 +73,36 @@ STREAMK_CASES = [(1000, 1000, 1000, "float16", "highest", (128, 128), 2),
                  (300, 200, 3000, "float32", "tf32", (128, 128), 1)]
 
 
+def _forced(a, b, choice, precision: str, poison: bool, holds, what: str, kernel: str = "auto"):
+    """``a @ b`` into a fresh (m, n) ``out`` with ``choice`` (config, splits, transposed) forced as
+    the product's schedule through the tuned tier (what ``cutematmul.tune`` records); an
+    AssertionError unless the planned launch ``holds`` the forced choice."""
+    from cutematmul import cache, launch
+    from cutematmul.adapters import adapter_for
+
+    work = launch.planned_launch(adapter_for(a), a, b, precision=precision)
+    with cache.trial_tuned(work.problem, choice):
+        if not holds(launch.planned_launch(adapter_for(a), a, b, precision=precision)):
+            raise AssertionError(f"{what}: the forced schedule is not the planned one")
+        out = _out((a.shape[0], b.shape[1]), a.dtype, poison)
+        return cutematmul.matmul(a, b, out=out, precision=precision, kernel=kernel)
+
+
 def _streamk(gen, quick: bool, poison: bool) -> int:
     """The sm90 kernel's stream-K schedule (partial tiles through a workspace, flags between
     CTAs) on products whose tiles straddle CTAs."""
-    from cutematmul import cache, launch
-    from cutematmul.adapters import adapter_for
     from cutematmul.configs.sm90 import Config
 
     count = 0
     for m, n, k, dtype, precision, (tm, tn), cluster in STREAMK_CASES[:2] if quick else STREAMK_CASES:
         a, b = _operands(m, n, k, "nn", dtype, gen)
-        work = launch.planned_launch(adapter_for(a), a, b, precision=precision)
-        extra = {"tile_k": 32, "epi_stages": 2} if work.key.config.tile_k == 32 else {}
+        extra = {"tile_k": 32, "epi_stages": 2} if dtype == "float32" else {}  # TF32 tiles
         config = Config(tile_m=tm, tile_n=tn, cluster_m=cluster, epi_n=min(32, tn), streamk=True,
                         **extra)
-        with cache.trial_tuned(work.problem, (config, 1, False)):
-            if launch.planned_launch(adapter_for(a), a, b, precision=precision).streamk is None:
-                raise AssertionError(f"streamk {m}x{n}x{k}: the forced schedule is not stream-K")
-            out = _out((m, n), a.dtype, poison)
-            res = cutematmul.matmul(a, b, out=out, precision=precision)
-        _check(res, a, b, (dtype, precision), f"streamk {dtype} {precision} {m}x{n}x{k}")
+        what = f"streamk {dtype} {precision} {m}x{n}x{k}"
+        res = _forced(a, b, (config, 1, False), precision, poison,
+                      lambda work: work.streamk is not None, what)
+        _check(res, a, b, (dtype, precision), what)
         count += 1
     return count
 
@@ -151,23 +161,17 @@ WIDE_CASES = [(296, 400, 104, "float16", (128, 160), 1), (200, 248, 304, "bfloat
 def _wide(gen, quick: bool, poison: bool) -> int:
     """The sm90 kernel at 128 x 160 and 128 x 224 (an N-major B tile 64-byte swizzled) in every
     layout, clustered, one of them split-K."""
-    from cutematmul import cache, launch
-    from cutematmul.adapters import adapter_for
     from cutematmul.configs.sm90 import Config
 
     count = 0
     for m, n, k, dtype, (tm, tn), splits in WIDE_CASES[:1] if quick else WIDE_CASES:
+        config = Config(tile_m=tm, tile_n=tn, cluster_m=2, partials=splits > 1, pdl=True)
         for layout in ("nn", "tn", "nt", "tt"):
             a, b = _operands(m, n, k, layout, dtype, gen)
-            work = launch.planned_launch(adapter_for(a), a, b)
-            config = Config(tile_m=tm, tile_n=tn, cluster_m=2, partials=splits > 1, pdl=True)
-            with cache.trial_tuned(work.problem, (config, splits, False)):
-                key = launch.planned_launch(adapter_for(a), a, b).key
-                if key.config.tile_n != tn:
-                    raise AssertionError(f"wide {m}x{n}x{k}: the forced tile is not {tm}x{tn}")
-                out = _out((m, n), a.dtype, poison)
-                res = cutematmul.matmul(a, b, out=out, kernel="sm90")
-            _check(res, a, b, (dtype, "highest"), f"wide {tm}x{tn} {dtype} {m}x{n}x{k} {layout}")
+            what = f"wide {tm}x{tn} {dtype} {m}x{n}x{k} {layout}"
+            res = _forced(a, b, (config, splits, False), "highest", poison,
+                          lambda work: work.key.config.tile_n == tn, what, kernel="sm90")
+            _check(res, a, b, (dtype, "highest"), what)
             count += 1
     return count
 
