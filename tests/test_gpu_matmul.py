@@ -11,7 +11,7 @@ import pytest
 
 import cutematmul
 from conftest import require_module
-from helpers import Maker, check_matmul, dispatched
+from helpers import Maker, check_matmul, dispatched, layout_operands
 
 pytestmark = pytest.mark.gpu
 
@@ -28,12 +28,6 @@ def _lib(lib):
     if lib != "numpy":
         require_module(lib)
     return Maker(lib)
-
-
-def _operands(mk, m, n, k, layout, dtype):
-    a = mk.randn((k, m), dtype).T if layout[0] == "t" else mk.randn((m, k), dtype)
-    b = mk.randn((n, k), dtype).T if layout[1] == "t" else mk.randn((k, n), dtype)
-    return a, b
 
 
 def _skip_unsupported(lib, dtype):
@@ -54,7 +48,7 @@ def test_matmul_2d(lib, dtype, layout, shape):
     mk = _lib(lib)
     _skip_unsupported(lib, dtype)
     m, n, k = shape
-    a, b = _operands(mk, m, n, k, layout, dtype)
+    a, b = layout_operands(mk, m, n, k, layout, dtype)
     out = mk.poisoned((m, n), dtype)
     res = cutematmul.matmul(a, b, out=out)
     assert res is out
@@ -72,7 +66,7 @@ def test_matmul_2d(lib, dtype, layout, shape):
 def test_forced_kernel(kernel, dtype, layout, shape):
     mk = _lib("torch")
     m, n, k = shape
-    a, b = _operands(mk, m, n, k, layout, dtype)
+    a, b = layout_operands(mk, m, n, k, layout, dtype)
     out = mk.poisoned((m, n), dtype)
     check_matmul(cutematmul.matmul(a, b, out=out, kernel=kernel), a, b, dtype)
 
@@ -81,7 +75,7 @@ def test_forced_kernel(kernel, dtype, layout, shape):
 def test_odd_large(dtype):
     """4097 x 4095 x 4093: unaligned leading dimensions everywhere."""
     mk = _lib("torch")
-    a, b = _operands(mk, 4097, 4095, 4093, "nn", dtype)
+    a, b = layout_operands(mk, 4097, 4095, 4093, "nn", dtype)
     out = mk.poisoned((4097, 4095), dtype)
     check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
 
@@ -207,7 +201,7 @@ def _sm90_pick(dtype: str, m: int, n: int, k: int, what: str, batch: int = 1):
 
 def _check_torch_product(dtype: str, layout: str, m: int, n: int, k: int) -> None:
     mk = _lib("torch")
-    a, b = _operands(mk, m, n, k, layout, dtype)
+    a, b = layout_operands(mk, m, n, k, layout, dtype)
     out = mk.poisoned((m, n), dtype)
     check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
 
