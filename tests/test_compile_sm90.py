@@ -119,6 +119,10 @@ _PARTIALS = [
     ("BFloat16", "k", "n", {"tile_m": 128, "tile_n": 16, "epi_n": 16, "partials": True}),
     ("Float16", "k", "k", {"tile_m": 128, "tile_n": 32, "partials": True}),
     ("BFloat16", "m", "n", {"tile_m": 128, "tile_n": 64, "partials": True}),
+    # 64-row narrow tiles (one consumer warpgroup), as transposed products use them (PDL on).
+    ("Float16", "m", "k", {"tile_m": 64, "tile_n": 16, "epi_n": 16, "partials": True,
+                           "pdl": True}),
+    ("BFloat16", "m", "n", {"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True}),
     # The one-row tile, split (long K, little N).
     ("Float16", "k", "n", {"tile_m": 64, "tile_n": 64, "partials": True}),
 ]
@@ -130,7 +134,7 @@ def test_sm90_split_k_partials_store_fp32_with_tma(tmp_path):
     counts = compile_in_child("sm_90a", _CHILD, _PARTIALS, tmp_path)
     assert len(counts) == len(_PARTIALS)
     for name, c in counts.items():
-        assert name.endswith("_partials"), name
+        assert name.endswith(("_partials", "_partials_pdl")), name
         assert c["wgmma"] >= 4 and c["tma_load"] >= 2, f"{name}: {c}"
         assert c["tma_store"] >= 1, f"{name}: partial sums not stored with TMA: {c}"
         assert c["stmatrix"] == 0, f"{name}: fp32 partials went through stmatrix: {c}"

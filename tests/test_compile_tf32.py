@@ -60,6 +60,10 @@ CONFIGS = [
     ("tf32x3", {"tile_m": 128, "tile_n": 192, **TF32}),
     ("tf32x3", {"tile_m": 128, "tile_n": 128, "partials": True, **TF32}),
     ("tf32", {"tile_m": 128, "tile_n": 32, "partials": True, **TF32}),
+    # The 64-row narrow tiles of transposed small-M products.
+    ("tf32", {"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True, **TF32}),
+    ("tf32x3", {"tile_m": 64, "tile_n": 16, "epi_n": 16, "partials": True, "pdl": True,
+                **TF32}),
 ]
 
 

@@ -93,7 +93,8 @@ def test_error_bound_over_k(torch, precision, k, wide):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("precision", ["high", "tf32"])
-@pytest.mark.parametrize("shape", [(300, 260, 777), (16, 2048, 4096), (1, 129, 70)],
+@pytest.mark.parametrize("shape", [(300, 260, 777), (16, 2048, 4096), (1, 129, 70),
+                                   (24, 1030, 2000)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_layouts_and_tails(torch, precision, layout, shape):
     m, n, k = shape

@@ -19,7 +19,9 @@ pytestmark = pytest.mark.gpu
 LAYOUTS = ["nn", "tn", "nt", "tt"]  # t: the operand is a transposed view
 # (M, N, K): skinny products, tails in M, N and K, a long K with a handful of tiles.
 SPLIT_SHAPES = [(16, 4096, 4096), (7, 1000, 8191), (130, 2040, 6000), (1, 512, 16384),
-                (32, 4096, 16384)]
+                (32, 4096, 16384),
+                # 17 <= M <= 32, transposed onto 32-wide tiles: tails in M, N and K.
+                (17, 1000, 4100), (31, 2056, 3001), (24, 4096, 4096)]
 
 
 def _splits(m, n, k, batch, dtype) -> int:
@@ -47,21 +49,22 @@ def test_split_k_is_correct(mk, dtype, layout, shape):
     check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
 
 
+@pytest.mark.parametrize("m", [16, 29])
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
-def test_split_k_with_a_broadcast_batch_and_a_strided_out(mk, dtype):
+def test_split_k_with_a_broadcast_batch_and_a_strided_out(mk, dtype, m):
     """A batch of 3 against one shared B, written into a column-major ``out`` (the planner then
     computes C^T = B^T A^T) and into a row-major view of a wider buffer."""
     import torch
 
-    assert _splits(16, 2048, 8192, 3, dtype) > 1
-    a = mk.randn((3, 16, 8192), dtype)
+    assert _splits(m, 2048, 8192, 3, dtype) > 1
+    a = mk.randn((3, m, 8192), dtype)
     b = mk.randn((8192, 2048), dtype)
-    wide = mk.poisoned((3, 16, 2048 + 40), dtype)
+    wide = mk.poisoned((3, m, 2048 + 40), dtype)
     out = wide[..., 8:2048 + 8]
     check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
     assert torch.isnan(wide[..., :8]).all() and torch.isnan(wide[..., 2048 + 8:]).all(), \
         "split-K wrote outside the out view"
-    col = mk.poisoned((3, 2048, 16), dtype).transpose(-1, -2)
+    col = mk.poisoned((3, 2048, m), dtype).transpose(-1, -2)
     check_matmul(cutematmul.matmul(a, b, out=col), a, b, dtype)
 
 

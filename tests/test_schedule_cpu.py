@@ -33,6 +33,40 @@ def test_skinny_products_split_k(module, shape):
             assert config.tile_n <= 64, f"a transposed small-M product on a wide tile: {config}"
 
 
+@pytest.mark.parametrize("math", ["float16", "tf32", "tf32x3"])
+@pytest.mark.parametrize("m", [1, 9, 16, 17, 24, 31, 32])
+@pytest.mark.parametrize("n, k", [(1000, 4100), (4096, 4096), (8192, 8192), (4096, 14336)])
+def test_small_m_products_run_transposed_on_one_narrow_tile_column(math, m, n, k):
+    """M <= 32 with an N that 64 x 128 tiles would leave mostly idle: C^T = B^T A^T on a tile
+    whose narrow side spans all of M (a narrower one would read B once per tile column)."""
+    config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132, math=math)
+    assert transposed and config.partials, (m, n, k, config)
+    assert m <= config.tile_n <= 32, f"M = {m} on a {config.tile_n}-wide tile"
+    assert sm90.choose_schedule(m, n, k, 1, 132, max_splits=1, math=math)[2] is False, \
+        "the transposed path needs the workspace: never without splits (the XLA route)"
+
+
+def test_small_m_above_16_stays_untransposed_where_its_tiles_fill_the_machine():
+    """17 <= M <= 32: transposed only while 64 x 128 tiles of the one tile row would leave a
+    quarter of the SMs or more idle (112 tiles of N = 14336 do not); M <= 16 always."""
+    assert not sm90.choose_schedule(24, 14336, 4096, 1, 132)[2]
+    assert not sm90.choose_schedule(32, 4096, 4096, 8, 132)[2], "a batch of 8 fills it"
+    assert sm90.choose_schedule(16, 14336, 4096, 1, 132)[2]
+    assert sm90.choose_schedule(24, 8192, 8192, 1, 132)[2]
+    assert not sm90.choose_schedule(33, 4096, 4096, 1, 132)[2]
+
+
+def test_transposed_products_prefer_one_full_wave_of_narrow_tiles():
+    """The transposed rate needs most SMs streaming: at N = 4096 the 64-row tile in 2 splits
+    (128 CTAs), at N = 8192 unsplit (128 CTAs), at N = 14336 112 128-row tiles in one wave
+    rather than 224 64-row ones in two (H200 measurements in ``configs/sm90.py``)."""
+    pick = lambda m, n, k: (lambda c, s, t: (c.tile_m, c.tile_n, s))(
+        *sm90.choose_schedule(m, n, k, 1, 132))
+    assert pick(24, 4096, 4096) == (64, 32, 2)
+    assert pick(24, 8192, 8192) == (64, 32, 1)
+    assert pick(16, 14336, 4096) == (128, 16, 1)
+
+
 @pytest.mark.parametrize("module", [sm90, simt], ids=["sm90", "simt"])
 @pytest.mark.parametrize("shape", FULL, ids=lambda s: "x".join(map(str, s)))
 def test_products_that_fill_the_machine_are_not_split(module, shape):

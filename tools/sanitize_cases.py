@@ -221,7 +221,9 @@ def run(families, quick: bool, poison: bool = True) -> int:
             if family in SPLIT_FAMILIES:  # split-K: fp32 partials in a workspace, then the reduction
                 for a, b in ((_randn((5, 1000), dtype, gen), _randn((1000, 300), dtype, gen)),
                              (_randn((1000, 5), dtype, gen).T, _randn((300, 1000), dtype, gen).T),
-                             (_randn((2, 5, 1000), dtype, gen), _randn((1000, 300), dtype, gen))):
+                             (_randn((2, 5, 1000), dtype, gen), _randn((1000, 300), dtype, gen)),
+                             # 17 <= M <= 32: transposed on a 32-wide tile (sm90).
+                             (_randn((27, 1000), dtype, gen), _randn((1000, 304), dtype, gen))):
                     out = _out(torch.matmul(a.to("meta"), b.to("meta")).shape, a.dtype, poison)
                     _check(product(a, b, out), a, b, mode,
                            f"{family} {dtype} split-K")

@@ -177,8 +177,11 @@ _CLUSTERED_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.98, (128, 128): 0.95, (6
 #: 35.0 (33.0); 2048x5120x2048 62.0 / 62.4 (60.7).  The other wide tile was slower each time.
 _WIDE_EFFICIENCY = {(128, 224): 0.99, (128, 160): 0.965}
 # Narrow tiles for small-M products computed transposed (C^T = B^T A^T): the long N fills the
-# tile's M, the short M its N.  Memory-bound: what they save is padding.
-_NARROW_EFFICIENCY = {(128, 64): 0.8, (128, 32): 0.6, (128, 16): 0.5}
+# tile's M, the short M its N.  Memory-bound: what they save is padding.  The 64-row ones give
+# twice the CTAs along N, which these products need to draw the bandwidth
+# (``_TRANSPOSED_SATURATION``).
+_NARROW_EFFICIENCY = {(128, 64): 0.8, (128, 32): 0.6, (128, 16): 0.5, (64, 32): 0.5,
+                      (64, 16): 0.4}
 #: A 64 x 64 tile for 16-bit products of one 64-row tile row (``ONE_ROW_M`` < M <= 64, not
 #: transposed): twice the CTAs of 64 x 128 where those leave SMs idle.  Listed after 64 x 128, so
 #: a tie goes to the wider tile.  H200, 2026-12-01, fp16 nn, us (cuBLAS / the 64 x 128 pick /
@@ -188,10 +191,24 @@ _NARROW_EFFICIENCY = {(128, 64): 0.8, (128, 32): 0.6, (128, 16): 0.5}
 #: 26.5 in 2x1 clusters).
 _ONE_ROW_TILE = ((64, 64), 0.7)
 ONE_ROW_M = 32
-#: Products with M at most this (and N at least 4x larger) are computed transposed: on an H200
-#: that won at M = 1 and 16 (1.0-1.1x cuBLAS at N = K = 4096..8192) and lost at M = 32 and 64 to
-#: an untransposed 64 x 128 tile.
-SMALL_M = 16
+#: Products with M at most this (and N at least 4x larger) are computed transposed.  H200,
+#: 2026-12-02, fp16 nn, L2-cold rotated inputs, us, the untransposed pick (64 x 128) against the
+#: best transposed schedule (cuBLAS): 17x4096x4096 17.3 / 14.5 (13.9), 17x8192x8192 43.0 / 38.1
+#: (34.6), 24x4096x14336 37.1 / 33.6 (32.9), 32x4096x4096 16.2 / 15.4 (14.2), 32x8192x8192
+#: 38.5 / 38.6 (34.8), 32x14336x4096 34.9 / 36.9 (31.8): better or equal but at M = 32 with
+#: N >= 14336.  An earlier trial without the 64-row narrow tiles lost at M = 32.
+SMALL_M = 32
+#: Up to this M, small-M products are transposed whatever N; above it only while the
+#: untransposed tiles fill less than ``_UNTRANSPOSED_FILL`` of the SMs (``transposes``): at N =
+#: 14336 (112 of them) 24x14336x4096 ran 35.7 / 35.4 and 32x14336x4096 34.9 / 36.9 above.
+NARROW_M = 16
+_UNTRANSPOSED_FILL = 0.75
+#: The transposed products' rate: their narrow tiles keep few bytes in flight per CTA, so the
+#: bandwidth grows with every CTA of the wave.  H200, same runs, us, for 64 x 32 tiles at 1, 2
+#: and 4 splits (64, 128 and 256 CTAs over N = 4096): 24x4096x4096 15.7 / 14.6 / 15.7,
+#: 24x4096x14336 39.3 / 33.6 / 35.4; at N = 8192 one split (128 CTAs) was best, and at N =
+#: 14336 112 128-row tiles in one wave beat 224 64-row ones in two (16x14336x4096 34.0 / 35.5).
+_TRANSPOSED_SATURATION = 1.2
 # fp16/bf16 wgmma as this family sustains it on an H100/H200-class SM (~660 TFLOP/s on 132 SMs);
 # TF32 wgmma runs at half that rate on fp32 (4-byte) operands and 32-wide K-tiles.
 # A 16-bit product through the workspace costs ~6 us beyond the partials' traffic (the reduction's
@@ -258,19 +275,19 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     compile-time bound that the kernel clamps to the number of tile rows at run time, so it
     never causes a recompile per size.
 
-    Small-M products (M <= ``SMALL_M``, N >= 4 M) are computed transposed, C^T = B^T A^T, into
-    the fp32 workspace (``transposed`` True, always partials, split or not): a 128-row tile then
-    runs along N and a narrow tile along M, instead of a 128-row tile that is mostly padding.
-    This needs the workspace, so ``max_splits=1`` (the XLA route) never takes it.
+    Small-M products (``transposes``: M <= ``SMALL_M``, N >= 4 M) are computed transposed,
+    C^T = B^T A^T, into the fp32 workspace (``transposed`` True, always partials, split or not):
+    a 64- or 128-row tile then runs along N and a narrow tile (16 or 32 wide, all of M) along M,
+    instead of a tile that is mostly padding.  This needs the workspace, so ``max_splits=1``
+    (the XLA route) never takes it.
 
     ``math`` (``MATH_TYPES``) sets the K-tile and the rate; 3xTF32 is scheduled as the three
     products it runs (``gemm_k``).
     """
-    space = _space(m, n, k, max_splits, math)
+    space = _space(m, n, k, batch, num_sms, max_splits, math)
     if space.transposed:
         tile, splits = waves.best(n, m, space.k, batch, num_sms, space.tile_k, space.tiles,
-                                  max_splits, tiles_first=True, workspace=True,
-                                  min_splits=space.fewest)
+                                  max_splits, workspace=True, min_splits=space.fewest)
         return _config(space, math, m, tile, splits), splits, True
     tile, splits = waves.best(m, n, space.k, batch, num_sms, space.tile_k, space.tiles,
                               max_splits, min_splits=space.fewest)
@@ -319,7 +336,7 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
     schedule where the tiles leave a partial wave (``_streamk_candidate``); ``choose_schedule``'s
     pick first.
     Every one computes the same product (the 3xTF32 split floor for accuracy included)."""
-    space = _space(m, n, k, max_splits, math)
+    space = _space(m, n, k, batch, num_sms, max_splits, math)
     rows, cols = (n, m) if space.transposed else (m, n)
     scored = waves.ranked(rows, cols, space.k, batch, num_sms, space.tile_k, space.tiles,
                           max_splits, workspace=space.transposed, min_splits=space.fewest)
@@ -350,7 +367,18 @@ class _Space(NamedTuple):
     transposed: bool
 
 
-def _space(m: int, n: int, k: int, max_splits: int, math: str) -> _Space:
+def transposes(m: int, n: int, batch: int, num_sms: int, max_splits: int) -> bool:
+    """Whether a product is computed transposed (C^T = B^T A^T, through the fp32 workspace):
+    M at most ``SMALL_M`` and N at least 4 M, but above ``NARROW_M`` only while the untransposed
+    64 x 128 tiles of its one tile row would leave more than ``_UNTRANSPOSED_FILL`` of the SMs
+    idle.  Never without the workspace (``max_splits`` 1: the XLA route)."""
+    if max_splits <= 1 or m > SMALL_M or n < 4 * m:
+        return False
+    return m <= NARROW_M or -(-n // 128) * batch < _UNTRANSPOSED_FILL * num_sms
+
+
+def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
+           math: str) -> _Space:
     tf32 = math in TF32
     tile_k, rate = _RATES[32 if tf32 else 16]
     walked = gemm_k(k, math)
@@ -361,11 +389,14 @@ def _space(m: int, n: int, k: int, max_splits: int, math: str) -> _Space:
         efficiency = _PROMOTED_EFFICIENCY
         fewest = -(-promoted_sums(k) // _PROMOTED_CHAIN) if max_splits > 1 else 1
     extra = {"tile_k": tile_k, "epi_stages": _TF32_EPI_STAGES} if tf32 else {}
-    if max_splits > 1 and m <= SMALL_M and n >= 4 * m:
-        # Candidates by the padding their N (our M) leaves, least first: on a tie it decides.
-        every = {**efficiency, **_NARROW_EFFICIENCY}
-        order = sorted(every, key=lambda t: (-(-m // t[1]) * t[1] - m, -t[0]))
-        return _Space({tile: (every[tile], rate) for tile in order}, walked, tile_k, fewest,
+    if transposes(m, n, batch, num_sms, max_splits):
+        # Tiles whose narrow side spans all of M (a narrower one would read B once per column
+        # of tiles), the narrowest first: on a tie the least padding decides.
+        every = {tile: eff for tile, eff in {**efficiency, **_NARROW_EFFICIENCY}.items()
+                 if tile[1] >= m}
+        order = sorted(every, key=lambda t: (t[1], -t[0]))
+        streaming = rate._replace(saturation=_TRANSPOSED_SATURATION)
+        return _Space({tile: (every[tile], streaming) for tile in order}, walked, tile_k, fewest,
                       extra, True)
     tiles = {}
     for tile, eff in efficiency.items():

@@ -7,8 +7,9 @@ waves of ``num_sms * slots`` (CTAs resident per SM).  Estimated time is the larg
 * compute: waves x the time one unit takes (its padded tile over its share of K, at the family's
   per-SM rate times the tile shape's efficiency, plus a fixed pipeline fill and drain), and
 * memory: the unique bytes of A, B and C over the bandwidth the active CTAs can draw: each
-  about 2/``num_sms`` of it (on an H200, 64 CTAs streamed a 16 x 8192 x 8192 product's 130 MB
-  at 3.3 TB/s, 32 CTAs a 16 x 4096 x 4096 one's at 2 TB/s),
+  about ``Rate.saturation`` / ``num_sms`` of it (on an H200, 64 CTAs streamed a 16 x 8192 x
+  8192 product's 130 MB at 3.3 TB/s, 32 CTAs a 16 x 4096 x 4096 one's at 2 TB/s; the narrow
+  tiles of small-M products hold fewer bytes in flight and need most SMs),
 
 plus, when K is split, the reduction: the fp32 partials written and read again, and one launch.
 Stream-K (``estimate_streamk``) has no partial wave: each CTA's share of the iterations, plus the
@@ -39,8 +40,9 @@ _SATURATION = 2.0
 
 class Rate(NamedTuple):
     """What a family sustains: flop/s per SM, CTAs resident per SM, bytes per input and output
-    element, the fewest K-tiles a split may get (below that the pipeline never fills), and the
-    fixed cost of going through the workspace (the reduction's launch and latency)."""
+    element, the fewest K-tiles a split may get (below that the pipeline never fills), the
+    fixed cost of going through the workspace (the reduction's launch and latency), and
+    1 / the fraction of a wave's CTAs that draw the whole device-memory bandwidth."""
 
     flops_per_sm: float
     slots: int
@@ -48,6 +50,7 @@ class Rate(NamedTuple):
     out_bytes: int
     min_k_tiles: int
     reduce_seconds: float = LAUNCH_SECONDS
+    saturation: float = _SATURATION
 
 
 def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile_n: int,
@@ -64,7 +67,9 @@ def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile
     unit_seconds = 2.0 * tile_m * tile_n * per_split * tile_k * rate.slots / (
         rate.flops_per_sm * efficiency)
     compute = waves * (unit_seconds + WAVE_SECONDS)
-    active = min(1.0, _SATURATION * units / slots)
+    # The CTAs of the average wave, against the saturating count (with the default
+    # saturation, a product of two waves or more always draws the whole bandwidth).
+    active = min(1.0, rate.saturation * units / (waves * slots))
     moved = (m * k + n * k) * batch * rate.in_bytes + m * n * batch * rate.out_bytes
     memory = moved / (BANDWIDTH * active)
     reduce = 0.0
@@ -130,20 +135,20 @@ def ranked(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles:
 
 
 def best(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles: dict,
-         max_splits: int = MAX_SPLITS, tiles_first: bool = False,
-         workspace: bool = False, min_splits: int = 1) -> tuple[tuple[int, int], int]:
+         max_splits: int = MAX_SPLITS, workspace: bool = False,
+         min_splits: int = 1) -> tuple[tuple[int, int], int]:
     """((tile_m, tile_n), splits) of least estimated time; ``tiles`` maps (tile_m, tile_n) to
     (efficiency, Rate), best first.  Estimates within ``TOLERANCE`` of the least count as equal
     (the model is coarse): of those, the fewest splits win, then the tile that computes the least
-    padding, then the earlier one (with ``tiles_first``: the earlier tile, then the fewest
-    splits).  ``workspace`` as in ``estimate``, ``min_splits`` as in ``split_choices``."""
+    padding, then the earlier one.  ``workspace`` as in ``estimate``, ``min_splits`` as in
+    ``split_choices``."""
     scored = ranked(m, n, k, batch, num_sms, tile_k, tiles, max_splits, workspace, min_splits)
     least = scored[0][0]
 
     def padded(tile):
         return -(-m // tile[0]) * tile[0] * -(-n // tile[1]) * tile[1]
 
-    near = [((order, s) if tiles_first else (s, padded(tile), order), tile, s)
+    near = [((s, padded(tile), order), tile, s)
             for t, s, order, tile in scored if t <= least * (1 + TOLERANCE)]
     _, tile, s = min(near)
     return tile, s
