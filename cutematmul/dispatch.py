@@ -351,15 +351,20 @@ def kernel_key(family: Family, capability: tuple[int, int], num_sms: int, dtype:
 
 @dataclass(frozen=True)
 class ReduceKey:
-    """The split-K reduction (``kernels/splitk_reduce.py``) writing C of ``dtype``."""
+    """The split-K reduction (``kernels/splitk_reduce.py``) writing C of ``dtype``; ``pdl``:
+    launched with programmatic dependent launch (Hopper and newer)."""
 
     family: str
     arch: str
     dtype: str
+    pdl: bool = False
 
 
 def reduce_key(capability: tuple[int, int], dtype: str) -> ReduceKey:
-    return ReduceKey("splitk_reduce", target_arch(capability), dtype)
+    """The reduction of a split or transposed product; on sm_90 and newer it is launched as a
+    dependent of the GEMM before it (whose producer lets it launch after its last load), so its
+    launch overlaps the GEMM's epilogue."""
+    return ReduceKey("splitk_reduce", target_arch(capability), dtype, pdl=capability >= (9, 0))
 
 
 @dataclass(frozen=True)
@@ -390,7 +395,7 @@ def compile_key(key: KernelKey | ReduceKey | PrepKey):
     if isinstance(key, ReduceKey):
         from .kernels.splitk_reduce import compile_reduce
 
-        return compile_reduce(key.dtype)
+        return compile_reduce(key.dtype, pdl=key.pdl)
     if isinstance(key, PrepKey):
         from .kernels.tf32_prep import compile_prep
 

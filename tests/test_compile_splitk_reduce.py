@@ -23,21 +23,27 @@ PATTERNS = {
     "cvt_bf16": r"\bcvt\.rn\.bf16\.f32",
     "atom": r"\b(?:atom|red)\.",
     "local": r"\.local\b",
+    "pdl_wait": r"\bgriddepcontrol\.wait\b",
+    "pdl_launch": r"\bgriddepcontrol\.launch_dependents\b",
 }
 out = {}
-for dtype in json.loads(sys.argv[1]):
-    ptx = compile_reduce(dtype, keep_ptx=True).__ptx__
+dtypes, pdl = json.loads(sys.argv[1])
+for dtype in dtypes:
+    ptx = compile_reduce(dtype, pdl=pdl, keep_ptx=True).__ptx__
     out[dtype] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
 print("COUNTS=" + json.dumps(out))
 """
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-def test_reduce_compiles_to_fp32_adds_without_atomics(arch, tmp_path):
+@pytest.mark.parametrize("arch, pdl", [("sm_80", False), ("sm_90a", True)])
+def test_reduce_compiles_to_fp32_adds_without_atomics(arch, pdl, tmp_path):
+    """On sm_90a as the dispatcher builds it (``dispatch.reduce_key``): a dependent launch that
+    waits once for the GEMM before it, then lets the next kernel launch."""
     dtypes = ["float16", "bfloat16", "float32"]
-    counts = compile_in_child(arch, _CHILD, dtypes, tmp_path)
+    counts = compile_in_child(arch, _CHILD, [dtypes, pdl], tmp_path)
     assert set(counts) == set(dtypes)
     for dtype, c in counts.items():
+        assert (c["pdl_wait"], c["pdl_launch"]) == ((1, 1) if pdl else (0, 0)), f"{dtype}: {c}"
         assert c["load_f32"] >= 1, f"{dtype}: no fp32 loads of the partials: {c}"
         assert c["add_f32"] >= 1, f"{dtype}: no fp32 adds: {c}"
         assert c["atom"] == 0, f"{dtype}: atomics make the sum order nondeterministic: {c}"

@@ -24,8 +24,11 @@ from helpers import check_matmul, to_numpy
 pytestmark = pytest.mark.gpu
 
 STEPS = 6
-# (N, dtype): one wave, a tail in every mode, a clustered large product.
-CASES = [(512, "float16"), (1000, "bfloat16"), (2048, "float16")]
+# (M, N, dtype) of x_{i+1} = x_i @ b, b N x N: one wave, a tail in every mode, a clustered
+# large product; small M computed transposed into the workspace, whose reduction is a
+# dependent launch too (``dispatch.reduce_key``), split and unsplit.
+CASES = [(512, 512, "float16"), (1000, 1000, "bfloat16"), (2048, 2048, "float16"),
+         (24, 4096, "float16"), (8, 8192, "bfloat16")]
 
 
 def _forced(torch, x, b, pdl: bool):
@@ -40,28 +43,31 @@ def _forced(torch, x, b, pdl: bool):
     return work.problem, (config, splits, work.transposed)
 
 
-def _operands(torch, n, dtype):
+def _operands(torch, m, n, dtype):
     gen = torch.Generator(device="cuda").manual_seed(n)
     dt = getattr(torch, dtype)
-    x = torch.randn(n, n, device="cuda", generator=gen).to(dt)
+    x = torch.randn(m, n, device="cuda", generator=gen).to(dt)
     # Scaled so the chain's values stay near 1 (no fp16 overflow).
     b = (torch.randn(n, n, device="cuda", generator=gen) / n ** 0.5).to(dt)
     return x, b
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}")
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}x{c[1]}-{c[2]}")
 def test_a_chain_reads_each_product_after_it_is_written(case):
     """x_{i+1} = x_i @ b, launched back to back: each step against float64 from its own input."""
     torch = require_module("torch")
     from cutematmul import cache, launch
     from cutematmul.adapters import adapter_for
 
-    n, dtype = case
-    x, b = _operands(torch, n, dtype)
+    m, n, dtype = case
+    x, b = _operands(torch, m, n, dtype)
     problem, choice = _forced(torch, x, b, pdl=True)
     chain = [x] + [torch.full_like(x, float("nan")) for _ in range(STEPS)]
     with cache.trial_tuned(problem, choice):
-        assert launch.planned_launch(adapter_for(x), x, b).key.config.pdl
+        work = launch.planned_launch(adapter_for(x), x, b)
+        assert work.key.config.pdl
+        assert (work.reduce is not None) == (m < 32), "small M goes through the reduction"
+        assert work.reduce is None or work.reduce.pdl, "the reduction is no dependent launch"
         torch.cuda.synchronize()
         for i in range(STEPS):
             cutematmul.matmul(chain[i], b, out=chain[i + 1])
@@ -70,7 +76,7 @@ def test_a_chain_reads_each_product_after_it_is_written(case):
         check_matmul(chain[i + 1], chain[i], b, dtype)
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}")
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}x{c[1]}-{c[2]}")
 def test_ping_pong_buffers_match_the_serialized_launch_bitwise(case):
     """q = p @ b, p = q @ b, ...: each product overwrites the buffer the one before it read.  PDL
     changes the launch, not the arithmetic: the result equals the same kernel without PDL
@@ -78,8 +84,8 @@ def test_ping_pong_buffers_match_the_serialized_launch_bitwise(case):
     torch = require_module("torch")
     from cutematmul import cache
 
-    n, dtype = case
-    x, b = _operands(torch, n, dtype)
+    m, n, dtype = case
+    x, b = _operands(torch, m, n, dtype)
 
     def run(pdl: bool):
         problem, choice = _forced(torch, x, b, pdl)

@@ -16,6 +16,12 @@ How
     only when the GEMM's tiles would leave most SMs idle, where the reduction costs a few
     microseconds against the GEMM's tens.
 
+    With ``pdl`` (Hopper) it is launched with programmatic stream serialization: it may start
+    while the GEMM ahead of it on the stream finishes (that kernel's producer lets it launch
+    once its loads are issued); every thread waits (``griddepcontrol.wait``) for that kernel to
+    complete and flush before it reads a partial, then lets the next kernel launch (which
+    waits likewise before touching memory, if it is a PDL kernel).
+
 Constraints
     M * N * L < 2**31 (the planner splits only far smaller products).  C has unit stride along N;
     its row and batch strides are runtime values, as are all of W's.
@@ -40,10 +46,11 @@ _FAKE_ADDRESS = 1 << 20
 class SplitKReduce:
     """Sums split-K partials into C of ``dtype``; see the module docstring."""
 
-    def __init__(self, dtype: str):
+    def __init__(self, dtype: str, pdl: bool = False):
         if dtype not in _DTYPES:
             raise ValueError(f"SplitKReduce writes {', '.join(_DTYPES)}; got {dtype!r}.")
         self.dtype = _DTYPES[dtype]
+        self.pdl = pdl
 
     @cute.jit
     def __call__(self, mW: cute.Tensor, mC: cute.Tensor, splits: cutlass.Int32,
@@ -51,7 +58,8 @@ class SplitKReduce:
         m, n, batch = mC.shape
         total = m * n * batch
         self.kernel(mW, mC, splits, total).launch(
-            grid=[cute.ceil_div(total, _THREADS), 1, 1], block=[_THREADS, 1, 1], stream=stream,
+            grid=[cute.ceil_div(total, _THREADS), 1, 1], block=[_THREADS, 1, 1],
+            use_pdl=self.pdl, stream=stream,
         )
 
     @cute.kernel
@@ -59,6 +67,10 @@ class SplitKReduce:
                total: cutlass.Int32):
         tid, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
+        if cutlass.const_expr(self.pdl):
+            # The partials are the GEMM's output: read none before it has finished.
+            cute.arch.griddepcontrol_wait()
+            cute.arch.griddepcontrol_launch_dependents()
         i = bid * _THREADS + tid
         if i < total:
             n_size = mC.shape[1]
@@ -100,11 +112,12 @@ def reduce_from_pointers(
     reduce(mW, mC, splits, stream)
 
 
-def compile_reduce(dtype: str, *, keep_ptx: bool = False):
+def compile_reduce(dtype: str, *, pdl: bool = False, keep_ptx: bool = False):
     """The TVM-FFI function ``f(w_ptr, c_ptr, m, n, batch, splits, w_row_stride, w_col_stride,
-    w_batch_stride, ldc, batch_stride_c, stream)`` for C of ``dtype``; sizes and strides are runtime values, so one compile serves all.  With
-    ``keep_ptx`` the PTX is kept as ``__ptx__`` (the instruction checks of the tests)."""
-    kernel = SplitKReduce(dtype)
+    w_batch_stride, ldc, batch_stride_c, stream)`` for C of ``dtype``; sizes and strides are
+    runtime values, so one compile serves all.  ``pdl``: a dependent launch (sm_90 and newer).
+    With ``keep_ptx`` the PTX is kept as ``__ptx__`` (the instruction checks of the tests)."""
+    kernel = SplitKReduce(dtype, pdl)
     w = make_ptr(cutlass.Float32, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=4)
     c = make_ptr(kernel.dtype, _FAKE_ADDRESS, cute.AddressSpace.gmem,
                  assumed_align=kernel.dtype.width // 8)
