@@ -2,6 +2,7 @@
 # compute-sanitizer (memcheck, racecheck, initcheck) over every kernel family.
 #
 #   bash tools/sanitize.sh [OUT_DIR]        # on a GPU machine with compute-sanitizer on PATH
+#   SANITIZE_FAMILIES="sm90 simt" bash tools/sanitize.sh OUT_DIR   # only these families
 #
 # Runs tools/sanitize_cases.py under each tool, one process per kernel family (a failure in one
 # cannot hide another's), with PyTorch's caching allocator off so that an
@@ -19,7 +20,7 @@ python tools/sanitize_cases.py > "$out/plain.log" 2>&1 || { cat "$out/plain.log"
 : > "$out/summary.txt"  # one line per tool and family, written as each finishes
 status=0
 for tool in memcheck racecheck initcheck; do
-  for family in simt sm80 sm90 tf32 streamk cupy; do
+  for family in ${SANITIZE_FAMILIES:-simt sm80 sm90 tf32 streamk cupy}; do
     extra=()
     cases=(--families "$family")
     [ "$tool" = memcheck ] && extra=(--leak-check no)
