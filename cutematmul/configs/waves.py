@@ -67,11 +67,9 @@ def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile
     unit_seconds = 2.0 * tile_m * tile_n * per_split * tile_k * rate.slots / (
         rate.flops_per_sm * efficiency)
     compute = waves * (unit_seconds + WAVE_SECONDS)
-    # The CTAs of the average wave, against the saturating count (with the default
-    # saturation, a product of two waves or more always draws the whole bandwidth).
-    active = min(1.0, rate.saturation * units / (waves * slots))
-    moved = (m * k + n * k) * batch * rate.in_bytes + m * n * batch * rate.out_bytes
-    memory = moved / (BANDWIDTH * active)
+    # The CTAs of the average wave (with the default saturation, a product of two waves or
+    # more always draws the whole bandwidth).
+    memory = _memory_seconds(m, n, k, batch, rate, units / waves, slots)
     reduce = 0.0
     if splits > 1 or workspace:
         reduce = m * n * batch * (8 * splits + rate.out_bytes) / BANDWIDTH + rate.reduce_seconds
@@ -103,9 +101,15 @@ def estimate_streamk(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: i
         handovers = 1 + -(-k_tiles // share)
         fixup = handovers * (STREAMK_PEER_SECONDS + tile_m * tile_n * 4 / STREAMK_BYTES_PER_SM)
     compute = share * step + WAVE_SECONDS + fixup + STREAMK_SECONDS
+    return max(compute, _memory_seconds(m, n, k, batch, rate, min(iterations, slots), slots))
+
+
+def _memory_seconds(m: int, n: int, k: int, batch: int, rate: Rate, ctas: float,
+                    slots: int) -> float:
+    """The unique bytes of A, B and C over the bandwidth ``ctas`` CTAs at a time can draw
+    (``rate.saturation`` / ``slots`` of it each)."""
     moved = (m * k + n * k) * batch * rate.in_bytes + m * n * batch * rate.out_bytes
-    memory = moved / (BANDWIDTH * min(1.0, _SATURATION * min(iterations, slots) / slots))
-    return max(compute, memory)
+    return moved / (BANDWIDTH * min(1.0, rate.saturation * ctas / slots))
 
 
 def split_choices(m: int, n: int, k: int, batch: int, tile_k: int, rate: Rate,
