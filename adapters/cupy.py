@@ -55,6 +55,20 @@ class CupyAdapter(ArrayAdapter):
             data.device_id,
         )
 
+    def signature(self, a, b, out):
+        if out is None:
+            return (a.shape, a.strides, a.dtype, a.data.device_id,
+                    b.shape, b.strides, b.dtype, b.data.device_id)
+        return (a.shape, a.strides, a.dtype, a.data.device_id,
+                b.shape, b.strides, b.dtype, b.data.device_id,
+                out.shape, out.strides, out.dtype, out.data.device_id)
+
+    def pointer(self, x) -> int:
+        return x.data.ptr
+
+    def current_device(self) -> int:
+        return cupy.cuda.runtime.getDevice()
+
     def current_stream(self, device: int) -> int:
         return cupy.cuda.get_current_stream(device).ptr
 

@@ -118,6 +118,26 @@ class TorchAdapter(ArrayAdapter):
         return Operand(x, ptr, tuple(x.shape), x.stride(), dtype_name(dtype), dtype.itemsize,
                        device)
 
+    def signature(self, a, b, out):
+        try:
+            if out is None:
+                return (a.shape, a.stride(), a.dtype, a.get_device(),
+                        b.shape, b.stride(), b.dtype, b.get_device())
+            return (a.shape, a.stride(), a.dtype, a.get_device(),
+                    b.shape, b.stride(), b.dtype, b.get_device(),
+                    out.shape, out.stride(), out.dtype, out.get_device())
+        except RuntimeError:  # no strides (sparse, nested): describe says why
+            return None
+
+    def pointer(self, x) -> int:
+        try:
+            return x.data_ptr()
+        except RuntimeError:  # no storage (torch.func wrappers, fakes): describe reroutes
+            return 0
+
+    def current_device(self) -> int:
+        return _current_device()
+
     def current_stream(self, device: int) -> int:
         if _raw_stream is not None:
             return _raw_stream(device)

@@ -42,13 +42,15 @@ def matmul(a, b, /, *, out=None, stream=None, precision="highest", kernel="auto"
     Returns an array of the inputs' library on the inputs' device (``out`` when given).
     """
     adapter = adapter_for(a, "a")
-    other = adapter_for(b, "b")
-    if other is not adapter:
-        raise TypeError(
-            f"matmul: a and b must come from the same array library; a is a {adapter.name} array "
-            f"and b is a {other.name} array."
-        )
-    if out is not None:
+    kind = type(a)  # arrays of one type share the adapter: one lookup for the common case
+    if type(b) is not kind:
+        other = adapter_for(b, "b")
+        if other is not adapter:
+            raise TypeError(
+                f"matmul: a and b must come from the same array library; a is a {adapter.name} "
+                f"array and b is a {other.name} array."
+            )
+    if out is not None and type(out) is not kind:
         other = adapter_for(out, "out")
         if other is not adapter:
             raise TypeError(

@@ -42,7 +42,7 @@ from .plan import (
 from .streams import explicit_handle, resolve_stream
 from .validate import (
     check_launches, check_operands, check_out, check_pointers,
-    element_strides, span,
+    element_strides, pointers_ok, span,
 )
 
 
@@ -81,6 +81,16 @@ class Staging(NamedTuple):
 
 def run_device(adapter, a, b, *, out, stream, kernel, precision="highest"):
     """``matmul`` for arrays in GPU memory (options already checked by ``api``)."""
+    signature = None
+    if stream is None:
+        signature = adapter.signature(a, b, out)
+        if signature is not None:
+            signature = (signature, precision, kernel)
+            repeat = _repeats.get(signature)
+            if repeat is not None:
+                result = _run_repeat(adapter, repeat, a, b, out)
+                if result is not None:
+                    return result
     named = None if stream is None else explicit_handle(stream, adapter)
     da = adapter.describe(a, "a", named)
     db = adapter.describe(b, "b", named)
@@ -89,8 +99,8 @@ def run_device(adapter, a, b, *, out, stream, kernel, precision="highest"):
     # What depends on the pointers themselves: the absolute spans, and out against the inputs.
     check_pointers(da, call.rel_a, db, call.rel_b, dout, call.rel_c)
     # A fresh result's allocation is assumed aligned here, and checked before the direct call.
-    families, info, (swapped, launch), direct = _device_plan(
-        call, ((da.ptr & 15) == 0, (db.ptr & 15) == 0, dout is None or (dout.ptr & 15) == 0))
+    aligned = ((da.ptr & 15) == 0, (db.ptr & 15) == 0, dout is None or (dout.ptr & 15) == 0)
+    families, info, (swapped, launch), direct = _device_plan(call, aligned)
     stream = resolve_stream(named, adapter, da.device)
     with adapter.scope(da.device, stream):
         if out is None:
@@ -98,8 +108,69 @@ def run_device(adapter, a, b, *, out, stream, kernel, precision="highest"):
         if direct and dout.strides == call.c_strides and (dout.ptr & 15) == 0:
             # The plan was made for exactly these operands: one kernel per call, no workspace.
             _launch_direct(launch, swapped, da, db, dout, stream.handle)
+            if signature is not None and all(aligned):
+                _remember(signature, launch, swapped, da.device, call)
         else:
             gemm_on_device(adapter, families, info, da, db, dout, stream.handle)
+    return out
+
+
+class _Repeat(NamedTuple):
+    """What a repeat of a call signature needs (``run_device``'s fast path): the direct launch
+    planned for it with every pointer 16-byte aligned, and the spans its pointers are checked
+    with."""
+
+    fn: object  # the compiled kernel
+    calls: tuple  # Launch.calls
+    swapped: bool
+    device: int
+    shape: tuple  # the result's, for a fresh output
+    rel_a: tuple
+    rel_b: tuple
+    rel_c: tuple | None  # out's byte span; None for a fresh output
+
+
+#: Explicit cache: (adapter signature, precision, kernel) -> _Repeat, for calls on the library's
+#: current stream whose plan is one direct launch.  Filled by the full path after it checked and
+#: launched such a call, emptied with the plans (``clear_plans``) and when it grows past its bound.
+_repeats: dict = {}
+_REPEATS_MAX = 4096
+
+
+def _remember(signature, launch: Launch, swapped: bool, device: int, call: Prepared) -> None:
+    if len(_repeats) >= _REPEATS_MAX:
+        _repeats.clear()
+    _repeats[signature] = _Repeat(get_compiled(launch.key), launch.calls, swapped, device,
+                                  call.shape, call.rel_a, call.rel_b, call.rel_c)
+
+
+def _run_repeat(adapter, repeat: _Repeat, a, b, out):
+    """The fast path of a call whose signature the full path planned, checked and launched
+    before: the same checks of the pointers, then the same kernel calls.  None (nothing done)
+    whenever anything differs from that first call (a pointer not 16-byte aligned, a span in
+    doubt, another current device, no memory behind an array): the full path then decides, and
+    raises where it must."""
+    pa, pb = adapter.pointer(a), adapter.pointer(b)
+    if not pa or not pb or (pa | pb) & 15 or adapter.current_device() != repeat.device:
+        return None
+    if out is None:
+        if not pointers_ok(pa, repeat.rel_a, pb, repeat.rel_b):
+            return None
+        out = adapter.empty(repeat.shape, a)
+        pc = adapter.pointer(out)
+        if pc & 15:
+            return None
+    else:
+        pc = adapter.pointer(out)
+        if not pc or pc & 15 or not pointers_ok(pa, repeat.rel_a, pb, repeat.rel_b, pc,
+                                                repeat.rel_c):
+            return None
+    if repeat.swapped:
+        pa, pb = pb, pa
+    stream = adapter.current_stream(repeat.device)
+    fn = repeat.fn
+    for (oa, ob, oc), sizes in repeat.calls:
+        fn(pa + oa, pb + ob, pc + oc, *sizes, stream)
     return out
 
 
@@ -501,6 +572,7 @@ def clear_plans() -> None:
     """Forget every cached plan (after the tuned schedules changed: ``cache.on_change``)."""
     _plan_launch.cache_clear()
     _device_plan.cache_clear()
+    _repeats.clear()
 
 
 on_change(clear_plans)

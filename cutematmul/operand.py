@@ -78,6 +78,23 @@ class ArrayAdapter:
         """Handle of the library's current stream on ``device``."""
         raise NotImplementedError
 
+    # The repeat fast path (``launch.run_device``): adapters whose library reads an array's
+    # metadata cheaply implement these three; the default opts out.
+
+    def signature(self, a, b, out):
+        """A hashable value equal for two calls exactly when ``describe`` gives their (a, b,
+        out) equal Operands but for the pointers (shape, strides, dtype, device, read-only),
+        read without describing; None when the adapter cannot tell cheaply (no fast path)."""
+        return None
+
+    def pointer(self, x) -> int:
+        """``describe(x).ptr`` alone; 0 when ``x`` has no memory of its own."""
+        raise NotImplementedError
+
+    def current_device(self) -> int:
+        """The CUDA ordinal the library (and the CUDA runtime) treats as current."""
+        raise NotImplementedError
+
     def stream_handle(self, stream) -> int | None:
         """Handle of a stream object of this library, None if ``stream`` is not one."""
         return None

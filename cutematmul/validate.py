@@ -148,20 +148,32 @@ def check_no_overlap(out: Operand, out_rel, inputs) -> None:
             )
 
 
+def pointers_ok(pa: int, rel_a, pb: int, rel_b, pc: int | None = None, rel_c=None) -> bool:
+    """Whether a, b (and out, at ``pc``) lie in the 64-bit address space and out meets neither
+    input, from the pointers and the relative byte spans: the device route's per-call checks,
+    a few comparisons.  False means "look closer": ``check_pointers`` then raises the sentence,
+    a memoized repeat (``launch``) falls back to the path that does."""
+    a_lo, a_hi, b_lo, b_hi = pa + rel_a[0], pa + rel_a[1], pb + rel_b[0], pb + rel_b[1]
+    if a_lo < 0 or a_hi > ADDRESS_END or b_lo < 0 or b_hi > ADDRESS_END:
+        return False
+    if pc is None:
+        return True
+    lo, hi = pc + rel_c[0], pc + rel_c[1]
+    return not (lo < 0 or hi > ADDRESS_END
+                or lo < hi and (a_lo < hi and lo < a_hi or b_lo < hi and lo < b_hi))
+
+
 def check_pointers(a: Operand, rel_a, b: Operand, rel_b, out: Operand | None = None,
                    rel_out=None) -> None:
     """The device route's per-call checks in one: ``check_address_range`` of a, b and out, then
     ``check_no_overlap`` of out with a and b.  The common case (everything fine) costs a few
-    comparisons; any doubt goes to those functions, which raise with the sentence."""
-    pa, pb = a.ptr, b.ptr
-    a_lo, a_hi, b_lo, b_hi = pa + rel_a[0], pa + rel_a[1], pb + rel_b[0], pb + rel_b[1]
-    if a_lo < 0 or a_hi > ADDRESS_END or b_lo < 0 or b_hi > ADDRESS_END:
-        check_address_range(a, "a", rel_a)
-        check_address_range(b, "b", rel_b)
-    if out is None:
+    comparisons (``pointers_ok``); any doubt goes to those functions, which raise with the
+    sentence."""
+    if pointers_ok(a.ptr, rel_a, b.ptr, rel_b, None if out is None else out.ptr, rel_out):
         return
-    lo, hi = out.ptr + rel_out[0], out.ptr + rel_out[1]
-    if lo < 0 or hi > ADDRESS_END or (lo < hi and (a_lo < hi and lo < a_hi or b_lo < hi and lo < b_hi)):
+    check_address_range(a, "a", rel_a)
+    check_address_range(b, "b", rel_b)
+    if out is not None:
         check_address_range(out, "out", rel_out)
         check_no_overlap(out, rel_out, (("a", a, rel_a), ("b", b, rel_b)))
 
