@@ -93,6 +93,39 @@ def test_stride_zero_out_is_refused(lib):
     _still_works(lib)
 
 
+@pytest.mark.parametrize("lib", ["torch", "cupy"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_repeated_signatures_keep_every_check(lib, dtype):
+    """The device route's fast path for a repeated call signature (``launch._run_repeat``): new
+    operands at other addresses are right, an overlapping ``out`` is still refused, operands 2 or
+    4 bytes off a 16-byte boundary fall back to the full path (staging) and stay right, and a
+    guarded ``out`` keeps its guards."""
+    from cutematmul import launch
+
+    mk = Maker(lib, seed=7)
+    n = 192
+    for round_ in range(3):  # the first call plans, the next ones repeat
+        a, b, out = mk.randn((n, n), dtype), mk.randn((n, n), dtype), mk.poisoned((n, n), dtype)
+        assert cutematmul.matmul(a, b, out=out) is out
+        check_matmul(out, a, b, dtype)
+        check_matmul(cutematmul.matmul(a, b), a, b, dtype)
+    assert launch._repeats, "the repeats did not take the fast path"
+    with pytest.raises(ValueError, match="out overlaps a"):
+        cutematmul.matmul(a, b, out=a)
+    _still_works(lib)
+    flat = mk.randn((n * n + 1,), dtype)
+    shifted = flat[1:].reshape(n, n)  # the signature of `a`, an unaligned pointer
+    out = mk.poisoned((n, n), dtype)
+    cutematmul.matmul(shifted, b, out=out)
+    check_matmul(out, shifted, b, dtype)
+    if lib == "torch":
+        torch = require_module("torch")
+        buf, out = _guarded(torch, (n, n), (n, 1), dtype)
+        cutematmul.matmul(a, b, out=out)
+        check_matmul(out, a, b, dtype)
+        assert _guards_intact(torch, buf, out)
+
+
 @pytest.mark.parametrize("case", ["K=2**62 stride 0", "batch 2**40 broadcast", "2**19 outer"])
 def test_sizes_beyond_64_bit_or_memory(case):
     torch = require_module("torch")

@@ -34,6 +34,7 @@ def profile(lib: str, dtype: str, size: int, calls: int) -> None:
         a = torch.randn(size, size, device="cuda").to(getattr(torch, dtype))
         b = torch.randn(size, size, device="cuda").to(getattr(torch, dtype))
         native = lambda: torch.matmul(a, b)  # noqa: E731
+        native_out = lambda: torch.matmul(a, b, out=out)  # noqa: E731
         sync = torch.cuda.synchronize
     else:
         import cupy as cp
@@ -41,6 +42,7 @@ def profile(lib: str, dtype: str, size: int, calls: int) -> None:
         a = cp.random.standard_normal((size, size)).astype(dtype)
         b = cp.random.standard_normal((size, size)).astype(dtype)
         native = lambda: cp.matmul(a, b)  # noqa: E731
+        native_out = lambda: cp.matmul(a, b, out=out)  # noqa: E731
         sync = cp.cuda.runtime.deviceSynchronize
     adapter = adapter_for(a)
     out = cutematmul.matmul(a, b)
@@ -53,9 +55,15 @@ def profile(lib: str, dtype: str, size: int, calls: int) -> None:
     fn = get_compiled(plan.key)
     (oa, ob, oc), sizes = plan.calls[0]
     stream = adapter.current_stream(da.device)
+    cutematmul.matmul(a, b, out=out)
+    repeat = launch._repeats.get((adapter.signature(a, b, out), "highest", "auto"))
     steps = {
         f"{lib}.matmul": native,
+        f"{lib}.matmul(out=)": native_out,
         "cutematmul.matmul": lambda: cutematmul.matmul(a, b),
+        "cutematmul.matmul(out=)": lambda: cutematmul.matmul(a, b, out=out),
+        "  signature (a, b, out)": lambda: adapter.signature(a, b, out),
+        "  the repeat (out given)": lambda: launch._run_repeat(adapter, repeat, a, b, out),
         "  adapter.matmul": lambda: adapter.matmul(a, b, out=None, stream=None,
                                                    precision="highest", kernel="auto"),
         "  launch.run_device": lambda: launch.run_device(adapter, a, b, out=None, stream=None,

@@ -2,7 +2,8 @@
 
 Each family (simt fp32, sm80 and sm90 fp16/bf16, and "tf32": the sm90 kernel in the TF32 and
 3xTF32 modes with the operand prep of ``kernels/tf32_prep.py``) runs tails in M, N and K, all four operand
-layouts, unaligned and strided views (which go through staging), broadcast batches, 1-D operands,
+layouts (each twice: the repeat takes the device route's fast path), unaligned and strided
+views (which go through staging), broadcast batches, 1-D operands,
 the sm90 tiles of widths that are no power of two (forced),
 split-K products (fp32 partials and the reduction kernel) and a column-major ``out``; "streamk"
 is the sm90 kernel's stream-K schedule (forced), whose CTAs exchange partial tiles; "cupy" runs
@@ -198,11 +199,14 @@ def run(families, quick: bool, poison: bool = True) -> int:
 
             for m, n, k in shapes:
                 for layout in ("nn", "tn", "nt", "tt"):
-                    a, b = _operands(m, n, k, layout, dtype, gen)
-                    out = _out((m, n), a.dtype, poison)
-                    _check(product(a, b, out), a, b, mode,
-                           f"{family} {mode} {m}x{n}x{k} {layout}")
-                    count += 1
+                    # Twice: a repeated signature takes the device route's fast path (new
+                    # operands and out at other addresses).
+                    for repeat in (False, True):
+                        a, b = _operands(m, n, k, layout, dtype, gen)
+                        out = _out((m, n), a.dtype, poison)
+                        _check(product(a, b, out), a, b, mode,
+                               f"{family} {mode} {m}x{n}x{k} {layout}{' repeat' if repeat else ''}")
+                        count += 1
             # Unaligned and strided views (staging), a broadcast batch, 1-D operands, column-major out.
             big = _randn((70, 90), dtype, gen)
             cases = [
