@@ -98,30 +98,28 @@ def run_device(adapter, a, b, *, out, stream, kernel, precision="highest"):
     call = _prepare_call(da, db, dout, precision, kernel)
     # What depends on the pointers themselves: the absolute spans, and out against the inputs.
     check_pointers(da, call.rel_a, db, call.rel_b, dout, call.rel_c)
-    # A fresh result's allocation is assumed aligned here, and checked before the direct call.
+    # A fresh result's allocation is assumed aligned here, and checked before the kernels run.
     aligned = ((da.ptr & 15) == 0, (db.ptr & 15) == 0, dout is None or (dout.ptr & 15) == 0)
-    families, info, (swapped, launch), direct = _device_plan(call, aligned)
+    families, info, (swapped, work) = _device_plan(call, aligned)
     stream = resolve_stream(named, adapter, da.device)
     with adapter.scope(da.device, stream):
         if out is None:
             out, dout = adapter.empty_operand(call.shape, call.c_strides, a, da)
-        if direct and dout.strides == call.c_strides and (dout.ptr & 15) == 0:
-            # The plan was made for exactly these operands: one kernel per call, no workspace.
-            _launch_direct(launch, swapped, da, db, dout, stream.handle)
+        if isinstance(work, Launch) and dout.strides == call.c_strides and (dout.ptr & 15) == 0:
+            # The plan was made for exactly these operands: kernels on the caller's pointers.
+            _execute(adapter, work, swapped, da.ptr, db.ptr, dout.ptr, dout.array, stream.handle)
             if signature is not None and all(aligned):
-                _remember(signature, launch, swapped, da.device, call)
+                _remember(signature, work, swapped, da.device, call)
         else:
             gemm_on_device(adapter, families, info, da, db, dout, stream.handle)
     return out
 
 
 class _Repeat(NamedTuple):
-    """What a repeat of a call signature needs (``run_device``'s fast path): the direct launch
-    planned for it with every pointer 16-byte aligned, and the spans its pointers are checked
-    with."""
+    """What a repeat of a call signature needs (``run_device``'s fast path): the launch planned
+    for it with every pointer 16-byte aligned, and the spans its pointers are checked with."""
 
-    fn: object  # the compiled kernel
-    calls: tuple  # Launch.calls
+    launch: Launch
     swapped: bool
     device: int
     shape: tuple  # the result's, for a fresh output
@@ -131,8 +129,9 @@ class _Repeat(NamedTuple):
 
 
 #: Explicit cache: (adapter signature, precision, kernel) -> _Repeat, for calls on the library's
-#: current stream whose plan is one direct launch.  Filled by the full path after it checked and
-#: launched such a call, emptied with the plans (``clear_plans``) and when it grows past its bound.
+#: current stream whose operands the kernels read as they are (no staging).  Filled by the full
+#: path after it checked and launched such a call, emptied with the plans (``clear_plans``) and
+#: when it grows past its bound.
 _repeats: dict = {}
 _REPEATS_MAX = 4096
 
@@ -140,13 +139,13 @@ _REPEATS_MAX = 4096
 def _remember(signature, launch: Launch, swapped: bool, device: int, call: Prepared) -> None:
     if len(_repeats) >= _REPEATS_MAX:
         _repeats.clear()
-    _repeats[signature] = _Repeat(get_compiled(launch.key), launch.calls, swapped, device,
-                                  call.shape, call.rel_a, call.rel_b, call.rel_c)
+    _repeats[signature] = _Repeat(launch, swapped, device, call.shape, call.rel_a, call.rel_b,
+                                  call.rel_c)
 
 
 def _run_repeat(adapter, repeat: _Repeat, a, b, out):
     """The fast path of a call whose signature the full path planned, checked and launched
-    before: the same checks of the pointers, then the same kernel calls.  None (nothing done)
+    before: the same checks of the pointers, then the same kernels.  None (nothing done)
     whenever anything differs from that first call (a pointer not 16-byte aligned, a span in
     doubt, another current device, no memory behind an array): the full path then decides, and
     raises where it must."""
@@ -165,12 +164,8 @@ def _run_repeat(adapter, repeat: _Repeat, a, b, out):
         if not pc or pc & 15 or not pointers_ok(pa, repeat.rel_a, pb, repeat.rel_b, pc,
                                                 repeat.rel_c):
             return None
-    if repeat.swapped:
-        pa, pb = pb, pa
-    stream = adapter.current_stream(repeat.device)
-    fn = repeat.fn
-    for (oa, ob, oc), sizes in repeat.calls:
-        fn(pa + oa, pb + ob, pc + oc, *sizes, stream)
+    _execute(adapter, repeat.launch, repeat.swapped, pa, pb, pc, out,
+             adapter.current_stream(repeat.device))
     return out
 
 
@@ -194,16 +189,6 @@ def _prepare_call(da: Operand, db: Operand, dout: Operand | None, precision: str
                                               dout.itemsize, dout.device, dout.readonly),
         precision, kernel,
     )
-
-
-def _launch_direct(launch: Launch, swapped: bool, a: Operand, b: Operand, c: Operand,
-                   stream: int) -> None:
-    """Each call of a Launch without prep or workspace: the kernel on the operands' pointers."""
-    fn = get_compiled(launch.key)
-    pa, pb = (b.ptr, a.ptr) if swapped else (a.ptr, b.ptr)
-    pc = c.ptr
-    for (oa, ob, oc), sizes in launch.calls:
-        fn(pa + oa, pb + ob, pc + oc, *sizes, stream)
 
 
 class Prepared:
@@ -253,9 +238,8 @@ def _prepare(a_shape, a_strides, b_shape, b_strides, a_dtype: str, b_dtype: str,
 
 @lru_cache(maxsize=4096)
 def _device_plan(call: Prepared, aligned: tuple[bool, bool, bool]):
-    """(families, device info, ``_plan_launch``'s (swapped, what to do), direct) for a prepared
-    call whose pointers' 16-byte alignment is ``aligned`` (a, b, out); ``direct`` says the plan is
-    a Launch of one kernel per call, without prep or workspace."""
+    """(families, device info, ``_plan_launch``'s (swapped, what to do)) for a prepared call
+    whose pointers' 16-byte alignment is ``aligned`` (a, b, out)."""
     a_shape, a_strides, b_shape, b_strides, dtype, itemsize, device = call.operands
     precision, kernel = call.options
     info = _device.device_info(device)
@@ -266,10 +250,7 @@ def _device_plan(call: Prepared, aligned: tuple[bool, bool, bool]):
     plan = _plan_launch(families[1], info.capability, info.num_sms, a_shape, a_strides, b_shape,
                         b_strides, call.shape, call.c_strides, families[2], itemsize, aligned,
                         _UNPADDED)
-    work = plan[1]
-    direct = (isinstance(work, Launch) and work.prep is None and work.reduce is None
-              and work.streamk is None)
-    return families, info, plan, direct
+    return families, info, plan
 
 
 @lru_cache(maxsize=256)
@@ -304,21 +285,31 @@ def gemm_on_device(adapter, families, info, a: Operand, b: Operand, c: Operand, 
             raise RuntimeError(f"cutematmul: internal error: staged operands still unusable: {launch}")
         _run_staged(adapter, families, info, a, b, c, stream, launch)
         return
-    if launch.prep is None and launch.reduce is None and launch.streamk is None:
-        _launch_direct(launch, swapped, a, b, c, stream)
-        return
+    _execute(adapter, launch, swapped, a.ptr, b.ptr, c.ptr, c.array, stream)
+
+
+def _execute(adapter, launch: Launch, swapped: bool, pa: int, pb: int, pc: int, like,
+             stream: int) -> None:
+    """Every call of ``launch`` on the operands' pointers (``pa``, ``pb`` the caller's a and b,
+    exchanged here when the plan swapped them): the TF32 prep kernels, the GEMM, its split-K
+    reduction or stream-K workspace, with workspaces from ``like``'s library on ``stream``."""
     fn = get_compiled(launch.key)
-    pa, pb, pc = (b.ptr, a.ptr, c.ptr) if swapped else (a.ptr, b.ptr, c.ptr)
+    if swapped:
+        pa, pb = pb, pa
+    if launch.prep is None and launch.reduce is None and launch.streamk is None:
+        for (oa, ob, oc), sizes in launch.calls:  # the common case: one kernel per call
+            fn(pa + oa, pb + ob, pc + oc, *sizes, stream)
+        return
     for (oa, ob, oc), sizes in launch.calls:
         held = []  # workspaces, released (in stream order) when the call is issued
         pa_call, pb_call = pa + oa, pb + ob
         if launch.prep is not None:
             pa_call, pb_call, sizes = _run_prep(adapter, launch.prep, pa_call, pb_call, sizes,
-                                                c.array, stream, held)
+                                                like, stream, held)
         if launch.reduce is not None:
-            _run_split(adapter, fn, launch, pa_call, pb_call, pc + oc, sizes, c.array, stream)
+            _run_split(adapter, fn, launch, pa_call, pb_call, pc + oc, sizes, like, stream)
         elif launch.streamk is not None:
-            _run_streamk(adapter, fn, launch.streamk, pa_call, pb_call, pc + oc, sizes, c.array,
+            _run_streamk(adapter, fn, launch.streamk, pa_call, pb_call, pc + oc, sizes, like,
                          stream)
         else:
             fn(pa_call, pb_call, pc + oc, *sizes, stream)

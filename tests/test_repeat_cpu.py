@@ -48,6 +48,10 @@ class StandIn(ArrayAdapter):
     def empty(self, shape, like):
         return _aligned(shape, like.dtype)
 
+    def workspace(self, count, like, stream):
+        buf = _aligned((count,), np.float32)
+        return buf, buf.ctypes.data
+
 
 class Kernel:
     """Records the argument tuples it is called with (pointers made relative to the arrays)."""
@@ -108,6 +112,21 @@ def test_a_repeat_skips_the_full_path_and_calls_the_kernel_alike(route):
 
     assert relative(second, (a2, b2, out2)) == relative(first, (a, b, out))
     assert second[-1] == STREAM
+
+
+def test_split_products_repeat_with_their_reduction(route):
+    adapter, kernel = route
+    a, b, out = _operands(m=16, n=4096, k=4096)  # transposed and split: GEMM + reduction
+    _run(adapter, a, b, out)
+    (repeat,) = launch._repeats.values()
+    assert repeat.launch.reduce is not None and repeat.launch.transposed
+    planned = len(kernel.calls)
+    a2, b2, out2 = _operands(m=16, n=4096, k=4096)
+    _run(adapter, a2, b2, out2)
+    assert adapter.describes == 3 and len(kernel.calls) == 2 * planned == 4
+    gemm, reduce = kernel.calls[2:]
+    assert (gemm[0], gemm[1]) == (b2.ctypes.data, a2.ctypes.data)  # C^T = B^T A^T
+    assert reduce[1] == out2.ctypes.data and reduce[-1] == STREAM
 
 
 def test_a_fresh_result_is_allocated_and_planned_once(route):
