@@ -1,6 +1,7 @@
 """Where the host time of a small product goes: each step of the device route timed alone.
 
     python tools/host_profile.py [--size 64] [--calls 20000]
+    python tools/host_profile.py --compare 1x4096x4096 16x4096x4096 --calls 1000
 
 For PyTorch and CuPy (whichever are installed), fp16 and fp32, prints microseconds per call of the
 library's own matmul, ``cutematmul.matmul`` and the pieces of its path (adapter, describe, the
@@ -88,11 +89,35 @@ def profile(lib: str, dtype: str, size: int, calls: int) -> None:
         print(f"  {name:34s} {per_call(step, calls, sync):7.2f} us")
 
 
+def compare(shapes: list[str], calls: int) -> None:
+    """Host time per call into ``out=`` of ``cutematmul.matmul`` and ``torch.matmul`` alone (no
+    other backend in the loop), for products of any shape (split ones: two launches)."""
+    import torch
+
+    import cutematmul
+
+    for text in shapes:
+        m, n, k = map(int, text.split("x"))
+        for dtype in (torch.float16, torch.float32):
+            a = torch.randn(m, k, device="cuda", dtype=dtype)
+            b = torch.randn(k, n, device="cuda", dtype=dtype)
+            out = torch.empty(m, n, device="cuda", dtype=dtype)
+            ours = per_call(lambda: cutematmul.matmul(a, b, out=out), calls, torch.cuda.synchronize)
+            theirs = per_call(lambda: torch.matmul(a, b, out=out), calls, torch.cuda.synchronize)
+            print(f"{text} {str(dtype).removeprefix('torch.')}: cutematmul {ours:.1f} us, "
+                  f"torch.matmul {theirs:.1f} us per call")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, default=64)
     p.add_argument("--calls", type=int, default=20000)
+    p.add_argument("--compare", metavar="MxNxK", nargs="+",
+                   help="only compare host time per call with torch.matmul for these shapes")
     args = p.parse_args()
+    if args.compare:
+        compare(args.compare, args.calls)
+        return
     for lib in ("torch", "cupy"):
         try:
             __import__(lib)
