@@ -14,9 +14,12 @@
 
 The hot path is short for small products: what depends only on shapes, strides, dtypes and
 options is cached on them in two halves, ``_prepare`` (every check, no CUDA call) and
-``_device_plan`` (device facts, family, launch; keyed by the prepared object's identity), so a
-repeated call costs two lookups, the pointer checks, the output's allocation (built into an
-Operand without describing it again) and the kernel call itself.
+``_device_plan`` (device facts, family, launch; keyed by the prepared object's identity).  A call
+on the current stream whose signature (``adapter.signature``: everything ``describe`` reads but
+the pointers) was planned and launched before skips even those (``_run_repeat``): it reads the
+three pointers, checks them against the first call's spans (``validate.pointers_ok``) and runs
+the planned launch (``_execute``, the one executor of a ``Launch``), or falls back to the full
+path on any difference.
 
 Imports: ``cache``, ``configs.sm90`` (a constant, the stream-K workspace size), ``device``,
 ``dispatch``, ``operand``, ``plan``, ``streams``, ``validate``.
