@@ -56,12 +56,11 @@ class CupyAdapter(ArrayAdapter):
         )
 
     def signature(self, a, b, out):
+        key = (a.shape, a.strides, a.dtype, a.data.device_id,
+               b.shape, b.strides, b.dtype, b.data.device_id)
         if out is None:
-            return (a.shape, a.strides, a.dtype, a.data.device_id,
-                    b.shape, b.strides, b.dtype, b.data.device_id)
-        return (a.shape, a.strides, a.dtype, a.data.device_id,
-                b.shape, b.strides, b.dtype, b.data.device_id,
-                out.shape, out.strides, out.dtype, out.data.device_id)
+            return key
+        return key + (out.shape, out.strides, out.dtype, out.data.device_id)
 
     def pointer(self, x) -> int:
         return x.data.ptr

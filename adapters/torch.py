@@ -120,12 +120,11 @@ class TorchAdapter(ArrayAdapter):
 
     def signature(self, a, b, out):
         try:
+            key = (a.shape, a.stride(), a.dtype, a.get_device(),
+                   b.shape, b.stride(), b.dtype, b.get_device())
             if out is None:
-                return (a.shape, a.stride(), a.dtype, a.get_device(),
-                        b.shape, b.stride(), b.dtype, b.get_device())
-            return (a.shape, a.stride(), a.dtype, a.get_device(),
-                    b.shape, b.stride(), b.dtype, b.get_device(),
-                    out.shape, out.stride(), out.dtype, out.get_device())
+                return key
+            return key + (out.shape, out.stride(), out.dtype, out.get_device())
         except RuntimeError:  # no strides (sparse, nested): describe says why
             return None
 

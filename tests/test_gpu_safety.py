@@ -104,7 +104,7 @@ def test_repeated_signatures_keep_every_check(lib, dtype):
 
     mk = Maker(lib, seed=7)
     n = 192
-    for round_ in range(3):  # the first call plans, the next ones repeat
+    for _ in range(3):  # the first call plans, the next ones repeat
         a, b, out = mk.randn((n, n), dtype), mk.randn((n, n), dtype), mk.poisoned((n, n), dtype)
         assert cutematmul.matmul(a, b, out=out) is out
         check_matmul(out, a, b, dtype)
