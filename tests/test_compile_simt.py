@@ -29,26 +29,32 @@ PATTERNS = {
     "local": r"\.local\b",
 }
 out = {}
-for a_major, b_major, align in json.loads(sys.argv[1]):
-    kernel = SimtSgemm(SimtConfig(), "float32", a_major, b_major, align, align, align, 132)
+for a_major, b_major, align, *tile in json.loads(sys.argv[1]):
+    config = SimtConfig(*tile) if tile else SimtConfig()
+    kernel = SimtSgemm(config, "float32", a_major, b_major, align, align, align, 132)
     ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
-    out[f"{a_major}{b_major}{align}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
+    counts = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
+    counts["micro_tile"] = config.micro_tile
+    counts["tile_k"] = config.tile_k
+    out[f"{a_major}{b_major}{align}" + "".join(f"_{v}" for v in tile)] = counts
 print("COUNTS=" + json.dumps(out))
 """
 
 COMBOS = [(a, b, align) for a in ("k", "m") for b in ("k", "n") for align in (4, 1)]
 
-# Default config: 128x128x16 tile over 256 threads -> 8x8 accumulators per thread.
-FMA_PER_K_TILE = 8 * 8 * 16
-# Two 128-bit loads per operand and k-slice: 16 slices in the loop plus the first one before it.
-LDS_V4 = (2 + 2) * (16 + 1)
 
 
 def _check(name: str, counts: dict) -> None:
-    a_major, b_major, align = name[0], name[1], int(name[2:])
-    assert counts["fma"] == FMA_PER_K_TILE, f"{name}: {counts['fma']} fma.rn.f32"
+    a_major, b_major, align = name[0], name[1], int(name[2:].split("_")[0])
+    micro_m, micro_n = counts["micro_tile"]
+    tile_k = counts["tile_k"]
+    # One fma per accumulator and k-slice of the (unrolled) k-tile.
+    assert counts["fma"] == micro_m * micro_n * tile_k, f"{name}: {counts['fma']} fma.rn.f32"
     assert counts["tf32"] == 0 and counts["mma"] == 0, f"{name}: tensor-core / TF32 instructions"
-    assert counts["ld_shared_v4"] == LDS_V4, f"{name}: {counts['ld_shared_v4']} ld.shared.v4"
+    # One 128-bit load per 4 values of each operand and k-slice: the k-tile's slices in the
+    # loop plus the first one before it.
+    lds_v4 = (micro_m // 4 + micro_n // 4) * (tile_k + 1)
+    assert counts["ld_shared_v4"] == lds_v4, f"{name}: {counts['ld_shared_v4']} ld.shared.v4"
     assert counts["ld_shared"] == counts["ld_shared_v4"], f"{name}: scalar shared loads"
     assert counts["cp_async"] > 0, f"{name}: no cp.async"
     vector_operands = (align == 4) * ((a_major == "m") + (b_major == "n"))
@@ -73,8 +79,14 @@ def test_simt_compiles_all_majors_and_alignments_sm80(tmp_path):
 
 
 def test_simt_compiles_for_sm90a(tmp_path):
-    combos = [("k", "n", 4), ("m", "k", 1)]
-    for name, c in compile_in_child("sm_90a", _CHILD, combos, tmp_path).items():
+    # The default tile (8 x 8 accumulators per thread) and the two 16 x 8 ones of the ladder
+    # (tile_m, tile_n, tile_k, stages, threads, raster_group, min_blocks).
+    combos = [("k", "n", 4), ("m", "k", 1), ("k", "n", 4, 128, 256, 16, 3, 256, 8, 1),
+              ("m", "k", 1, 128, 256, 16, 3, 256, 8, 1), ("k", "k", 4, 128, 128, 16, 3, 128, 8, 2)]
+    counts = compile_in_child("sm_90a", _CHILD, combos, tmp_path)
+    assert len(counts) == len(combos)
+    assert counts["kn4_128_256_16_3_256_8_1"]["micro_tile"] == [16, 8]
+    for name, c in counts.items():
         _check(name, c)
 
 
@@ -124,14 +136,14 @@ def test_simt_config_rules(tmp_path):
     result = compile_in_child("sm_80", _CHILD_CONFIGS, None, tmp_path, prefix="RESULT=")
     assert all(isinstance(e, str) and e.endswith(".") for e in result["errors"]), result["errors"]
     assert result["default"] == "simt_128x128x16_s3_t256_g8_b2"
-    assert result["chosen"]["4096x4096x4096x1"] == [128, 128, 256]
+    assert result["chosen"]["4096x4096x4096x1"] == [128, 256, 256]  # 16 x 8 accumulators each
     tm, tn, _ = result["chosen"]["1024x1024x1024x1"]  # unsplit: enough CTAs for every SM
     assert (1024 // tm) * (1024 // tn) >= 132, result["chosen"]
     # Split-K: big tiles with K split when the tiles alone cannot fill the machine; none when
     # they can.
     assert result["scheduled"]["1024x1024x1024"][2] > 1, result["scheduled"]
     assert result["scheduled"]["16x8192x8192"][2] > 1, result["scheduled"]
-    assert result["scheduled"]["4096x4096x4096"] == [128, 128, 1], result["scheduled"]
+    assert result["scheduled"]["4096x4096x4096"] == [128, 256, 1], result["scheduled"]
     assert result["chosen"]["16x8192x512x1"][0] == 32  # thin tile for a skinny M
     assert result["supports_ok"] is None
     assert "a_major" in result["supports_major"]

@@ -16,6 +16,8 @@ _LANES_M = 4
 _LANES_N = 8
 # fp32 elements per 128-bit access.
 _VEC = 4
+# Most 4x4 blocks of accumulators one thread may own (8 x 16 or 16 x 8 values).
+_MAX_RUNS = 8
 # Threads along K in the copy of a K-major operand (8 x 4 bytes = one 32-byte sector per row).
 _K_MAJOR_COPY_K = 8
 # Padding (floats) of every k-row of a shared tile filled from a K-major operand.
@@ -49,7 +51,8 @@ class Config:
 
     @property
     def warps_mn(self) -> tuple[int, int] | None:
-        """The (warps_m, warps_n) grid giving 4- or 8-wide micro-tiles, squarest first."""
+        """The (warps_m, warps_n) grid whose micro-tiles (runs of 4 along M and N) hold at most
+        ``_MAX_RUNS`` 4x4 blocks: squarest first, then the largest."""
         warps = self.threads // 32
         best = None
         for wm in range(1, warps + 1):
@@ -60,7 +63,7 @@ class Config:
             if self.tile_m % per_m or self.tile_n % per_n:
                 continue
             rep_m, rep_n = self.tile_m // per_m, self.tile_n // per_n
-            if rep_m > 2 or rep_n > 2:
+            if rep_m * rep_n > _MAX_RUNS:
                 continue
             score = (abs(rep_m - rep_n), -(rep_m * rep_n))
             if best is None or score < best[0]:
@@ -97,8 +100,9 @@ class Config:
             )
         if self.warps_mn is None:
             raise ValueError(
-                f"a {self.tile_m}x{self.tile_n} tile cannot be split over {t} threads into 4- or"
-                " 8-wide micro-tiles per thread (warps are 4x8 lanes, each lane 4-wide runs)."
+                f"a {self.tile_m}x{self.tile_n} tile cannot be split over {t} threads into"
+                f" micro-tiles of at most {_MAX_RUNS} 4x4 blocks per thread (warps are 4x8 lanes,"
+                " each lane 4-wide runs)."
             )
         for name, tile in (("tile_m", self.tile_m), ("tile_n", self.tile_n)):
             # K-major copy: threads laid out (t / 8) x 8 over (rows, k).
@@ -150,10 +154,13 @@ def supports(m, n, k, batch, dtype, a_major, b_major, align_a, align_b, align_c)
     return None
 
 
-# Candidate CTA tiles, largest first: (tile_m, tile_n, threads).  8x8 accumulators per thread,
-# except 8x4 for the 128x32 and 32x32 tiles.
+# Candidate CTA tiles, largest first: (tile_m, tile_n, threads).  The two largest give every
+# thread 16 x 8 accumulators (twice the 4x4 blocks of 8 x 8: a quarter fewer shared loads per
+# FMA; ~240 registers, so 256 threads per SM); the others 8 x 8, or 8 x 4 for the 128x32 and
+# 32x32 tiles (16 x 8 on fewer threads measured 0.3-0.9x of them on small products).
 _LADDER = (
-    (128, 128, 256),
+    (128, 256, 256),
+    (128, 128, 128),
     (128, 64, 128),
     (64, 128, 128),
     (64, 64, 64),
@@ -162,25 +169,36 @@ _LADDER = (
     (32, 64, 32),
     (32, 32, 32),
 )
+_REGISTER_FILE = 64 * 1024
 
 
-def _min_blocks(threads: int, smem_bytes: int) -> int:
-    """CTAs per SM to ask ptxas for: a 128-register cap, or what shared memory allows."""
-    return max(1, min(512 // threads, _MAX_CTAS_PER_SM, _SMEM_PER_SM // smem_bytes))
+def _min_blocks(threads: int, smem_bytes: int, accumulators: int) -> int:
+    """CTAs per SM to ask ptxas for: what shared memory and the micro-tile's register budget
+    allow (128 registers per thread up to 64 accumulators, all 255 beyond)."""
+    registers = 128 if accumulators <= 64 else 255
+    by_registers = _REGISTER_FILE // (threads * registers)
+    return max(1, min(by_registers, _MAX_CTAS_PER_SM, _SMEM_PER_SM // smem_bytes))
 
 
-# Relative per-SM throughput of each ladder tile when every SM is busy: every thread keeps 8x8
-# (or 8x4) accumulators, but smaller tiles read more bytes of L2 per FMA.
-_TILE_EFFICIENCY = {(128, 128): 1.0, (128, 64): 0.95, (64, 128): 0.95, (64, 64): 0.85,
-                    (32, 128): 0.8, (128, 32): 0.8, (32, 64): 0.7, (32, 32): 0.55}
+# Relative per-SM throughput of each ladder tile when every SM is busy: larger micro-tiles issue
+# fewer non-FMA instructions, smaller tiles read more bytes of L2 per FMA.
+_TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.98, (128, 64): 0.92, (64, 128): 0.92,
+                    (64, 64): 0.82, (32, 128): 0.78, (128, 32): 0.78, (32, 64): 0.68,
+                    (32, 32): 0.53}
 # fp32 FMA as this family sustains it on an H100/H200-class SM (~50 TFLOP/s on 132 SMs).
 _FLOPS_PER_SM = 0.38e12
+# Bytes per second one SM moves while filling a CTA's first stages and storing its tile, every
+# SM doing the same.  Chosen so that the model, like forced runs on an H200 (2026-12-02), puts
+# 128x256 (one CTA per SM) behind tiles with several CTAs per SM at 1536^3 with 3 splits:
+# 128x256 215 us, 128x128 over 128 threads 214, 64x128 196.
+_FILL_DRAIN_BYTES_PER_SM = 14.5e9
 _MIN_K_TILES = 8
 
 
 def _config(tm: int, tn: int, threads: int) -> Config:
     cfg = Config(tile_m=tm, tile_n=tn, threads=threads)
-    return replace(cfg, min_blocks=_min_blocks(threads, cfg.smem_bytes()))
+    micro_m, micro_n = cfg.micro_tile
+    return replace(cfg, min_blocks=_min_blocks(threads, cfg.smem_bytes(), micro_m * micro_n))
 
 
 def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
@@ -225,7 +243,9 @@ def _space(m: int, n: int) -> tuple[dict, dict]:
     for tm, tn, threads in _LADDER:
         if fits(tm, m) and fits(tn, n):
             cfg = configs[(tm, tn)] = _config(tm, tn, threads)
-            rate = waves.Rate(_FLOPS_PER_SM, cfg.min_blocks, 4, 4, _MIN_K_TILES)
+            staged = (tm + tn) * cfg.tile_k * cfg.stages
+            rate = waves.Rate(_FLOPS_PER_SM, cfg.min_blocks, 4, 4, _MIN_K_TILES,
+                              fill_drain_seconds=4 * (tm * tn + staged) / _FILL_DRAIN_BYTES_PER_SM)
             tiles[(tm, tn)] = (_TILE_EFFICIENCY[(tm, tn)], rate)
     return configs, tiles
 
