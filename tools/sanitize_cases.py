@@ -4,7 +4,7 @@ Each family (simt fp32, sm80 and sm90 fp16/bf16, and "tf32": the sm90 kernel in 
 3xTF32 modes with the operand prep of ``kernels/tf32_prep.py``) runs tails in M, N and K, all four operand
 layouts (each twice: the repeat takes the device route's fast path), unaligned and strided
 views (which go through staging), broadcast batches, 1-D operands,
-the sm90 tiles of widths that are no power of two (forced),
+the sm90 tiles of widths that are no power of two and every SIMT tile (forced),
 split-K products (fp32 partials and the reduction kernel) and a column-major ``out``; "streamk"
 is the sm90 kernel's stream-K schedule (forced), whose CTAs exchange partial tiles; "cupy" runs
 CuPy arrays whose staging goes through the adapter's pitched ``cudaMemcpy2DAsync`` (odd row
@@ -177,6 +177,30 @@ def _wide(gen, quick: bool, poison: bool) -> int:
     return count
 
 
+def _simt_tiles(gen, quick: bool, poison: bool) -> int:
+    """Every tile of the SIMT ladder (``configs/simt._LADDER``: the 16 x 8 micro-tiles of the
+    largest ones only run on large products under "auto"), forced on a product one tile plus
+    a tail in M, N and K (K < 16: the partial first k-tile), unsplit and with 2 splits."""
+    from cutematmul.configs import simt
+
+    count = 0
+    ladder = simt._LADDER[:2] if quick else simt._LADDER
+    for tm, tn, threads in ladder:
+        config = simt._config(tm, tn, threads)
+        m, n, k = tm + 3, tn + 5, 37
+        for layout, splits in (("nn", 1), ("tn", 2), ("nt", 1), ("tt", 2)):
+            a, b = _operands(m, n, k, layout, "float32", gen)
+            what = f"simt {tm}x{tn}/{threads} {m}x{n}x{k} {layout} s{splits}"
+            def holds(work, config=config, splits=splits):
+                return (work.key.config, work.calls[0][1][4]) == (config, splits)
+
+            res = _forced(a, b, (config, splits, False), "highest", poison, holds, what,
+                          kernel="simt")
+            _check(res, a, b, ("float32", "highest"), what)
+            count += 1
+    return count
+
+
 def run(families, quick: bool, poison: bool = True) -> int:
     gen = torch.Generator(device="cuda").manual_seed(0)
     count = 0
@@ -189,6 +213,8 @@ def run(families, quick: bool, poison: bool = True) -> int:
         families = [f for f in families if f != "cupy"]
     if "sm90" in families:
         count += _wide(gen, quick, poison)
+    if "simt" in families:
+        count += _simt_tiles(gen, quick, poison)
     for family in families:
         kernel = KERNEL[family]
         for mode in FAMILY_MODES[family]:
