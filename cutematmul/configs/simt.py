@@ -187,11 +187,6 @@ _TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.98, (128, 64): 0.92, (64, 128
                     (32, 32): 0.53}
 # fp32 FMA as this family sustains it on an H100/H200-class SM (~50 TFLOP/s on 132 SMs).
 _FLOPS_PER_SM = 0.38e12
-# Bytes per second one SM moves while filling a CTA's first stages and storing its tile, every
-# SM doing the same.  Chosen so that the model, like forced runs on an H200 (2026-12-02), puts
-# 128x256 (one CTA per SM) behind tiles with several CTAs per SM at 1536^3 with 3 splits:
-# 128x256 215 us, 128x128 over 128 threads 214, 64x128 196.
-_FILL_DRAIN_BYTES_PER_SM = 14.5e9
 _MIN_K_TILES = 8
 
 
@@ -243,9 +238,7 @@ def _space(m: int, n: int) -> tuple[dict, dict]:
     for tm, tn, threads in _LADDER:
         if fits(tm, m) and fits(tn, n):
             cfg = configs[(tm, tn)] = _config(tm, tn, threads)
-            staged = (tm + tn) * cfg.tile_k * cfg.stages
-            rate = waves.Rate(_FLOPS_PER_SM, cfg.min_blocks, 4, 4, _MIN_K_TILES,
-                              fill_drain_seconds=4 * (tm * tn + staged) / _FILL_DRAIN_BYTES_PER_SM)
+            rate = waves.Rate(_FLOPS_PER_SM, cfg.min_blocks, 4, 4, _MIN_K_TILES)
             tiles[(tm, tn)] = (_TILE_EFFICIENCY[(tm, tn)], rate)
     return configs, tiles
 

@@ -5,8 +5,7 @@ costs no GPU time.  A product's work units are its output tiles times its K-spli
 waves of ``num_sms * slots`` (CTAs resident per SM).  Estimated time is the larger of
 
 * compute: waves x the time one unit takes (its padded tile over its share of K, at the family's
-  per-SM rate times the tile shape's efficiency, plus the part of its own pipeline fill and
-  output drain that no other resident CTA hides), plus a fixed cost per wave, and
+  per-SM rate times the tile shape's efficiency, plus a fixed pipeline fill and drain), and
 * memory: the unique bytes of A, B and C over the bandwidth the active CTAs can draw: each
   about ``Rate.saturation`` / ``num_sms`` of it (on an H200, 64 CTAs streamed a 16 x 8192 x
   8192 product's 130 MB at 3.3 TB/s, 32 CTAs a 16 x 4096 x 4096 one's at 2 TB/s; the narrow
@@ -52,10 +51,6 @@ class Rate(NamedTuple):
     min_k_tiles: int
     reduce_seconds: float = LAUNCH_SECONDS
     saturation: float = _SATURATION
-    #: One unit's pipeline fill and output drain, which other CTAs resident on its SM hide:
-    #: a unit pays 1 / ``slots`` of it.  0 for families whose units overlap their own
-    #: epilogue with the next unit's loads (the persistent sm90 kernel).
-    fill_drain_seconds: float = 0.0
 
 
 def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile_n: int,
@@ -70,7 +65,7 @@ def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile
     k_tiles = -(-k // tile_k)
     per_split = -(-k_tiles // splits)
     unit_seconds = 2.0 * tile_m * tile_n * per_split * tile_k * rate.slots / (
-        rate.flops_per_sm * efficiency) + rate.fill_drain_seconds / rate.slots
+        rate.flops_per_sm * efficiency)
     compute = waves * (unit_seconds + WAVE_SECONDS)
     # The CTAs of the average wave (with the default saturation, a product of two waves or
     # more always draws the whole bandwidth).
