@@ -30,9 +30,11 @@ SHAPES = [(16, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 819
 CANDIDATES = {
     "float16": (sm90, [(128, 256, False), (128, 192, False), (128, 128, False), (64, 128, False),
                        (128, 16, True), (128, 32, True), (128, 64, True)], [1, 2, 4]),
-    "float32": (simt, [(128, 128, False), (64, 64, False), (32, 128, False)], [1, 2, 4, 8]),
+    "float32": (simt, [(128, 256, False), (128, 128, False), (64, 128, False), (32, 128, False),
+                       (32, 32, False)], [1, 2, 4, 8]),
 }
-_SIMT_THREADS = {(128, 128): 256, (64, 64): 64, (32, 128): 64}
+#: Threads of each SIMT ladder tile (the ladder's own, so a forced tile is the scheduler's).
+_SIMT_THREADS = {(tm, tn): threads for tm, tn, threads in simt._LADDER}
 
 
 def time_us(fn, reps: int = 20, bursts: int = 5) -> float:
