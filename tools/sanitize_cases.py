@@ -180,7 +180,7 @@ def _wide(gen, quick: bool, poison: bool) -> int:
 def _simt_tiles(gen, quick: bool, poison: bool) -> int:
     """Every tile of the SIMT ladder (``configs/simt._LADDER``: the 16 x 8 micro-tiles of the
     largest ones only run on large products under "auto"), forced on a product one tile plus
-    a tail in M, N and K (K < 16: the partial first k-tile), unsplit and with 2 splits."""
+    a tail in M and N, with K = 37 (a partial first k-tile), unsplit and with 2 splits."""
     from cutematmul.configs import simt
 
     count = 0
@@ -191,6 +191,7 @@ def _simt_tiles(gen, quick: bool, poison: bool) -> int:
         for layout, splits in (("nn", 1), ("tn", 2), ("nt", 1), ("tt", 2)):
             a, b = _operands(m, n, k, layout, "float32", gen)
             what = f"simt {tm}x{tn}/{threads} {m}x{n}x{k} {layout} s{splits}"
+
             def holds(work, config=config, splits=splits):
                 return (work.key.config, work.calls[0][1][4]) == (config, splits)
 

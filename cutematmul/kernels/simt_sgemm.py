@@ -15,11 +15,12 @@ How
       ``warps_m x warps_n`` grid.  Every thread owns 4-wide runs of rows and columns repeated
       across the tile, so with the default tile each thread accumulates an 8 x 8 micro-tile (2 x 2
       blocks of 4 x 4, 64 rows / 64 columns apart) and reads each k-slice of its A and B values
-      with two 128-bit shared loads per operand.  Micro-tiles of up to eight 4 x 4 blocks are
-      allowed: the scheduler's largest tiles (128 x 256 over 256 threads, 128 x 128 over 128)
-      give 16 x 8, six 128-bit loads per 128 FMAs instead of four per 64.  On an H200 that took
-      the main loop from 87% to 90% FMA instructions and 4096^3 from 0.92x to 0.94x cuBLAS.  A warp's 16 A values and 32 B values of one
+      with two 128-bit shared loads per operand.  A warp's 16 A values and 32 B values of one
       such load are contiguous: one shared-memory wavefront each (broadcast, no bank conflicts).
+      Micro-tiles of up to eight 4 x 4 blocks are allowed: the scheduler's largest tiles
+      (128 x 256 over 256 threads, 128 x 128 over 128) give 16 x 8, six 128-bit loads per 128
+      FMAs instead of four per 64.  On an H200 that took the main loop from 87% to 90% FMA
+      instructions and 4096^3 from 0.92x to 0.94x cuBLAS.
     * Global -> shared: ``stages``-deep ring (default 3) of cp.async copies, one commit group per
       k-tile, ``cp.async.wait_group(stages - 2)`` plus one CTA barrier per k-tile.
       Shared tiles are always M-major (N-major for B) so the micro-kernel can use 128-bit loads:
