@@ -28,6 +28,7 @@ _SMEM_CARVEOUT = 100
 _MAX_CTAS_PER_SM = 32
 _MAX_THREADS_PER_SM = 2048
 _SMEM_PER_SM = 227 * 1024
+_REGISTER_FILE = 64 * 1024  # 32-bit registers per SM
 
 
 @dataclass(frozen=True)
@@ -169,15 +170,15 @@ _LADDER = (
     (32, 64, 32),
     (32, 32, 32),
 )
-_REGISTER_FILE = 64 * 1024
 
 
-def _min_blocks(threads: int, smem_bytes: int, accumulators: int) -> int:
+def _min_blocks(cfg: Config) -> int:
     """CTAs per SM to ask ptxas for: what shared memory and the micro-tile's register budget
     allow (128 registers per thread up to 64 accumulators, all 255 beyond)."""
-    registers = 128 if accumulators <= 64 else 255
-    by_registers = _REGISTER_FILE // (threads * registers)
-    return max(1, min(by_registers, _MAX_CTAS_PER_SM, _SMEM_PER_SM // smem_bytes))
+    micro_m, micro_n = cfg.micro_tile
+    registers = 128 if micro_m * micro_n <= 64 else 255
+    by_registers = _REGISTER_FILE // (cfg.threads * registers)
+    return max(1, min(by_registers, _MAX_CTAS_PER_SM, _SMEM_PER_SM // cfg.smem_bytes()))
 
 
 # Relative per-SM throughput of each ladder tile when every SM is busy: larger micro-tiles issue
@@ -192,8 +193,7 @@ _MIN_K_TILES = 8
 
 def _config(tm: int, tn: int, threads: int) -> Config:
     cfg = Config(tile_m=tm, tile_n=tn, threads=threads)
-    micro_m, micro_n = cfg.micro_tile
-    return replace(cfg, min_blocks=_min_blocks(threads, cfg.smem_bytes(), micro_m * micro_n))
+    return replace(cfg, min_blocks=_min_blocks(cfg))
 
 
 def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
