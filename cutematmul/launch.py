@@ -73,6 +73,11 @@ class Launch(NamedTuple):
     #: (``configs.sm90.streamk_workspace``); None for every other kernel.
     streamk: tuple | None = None
 
+    @property
+    def splits(self) -> int:
+        """The K-splits of every call (the schedule's, as ``dispatch`` chose or was told)."""
+        return self.calls[0][1][4]
+
 
 class Staging(NamedTuple):
     """Which caller operands (a, b, out) must be copied before a kernel can read them."""

@@ -38,7 +38,7 @@ def _forced(torch, x, b, pdl: bool):
 
     work = launch.planned_launch(adapter_for(x), x, b)
     assert work is not None and work.problem is not None, "the product is not one sm90 launch"
-    splits = work.calls[0][1][4]
+    splits = work.splits
     config = dataclasses.replace(work.key.config, pdl=pdl)
     return work.problem, (config, splits, work.transposed)
 

@@ -65,7 +65,7 @@ def test_tune_keeps_a_timed_candidate_and_products_stay_correct(cache_dir, dtype
         f"a = torch.zeros({m}, {k}, device='cuda', dtype=torch.{dtype})\n"
         f"b = torch.zeros({k}, {n}, device='cuda', dtype=torch.{dtype})\n"
         "work = launch.planned_launch(adapter_for(a), a, b)\n"
-        "print(repr((work.key.config, work.calls[0][1][4], work.transposed)))\n"
+        "print(repr((work.key.config, work.splits, work.transposed)))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "CUTEMATMUL_CACHE_DIR": str(cache_dir)})

@@ -193,7 +193,7 @@ def _simt_tiles(gen, quick: bool, poison: bool) -> int:
             what = f"simt {tm}x{tn}/{threads} {m}x{n}x{k} {layout} s{splits}"
 
             def holds(work, config=config, splits=splits):
-                return (work.key.config, work.calls[0][1][4]) == (config, splits)
+                return (work.key.config, work.splits) == (config, splits)
 
             res = _forced(a, b, (config, splits, False), "highest", poison, holds, what,
                           kernel="simt")
