@@ -21,10 +21,19 @@ How
       (128 x 256 over 256 threads, 128 x 128 over 128) give 16 x 8, six 128-bit loads per 128
       FMAs instead of four per 64.  On an H200 that took the main loop from 87% to 90% FMA
       instructions and 4096^3 from 0.92x to 0.94x cuBLAS.
+    * Register banks: an FFMA takes A from the operand reuse cache and reads B and the
+      accumulator from the register file, whose two banks are the register number's parity.
+      128-bit shared loads and 128-bit stores of C make ptxas number both B's values and the
+      accumulators of a column in aligned quads, so column j's B and accumulator would share
+      a bank in every FFMA.  B's rows are therefore stored pair-swapped in shared memory (row r
+      of the tile holds column r ^ 1) and the FMA of accumulator column j reads B's register
+      j ^ 1: the two now differ in parity.  On an H200 this took 4096^3 and 8192^3 from
+      0.93-0.95x to 0.99-1.01x cuBLAS (128 x 256 tiles).  The price is one element per copy of
+      B (12 more copy instructions per 2048 FMAs with 128 x 256 tiles).
     * Global -> shared: ``stages``-deep ring (default 3) of cp.async copies, one commit group per
       k-tile, ``cp.async.wait_group(stages - 2)`` plus one CTA barrier per k-tile.
       Shared tiles are always M-major (N-major for B) so the micro-kernel can use 128-bit loads:
-        - M/N-major operand with ``align == 4``: 16-byte ``cp.async.cg``, issued through inline PTX
+        - M-major A with ``align == 4``: 16-byte ``cp.async.cg``, issued through inline PTX
           with an explicit source byte count, so the last partial vector of a row (M or N not a
           multiple of 4) is zero-filled instead of read past the end of the array.
         - K-major operand (the row-major A case): 4-byte ``cp.async.ca`` per element, a warp
@@ -34,8 +43,8 @@ How
           the whole load path asynchronous and register-free; a 128-bit register load plus four
           transposing shared stores would cost registers and a second software pipeline for a
           saving of a few load instructions per thread and k-tile (noise next to 1024 FMAs).
-        - M/N-major operand with ``align == 1``: 4-byte cp.async, a warp reading 32 consecutive
-          elements (one 128-byte line) per instruction.
+        - M-major A with ``align == 1``, and N-major B: 4-byte cp.async, a warp reading 32
+          consecutive elements (one 128-byte line, its pairs swapped for B) per instruction.
     * Shared -> registers: the fragments of k-slice ``kb + 1`` are loaded while slice ``kb`` is
       multiplied (register double buffering); the barrier sits at the last slice of a k-tile.
     * K tail: the first k-tile is the partial one (the k origin is shifted back by the residue),
@@ -94,9 +103,9 @@ class SimtSgemm:
         # Which operands are K-major in global memory (shared tiles are never K-major).
         self._a_k_major = a_major == "k"
         self._b_k_major = b_major == "k"
-        # Which M/N-major operands are loaded with 16-byte copies.
+        # Whether A (when M-major) is loaded with 16-byte copies.  B never is: its rows land in
+        # shared memory pair-swapped (see the module docstring), one element per copy.
         self._a_vec = a_major == "m" and align_a == 4
-        self._b_vec = b_major == "n" and align_b == 4
         self._c_vec = align_c == 4
 
     # ---------------------------------------------------------------- host-side building blocks
@@ -154,7 +163,7 @@ class SimtSgemm:
         sA_layout = self._smem_layout(cfg.tile_m, self._a_k_major)
         sB_layout = self._smem_layout(cfg.tile_n, self._b_k_major)
         copy_a = self._g2s_copy(cfg.tile_m, self._a_k_major, self._a_vec)
-        copy_b = self._g2s_copy(cfg.tile_n, self._b_k_major, self._b_vec)
+        copy_b = self._g2s_copy(cfg.tile_n, self._b_k_major, False)
         tiled_mma = self._tiled_mma()
 
         tiles_m = cute.ceil_div(mC.shape[0], cfg.tile_m)
@@ -186,11 +195,13 @@ class SimtSgemm:
         return first_row + inside % rows, inside // rows, batch
 
     @cute.jit
-    def _copy_guards(self, tXcX: cute.Tensor, extent: cutlass.Int32, vectorized: cutlass.Constexpr):
+    def _copy_guards(self, tXcX: cute.Tensor, extent: cutlass.Int32, vectorized: cutlass.Constexpr,
+                     pair_swapped: cutlass.Constexpr = False):
         """Per-copy guards of this thread: for the first (k-residue) tile and for the others.
 
         Scalar copies get Booleans (cute.copy zero-fills when false).  16-byte copies get source
         byte counts in [0, 16]: the elements of the vector that lie inside ``extent``.
+        ``pair_swapped``: the copy of shared row r reads global row r ^ 1 (scalar copies only).
         """
         n_rows = cute.size(tXcX, mode=[1])
         n_ks = cute.size(tXcX, mode=[2])
@@ -204,6 +215,8 @@ class SimtSgemm:
         first = cute.make_rmem_tensor(cute.make_layout((1, n_rows, n_ks)), dtype)
         for i in cutlass.range_constexpr(n_rows):
             row, _ = tXcX[0, i, 0, 0]
+            if cutlass.const_expr(pair_swapped):
+                row = row ^ 1
             if cutlass.const_expr(vectorized):
                 main[0, i, 0] = cutlass.min(cutlass.max(extent - row, 0), _VEC) * 4
             else:
@@ -211,6 +224,8 @@ class SimtSgemm:
         for i in cutlass.range_constexpr(n_rows):
             for j in cutlass.range_constexpr(n_ks):
                 row, kk = tXcX[0, i, j, 0]
+                if cutlass.const_expr(pair_swapped):
+                    row = row ^ 1
                 if cutlass.const_expr(vectorized):
                     first[0, i, j] = main[0, i, 0] if kk >= 0 else cutlass.Int32(0)
                 else:
@@ -302,10 +317,17 @@ class SimtSgemm:
         thr_copy_b = copy_b.get_slice(tid)
         tAgA = thr_copy_a.partition_S(gA)  # (CPY, rows, ks, k_tiles)
         tAsA = thr_copy_a.partition_D(sA)  # (CPY, rows, ks, stages)
-        tBgB = thr_copy_b.partition_S(gB)
+        # B's rows pair-swapped: shared row r of the tile holds global row r ^ 1.  The view
+        # starts one row further on and steps (-1, +2) rows inside each pair of rows.
+        s_n, s_k, s_t = gB.layout.stride
+        gB_swapped = cute.make_tensor(
+            gB.iterator + s_n,
+            cute.make_layout(((2, bn // 2), bk, cute.size(gB, mode=[2])),
+                             stride=((-s_n, 2 * s_n), s_k, s_t)))
+        tBgB = thr_copy_b.partition_S(gB_swapped)
         tBsB = thr_copy_b.partition_D(sB)
         guard_a, guard_a0 = self._copy_guards(thr_copy_a.partition_S(cA), m_size, self._a_vec)
-        guard_b, guard_b0 = self._copy_guards(thr_copy_b.partition_S(cB), n_size, self._b_vec)
+        guard_b, guard_b0 = self._copy_guards(thr_copy_b.partition_S(cB), n_size, False, True)
 
         thr_mma = tiled_mma.get_slice(tid)
         tCsA = thr_mma.partition_A(sA)  # (1, micro_m, bk, stages)
@@ -326,16 +348,16 @@ class SimtSgemm:
                     if k_first == 0:
                         self._copy_tile(copy_a, self._a_vec, src_a, tAsA[None, None, None, s],
                                         guard_a0)
-                        self._copy_tile(copy_b, self._b_vec, src_b, tBsB[None, None, None, s],
+                        self._copy_tile(copy_b, False, src_b, tBsB[None, None, None, s],
                                         guard_b0)
                     else:
                         self._copy_tile(copy_a, self._a_vec, src_a, tAsA[None, None, None, s],
                                         guard_a)
-                        self._copy_tile(copy_b, self._b_vec, src_b, tBsB[None, None, None, s],
+                        self._copy_tile(copy_b, False, src_b, tBsB[None, None, None, s],
                                         guard_b)
                 else:
                     self._copy_tile(copy_a, self._a_vec, src_a, tAsA[None, None, None, s], guard_a)
-                    self._copy_tile(copy_b, self._b_vec, src_b, tBsB[None, None, None, s], guard_b)
+                    self._copy_tile(copy_b, False, src_b, tBsB[None, None, None, s], guard_b)
             cute.arch.cp_async_commit_group()
 
         cute.arch.cp_async_wait_group(stages - 2)
@@ -367,10 +389,14 @@ class SimtSgemm:
                     if fetch < k_count:
                         self._copy_tile(copy_a, self._a_vec, tAgA[None, None, None, k_first + fetch],
                                         tAsA[None, None, None, write_stage], guard_a)
-                        self._copy_tile(copy_b, self._b_vec, tBgB[None, None, None, k_first + fetch],
+                        self._copy_tile(copy_b, False, tBgB[None, None, None, k_first + fetch],
                                         tBsB[None, None, None, write_stage], guard_b)
                     cute.arch.cp_async_commit_group()
-                cute.gemm(tiled_mma, acc, tCrA[None, None, kb], tCrB[None, None, kb], acc)
+                # Accumulator column j takes B's register j ^ 1, which holds column j.
+                for i in cutlass.range_constexpr(cute.size(acc, mode=[1])):
+                    for j in cutlass.range_constexpr(cute.size(acc, mode=[2])):
+                        acc[0, i, j] = cute.math.fma(tCrA[0, i, kb], tCrB[0, j ^ 1, kb],
+                                                     acc[0, i, j])
                 if cutlass.const_expr(kb == 0):
                     fetch = fetch + 1
                     write_stage = write_stage + 1
