@@ -99,6 +99,31 @@ def test_the_model_prefers_a_full_wave_to_a_partial_one():
     assert partial > 1.5 * full  # 144 tiles on 132 SMs take two waves
 
 
+def test_a_partial_last_wave_costs_by_tail_scaling():
+    """With tail_scaling 0 a partial last wave costs a full one; with s > 0 a wave leaving r of
+    ``slots`` CTAs per SM costs (r / slots) ** s of it."""
+    flat = waves.Rate(0.38e12, 4, 4, 4, 8)
+    scaled = flat._replace(tail_scaling=0.65)
+
+    def cost(rate, tiles):  # 64x128 tiles, 4 per SM: one wave is 528 of them
+        return waves.estimate(64 * tiles, 128, 1024, 1, 132, 64, 128, 16, 1, 1.0, rate)
+
+    one_wave = cost(flat, 528)
+    assert cost(flat, 132) == cost(flat, 396) == one_wave == cost(scaled, 528)
+    unit = one_wave - waves.WAVE_SECONDS
+    for tiles, busiest in ((132, 1), (264, 2), (396, 3)):
+        assert abs(cost(scaled, tiles) - unit * (busiest / 4) ** 0.65 - waves.WAVE_SECONDS) < 1e-12
+    assert cost(scaled, 528 + 132) == one_wave + cost(scaled, 132)
+
+
+def test_the_simt_model_scales_the_tails_of_8x8_tiles_only():
+    configs, tiles = simt._space(4096, 4096)
+    assert len(tiles) == len(simt._LADDER)
+    for tile, (_, rate) in tiles.items():
+        micro_m, micro_n = configs[tile].micro_tile
+        assert rate.tail_scaling == (simt._TAIL_SCALING if micro_m * micro_n <= 64 else 0.0)
+
+
 def test_the_xla_key_is_never_split():
     family = dispatch.FAMILIES["sm90"]
     key = dispatch.kernel_key(family, *H200, "float16", "k", "n", (16, 16, 16), 16, 8192, 8192, 1)

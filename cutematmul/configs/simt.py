@@ -182,13 +182,22 @@ def _min_blocks(cfg: Config) -> int:
 
 
 # Relative per-SM throughput of each ladder tile when every SM is busy: larger micro-tiles issue
-# fewer non-FMA instructions, smaller tiles read more bytes of L2 per FMA.
-_TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.98, (128, 64): 0.92, (64, 128): 0.92,
-                    (64, 64): 0.82, (32, 128): 0.78, (128, 32): 0.78, (32, 64): 0.68,
+# fewer non-FMA instructions, smaller tiles read more bytes of L2 per FMA.  The first six from an
+# H200 sweep (2026-12-02, pair-swapped B) at 4096^3, 4097x4095x4093, 4096x1024x4096 and
+# 2048x8192x1024, fitted with the 8 x 8 tiles' ``_TAIL_SCALING`` over 20 shapes; the last three
+# from earlier sweeps.
+_TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.94, (128, 64): 0.86, (64, 128): 0.94,
+                    (64, 64): 0.82, (32, 128): 0.82, (128, 32): 0.78, (32, 64): 0.68,
                     (32, 32): 0.53}
 # fp32 FMA as this family sustains it on an H100/H200-class SM (~50 TFLOP/s on 132 SMs).
 _FLOPS_PER_SM = 0.38e12
 _MIN_K_TILES = 8
+# ``waves.Rate.tail_scaling`` of tiles with 8 x 8 (or fewer) accumulators per thread: a partial
+# last wave of r of their 4-16 CTAs per SM takes about (r / slots) ** 0.65 of a full one (an H200
+# sweep of six ladder tiles x splits 1-4 over 20 shapes, 2026-12-02: e.g. 64x128 tiles at 1792^3,
+# three CTAs on most SMs, ran 3/4 of a full wave's time).  The 16 x 8 tiles, whose CTAs need a
+# second warp per scheduler to keep the FMA pipe fed, take a full wave's time (0).
+_TAIL_SCALING = 0.65
 
 
 def _config(tm: int, tn: int, threads: int) -> Config:
@@ -238,7 +247,9 @@ def _space(m: int, n: int) -> tuple[dict, dict]:
     for tm, tn, threads in _LADDER:
         if fits(tm, m) and fits(tn, n):
             cfg = configs[(tm, tn)] = _config(tm, tn, threads)
-            rate = waves.Rate(_FLOPS_PER_SM, cfg.min_blocks, 4, 4, _MIN_K_TILES)
+            micro_m, micro_n = cfg.micro_tile
+            rate = waves.Rate(_FLOPS_PER_SM, cfg.min_blocks, 4, 4, _MIN_K_TILES,
+                              tail_scaling=_TAIL_SCALING if micro_m * micro_n <= 64 else 0.0)
             tiles[(tm, tn)] = (_TILE_EFFICIENCY[(tm, tn)], rate)
     return configs, tiles
 

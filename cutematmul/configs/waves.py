@@ -5,7 +5,8 @@ costs no GPU time.  A product's work units are its output tiles times its K-spli
 waves of ``num_sms * slots`` (CTAs resident per SM).  Estimated time is the larger of
 
 * compute: waves x the time one unit takes (its padded tile over its share of K, at the family's
-  per-SM rate times the tile shape's efficiency, plus a fixed pipeline fill and drain), and
+  per-SM rate times the tile shape's efficiency, plus a fixed pipeline fill and drain); a
+  partial last wave costs less when its SMs run fewer CTAs faster (``Rate.tail_scaling``), and
 * memory: the unique bytes of A, B and C over the bandwidth the active CTAs can draw: each
   about ``Rate.saturation`` / ``num_sms`` of it (on an H200, 64 CTAs streamed a 16 x 8192 x
   8192 product's 130 MB at 3.3 TB/s, 32 CTAs a 16 x 4096 x 4096 one's at 2 TB/s; the narrow
@@ -41,8 +42,11 @@ _SATURATION = 2.0
 class Rate(NamedTuple):
     """What a family sustains: flop/s per SM, CTAs resident per SM, bytes per input and output
     element, the fewest K-tiles a split may get (below that the pipeline never fills), the
-    fixed cost of going through the workspace (the reduction's launch and latency), and
-    1 / the fraction of a wave's CTAs that draw the whole device-memory bandwidth."""
+    fixed cost of going through the workspace (the reduction's launch and latency),
+    1 / the fraction of a wave's CTAs that draw the whole device-memory bandwidth, and how a
+    partial last wave's time scales with the CTAs it leaves on its busiest SM: a wave of ``r``
+    of ``slots`` CTAs per SM takes ``(r / slots) ** tail_scaling`` of a full wave's time (0: as
+    long as a full wave, each CTA then running faster; 1: in proportion)."""
 
     flops_per_sm: float
     slots: int
@@ -51,6 +55,7 @@ class Rate(NamedTuple):
     min_k_tiles: int
     reduce_seconds: float = LAUNCH_SECONDS
     saturation: float = _SATURATION
+    tail_scaling: float = 0.0
 
 
 def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile_n: int,
@@ -66,7 +71,11 @@ def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile
     per_split = -(-k_tiles // splits)
     unit_seconds = 2.0 * tile_m * tile_n * per_split * tile_k * rate.slots / (
         rate.flops_per_sm * efficiency)
-    compute = waves * (unit_seconds + WAVE_SECONDS)
+    full, rest = divmod(units, slots)
+    compute = full * (unit_seconds + WAVE_SECONDS)
+    if rest:
+        busiest = -(-rest // num_sms)
+        compute += unit_seconds * (busiest / rate.slots) ** rate.tail_scaling + WAVE_SECONDS
     # The CTAs of the average wave (with the default saturation, a product of two waves or
     # more always draws the whole bandwidth).
     memory = _memory_seconds(m, n, k, batch, rate, units / waves, slots)
