@@ -116,12 +116,13 @@ def test_a_partial_last_wave_costs_by_tail_scaling():
     assert cost(scaled, 528 + 132) == one_wave + cost(scaled, 132)
 
 
-def test_the_simt_model_scales_the_tails_of_8x8_tiles_only():
+def test_the_simt_model_scales_the_tails_of_multi_warp_8x8_tiles_only():
     configs, tiles = simt._space(4096, 4096)
     assert len(tiles) == len(simt._LADDER)
     for tile, (_, rate) in tiles.items():
         micro_m, micro_n = configs[tile].micro_tile
-        assert rate.tail_scaling == (simt._TAIL_SCALING if micro_m * micro_n <= 64 else 0.0)
+        lone_is_faster = micro_m * micro_n <= 64 and configs[tile].threads >= 64
+        assert rate.tail_scaling == (simt._TAIL_SCALING if lone_is_faster else 0.0)
 
 
 def test_the_xla_key_is_never_split():

@@ -184,7 +184,7 @@ def _min_blocks(cfg: Config) -> int:
 # Relative per-SM throughput of each ladder tile when every SM is busy: larger micro-tiles issue
 # fewer non-FMA instructions, smaller tiles read more bytes of L2 per FMA.  The first six from an
 # H200 sweep (2026-12-02, pair-swapped B) at 4096^3, 4097x4095x4093, 4096x1024x4096 and
-# 2048x8192x1024, fitted with the 8 x 8 tiles' ``_TAIL_SCALING`` over 20 shapes; the last three
+# 2048x8192x1024, fitted with ``_TAIL_SCALING`` over 20 shapes; the last three
 # from earlier sweeps.
 _TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.94, (128, 64): 0.86, (64, 128): 0.94,
                     (64, 64): 0.82, (32, 128): 0.82, (128, 32): 0.78, (32, 64): 0.68,
@@ -192,11 +192,14 @@ _TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.94, (128, 64): 0.86, (64, 128
 # fp32 FMA as this family sustains it on an H100/H200-class SM (~50 TFLOP/s on 132 SMs).
 _FLOPS_PER_SM = 0.38e12
 _MIN_K_TILES = 8
-# ``waves.Rate.tail_scaling`` of tiles with 8 x 8 (or fewer) accumulators per thread: a partial
-# last wave of r of their 4-16 CTAs per SM takes about (r / slots) ** 0.65 of a full one (an H200
-# sweep of six ladder tiles x splits 1-4 over 20 shapes, 2026-12-02: e.g. 64x128 tiles at 1792^3,
-# three CTAs on most SMs, ran 3/4 of a full wave's time).  The 16 x 8 tiles, whose CTAs need a
-# second warp per scheduler to keep the FMA pipe fed, take a full wave's time (0).
+# ``waves.Rate.tail_scaling`` of tiles with 8 x 8 (or fewer) accumulators per thread and two
+# warps or more per CTA: a partial last wave of r of their 4-8 CTAs per SM takes about
+# (r / slots) ** 0.65 of a full one.  H200 sweeps, 2026-12-02: six ladder tiles x splits 1-4 over
+# 20 shapes (64x128 tiles at 1792^3, three CTAs on most SMs, ran 3/4 of a full wave's time), then
+# old against new picks on 27 more.  The others take a full wave's time (0): the 16 x 8 tiles,
+# whose CTAs need a second warp per scheduler to keep the FMA pipe fed (a lone 128x128 CTA of
+# 4 warps ran at half the SM's rate), and one-warp CTAs, which the exponent made look up to 6x
+# faster alone (tiny batched products then ran 1.3-1.6x slower on 32x64 tiles).
 _TAIL_SCALING = 0.65
 
 
@@ -248,8 +251,9 @@ def _space(m: int, n: int) -> tuple[dict, dict]:
         if fits(tm, m) and fits(tn, n):
             cfg = configs[(tm, tn)] = _config(tm, tn, threads)
             micro_m, micro_n = cfg.micro_tile
+            lone_is_faster = micro_m * micro_n <= 64 and cfg.threads >= 64
             rate = waves.Rate(_FLOPS_PER_SM, cfg.min_blocks, 4, 4, _MIN_K_TILES,
-                              tail_scaling=_TAIL_SCALING if micro_m * micro_n <= 64 else 0.0)
+                              tail_scaling=_TAIL_SCALING if lone_is_faster else 0.0)
             tiles[(tm, tn)] = (_TILE_EFFICIENCY[(tm, tn)], rate)
     return configs, tiles
 
