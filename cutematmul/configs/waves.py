@@ -66,12 +66,12 @@ def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile
     tiles = -(-m // tile_m) * -(-n // tile_n) * batch
     units = tiles * splits
     slots = num_sms * rate.slots
-    waves = -(-units // slots)
+    full, rest = divmod(units, slots)  # whole waves, and the CTAs of a partial last one
+    waves = full + (rest > 0)
     k_tiles = -(-k // tile_k)
     per_split = -(-k_tiles // splits)
     unit_seconds = 2.0 * tile_m * tile_n * per_split * tile_k * rate.slots / (
         rate.flops_per_sm * efficiency)
-    full, rest = divmod(units, slots)
     compute = full * (unit_seconds + WAVE_SECONDS)
     if rest:
         busiest = -(-rest // num_sms)
