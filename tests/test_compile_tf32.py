@@ -2,6 +2,8 @@
 
 * sm90 with math "tf32" and "tf32x3": TF32 wgmma (``wgmma...k8.f32.tf32.tf32``), TMA loads and
   stores, no 16-bit wgmma, no stmatrix (fp32 output), no spills; split-K partials too.
+* One-pass TF32 with an M-major A or an N-major B: wgmma takes A from registers (four per k8),
+  loaded by ``ld.shared.b32`` two k-blocks ahead of their wgmma (``wgmma.wait_group 2``).
 * The operand prep: ``cvt.rna.tf32.f32`` twice per element for the 3xTF32 split and never for
   the plain copy; the transposing variant goes through shared memory with one barrier.
 """
@@ -25,12 +27,16 @@ PATTERNS = {
     "stmatrix": r"\bstmatrix\.sync\.aligned",
     "setmaxnreg": r"\bsetmaxnreg\.(?:inc|dec)\.sync\.aligned",
     "local": r"\.local\b",
+    # A from registers: {4 registers}, then B's shared-memory descriptor.
+    "wgmma_rs": r"\bwgmma\.mma_async[^;]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+",
+    "ld_shared_b32": r"\bld\.shared\.b32",
+    "wait_2": r"\bwgmma\.wait_group\.sync\.aligned\s+2;",
 }
 out = {}
-for math, cfg in json.loads(sys.argv[1]):
-    kernel = Sm90Hgemm(Sm90Config(**cfg), math, "k", "k", 4, 4, 4, 132)
+for math, cfg, majors in json.loads(sys.argv[1]):
+    kernel = Sm90Hgemm(Sm90Config(**cfg), math, *majors, 4, 4, 4, 132)
     ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
-    out[f"{math}-{kernel.config.name}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
+    out[f"{math}-{''.join(majors)}-{kernel.config.name}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
 print("COUNTS=" + json.dumps(out))
 """
 
@@ -68,7 +74,7 @@ CONFIGS = [
 
 
 def test_sm90_tf32_compiles_to_tf32_wgmma(tmp_path):
-    counts = compile_in_child("sm_90a", _GEMM, CONFIGS, tmp_path)
+    counts = compile_in_child("sm_90a", _GEMM, [(m, c, "kk") for m, c in CONFIGS], tmp_path)
     assert len(counts) == len(CONFIGS)
     for name, c in counts.items():
         assert c["wgmma_tf32"] >= 4, f"{name}: no TF32 wgmma: {c}"
@@ -77,14 +83,39 @@ def test_sm90_tf32_compiles_to_tf32_wgmma(tmp_path):
         assert c["stmatrix"] == 0, f"{name}: fp32 output through stmatrix: {c}"
         assert c["setmaxnreg"] == 2, name
         assert c["local"] == 0, f"{name}: local memory (register spills): {c}"
+        assert c["wgmma_rs"] == 0, f"{name}: K-major operands are both read from shared memory"
     # 3xTF32 runs its three products per stage (12 wgmma of k8 over a 32-wide K-tile, against
     # one pass's 4) on both parts of A and B, loaded together (twice one pass's TMA loads).
-    one_pass = counts["tf32-" + _name(CONFIGS[1])]
+    one_pass = counts["tf32-kk-" + _name(CONFIGS[1])]
     for math, cfg in CONFIGS:
         if math == "tf32x3":
-            c = counts[f"{math}-{_name((math, cfg))}"]
+            c = counts[f"{math}-kk-{_name((math, cfg))}"]
             assert c["wgmma_tf32"] == 3 * one_pass["wgmma_tf32"], c
             assert c["tma_load"] == 2 * one_pass["tma_load"], (c, one_pass)
+
+
+#: One-pass TF32 with a register operand: (config, majors); "kn" computes C^T = B^T A^T.
+REGISTER_CONFIGS = [
+    ({"tile_m": 128, "tile_n": 256, "cluster_m": 2, **TF32}, "kn"),
+    ({"tile_m": 128, "tile_n": 256, **TF32}, "mk"),
+    ({"tile_m": 128, "tile_n": 128, "streamk": True, **TF32}, "kn"),
+    ({"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True, **TF32}, "mk"),
+]
+
+
+def test_sm90_tf32_register_operand(tmp_path):
+    counts = compile_in_child("sm_90a", _GEMM, [("tf32", c, m) for c, m in REGISTER_CONFIGS],
+                              tmp_path)
+    assert len(counts) == len(REGISTER_CONFIGS)
+    for name, c in counts.items():
+        # 32-wide K-tiles: four wgmma of k8, each with its four A registers.
+        assert c["wgmma_tf32"] == c["wgmma_rs"] == 4, f"{name}: {c}"
+        # 16 values of A per thread and K-tile (64 rows x 32 / 128 threads), plus the 8 loaded
+        # ahead of the first K-tile.
+        assert c["ld_shared_b32"] == 24, f"{name}: {c}"
+        assert c["wait_2"] >= 1, f"{name}: the register loads do not run ahead: {c}"
+        assert c["tma_load"] >= 2 and c["tma_store"] >= 1, f"{name}: {c}"
+        assert c["local"] == 0 and c["stmatrix"] == 0, f"{name}: {c}"
 
 
 def _name(entry) -> str:

@@ -144,12 +144,40 @@ TF32 = ("tf32", "tf32x3")
 TF32_TILE_K = 32
 
 
+def tf32_copies(math: str, a_major: str, b_major: str,
+                readable: tuple[bool, bool] = (True, True)) -> tuple[bool, bool]:
+    """Which of (A, B) the TF32 operand prep (``kernels/tf32_prep.py``) rewrites K-major first;
+    ``readable`` says which the kernel could read as they are (aligned, one unit stride).
+
+    TF32 wgmma reads shared tiles K-major only, but takes A from registers: the kernel loads an
+    M-major A into registers itself, and with B N-major it computes C^T = B^T A^T, so that B is
+    the register operand.  So one-pass "tf32" reads A k or m and B k or n as they are, except
+    both transposed (m, n), where B is copied K-major; an operand it cannot read is copied too
+    (K-major and aligned).  3xTF32 ("tf32x3") splits both operands into (big | small) parts,
+    K-major, whatever their layout.
+    """
+    if math == "tf32x3":
+        return True, True
+    copy_a = not readable[0]
+    copy_b = not readable[1] or ((a_major, b_major) == ("m", "n") and not copy_a)
+    return copy_a, copy_b
+
+
+def swaps(math: str, a_major: str, b_major: str) -> bool:
+    """Whether the kernel computes C^T = B^T A^T itself (one-pass TF32 with an N-major B, the
+    register operand): its tiles then cover (N, M), and ``dispatch.schedule`` chooses them for
+    that orientation."""
+    return math == "tf32" and b_major == "n"
+
+
 def supports(m, n, k, batch, dtype, a_major, b_major, align_a, align_b, align_c) -> str | None:
     """None when this family can run the problem, else the reason it cannot."""
     if dtype not in MATH_TYPES:
         return f"sm90 takes {'/'.join(MATH_TYPES)}, not {dtype}"
-    if dtype in TF32 and (a_major, b_major) != ("k", "k"):
-        return "TF32 wgmma needs K-major A and B"
+    if dtype in TF32 and (a_major, b_major) not in (("k", "k"), ("m", "k"), ("k", "n")):
+        return "TF32 wgmma needs a K-major operand (A m and B n together are not built)"
+    if dtype == "tf32x3" and (a_major, b_major) != ("k", "k"):
+        return "3xTF32 reads its K-major (big | small) parts"
     if min(align_a, align_b, align_c) * (4 if dtype in TF32 else 2) < 16:
         return "sm90 needs 16-byte aligned operands (TMA)"
     if k < 1:
@@ -265,7 +293,7 @@ def gemm_k(k: int, math: str) -> int:
 
 def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
                     max_splits: int = waves.MAX_SPLITS,
-                    math: str = "float16") -> tuple[Config, int, bool]:
+                    math: str = "float16", transposable: bool = True) -> tuple[Config, int, bool]:
     """(configuration, K-splits, transposed) of least estimated time under the wave model.
 
     With persistent CTAs the last wave is what idles SMs: 128 tiles on 132 SMs use 97% of the
@@ -279,12 +307,12 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     C^T = B^T A^T, into the fp32 workspace (``transposed`` True, always partials, split or not):
     a 64- or 128-row tile then runs along N and a narrow tile (16 or 32 wide, all of M) along M,
     instead of a tile that is mostly padding.  This needs the workspace, so ``max_splits=1``
-    (the XLA route) never takes it.
+    (the XLA route) never takes it, nor does ``transposable`` False.
 
     ``math`` (``MATH_TYPES``) sets the K-tile and the rate; 3xTF32 is scheduled as the three
     products it runs (``gemm_k``).
     """
-    space = _space(m, n, k, batch, num_sms, max_splits, math)
+    space = _space(m, n, k, batch, num_sms, max_splits, math, transposable)
     if space.transposed:
         tile, splits = waves.best(n, m, space.k, batch, num_sms, space.tile_k, space.tiles,
                                   max_splits, workspace=True, min_splits=space.fewest)
@@ -378,7 +406,7 @@ def transposes(m: int, n: int, batch: int, num_sms: int, max_splits: int) -> boo
 
 
 def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
-           math: str) -> _Space:
+           math: str, transposable: bool = True) -> _Space:
     tf32 = math in TF32
     tile_k, rate = _RATES[32 if tf32 else 16]
     walked = gemm_k(k, math)
@@ -389,7 +417,7 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         efficiency = _PROMOTED_EFFICIENCY
         fewest = -(-promoted_sums(k) // _PROMOTED_CHAIN) if max_splits > 1 else 1
     extra = {"tile_k": tile_k, "epi_stages": _TF32_EPI_STAGES} if tf32 else {}
-    if transposes(m, n, batch, num_sms, max_splits):
+    if transposable and transposes(m, n, batch, num_sms, max_splits):
         # Tiles whose narrow side spans all of M (a narrower one would read B once per column
         # of tiles), the narrowest first: on a tie the least padding decides.
         every = {tile: eff for tile, eff in {**efficiency, **_NARROW_EFFICIENCY}.items()

@@ -9,8 +9,9 @@ What it computes
     (``kernels/entry.py``: C then holds ``splits`` matrices per batch, which
     ``kernels/splitk_reduce.py`` sums in a fixed order).  With ``Config.streamk`` tiles that
     straddle CTAs are summed inside the kernel through a workspace (below).  A may be K-major (row-major) or M-major,
-    B K-major or N-major (N-major is a row-major math B of shape (K, N)); TF32 math needs both
-    K-major.  C is always N-major.  L is a batch mode whose
+    B K-major or N-major (N-major is a row-major math B of shape (K, N)); 3xTF32 needs both
+    K-major, one-pass TF32 one of them (below).  C is N-major (the caller's; TF32 with an
+    N-major B writes it through its transpose).  L is a batch mode whose
     strides may be 0 (a broadcast operand).
 
 How
@@ -61,11 +62,23 @@ How
       to nearest, and without promotion 3xTF32 measured 4-30x SGEMM's error on an H200.  One
       promotion per K-tile, not one per K-tile and product: a third of the waits for wgmma to
       drain, and each part is read from L2 once, not in three passes.
+    * TF32 with a register operand (``a_regs``): TF32 wgmma reads shared tiles K-major only, but
+      may take A from registers.  An M-major A is loaded by TMA into an M-major (128-byte
+      swizzled) tile as usual, and each consumer thread loads its fragment of it with
+      ``ld.shared.b32`` (four values per k8 wgmma) two k-blocks ahead of the wgmma that reads
+      them: after committing k-block j it waits until at most two wgmma groups are pending, so
+      the registers of k-block j - 2 are free for k-block j + 2 and two wgmma stay in flight.
+      With an N-major B (``swap``: a row-major math B, the common A @ B) the kernel computes
+      C^T = B^T A^T: B becomes the register operand, A the K-major shared one, and C is written
+      through its transpose, an M-major epilogue tile stored by TMA.  So one-pass TF32 reads
+      every layout but (M-major A, N-major B) without a copy; the host copies B K-major there
+      (``configs.sm90.tf32_copies``).
 
 Constraints
     sm_90a only.  Stream-K needs every CTA of the grid resident at once (one per SM, as the
     persistent grid is sized) and fewer than 2**31 iterations; it is not combined with split-K
-    or ``partials``, nor used for 3xTF32.  TF32 math needs both operands K-major and tile_k = 32; promotion (3xTF32)
+    or ``partials``, nor used for 3xTF32.  TF32 math needs tile_k = 32 and a K-major operand
+    (3xTF32 both); promotion (3xTF32)
     tile_n <= 192, and its stages are twice as large (two parts each).  Split-K needs
     ``Config.partials`` (fp32 C).  Every operand's base address, leading stride and batch stride
     must be 16-byte aligned (a TMA rule); the host stages other inputs into aligned copies.  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
@@ -92,7 +105,7 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.tensor_utils import LayoutEnum
 
-from ..configs.sm90 import _PRODUCER_REGISTERS, _THREADS_PER_WARPGROUP, Config, choose_config, supports  # noqa: F401
+from ..configs.sm90 import _PRODUCER_REGISTERS, _THREADS_PER_WARPGROUP, Config, choose_config, supports, swaps  # noqa: F401
 from . import tf32_mma
 
 Sm90Config = Config  # the name the tests and docs use
@@ -101,6 +114,10 @@ _EPILOGUE_BARRIER_ID = 1
 # (big | small) operands of kernels/tf32_prep.py, three products (see the module docstring).
 _DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16,
            "tf32": cutlass.TFloat32, "tf32x3": cutlass.TFloat32}
+#: The (A, B) majors each TF32 math type reads (``configs.sm90.tf32_copies`` decides which
+#: operands the host copies K-major first).
+_TF32_MAJORS = {"tf32": "one operand K-major (A: k or m, B: k or n, not m and n)",
+                "tf32x3": "K-major A and B (its prepared parts)"}
 # 3xTF32: the (A part, B part) of each product a stage runs, in order (0 big, 1 small).
 _PRODUCTS = ((1, 0), (0, 1), (0, 0))
 
@@ -126,8 +143,14 @@ class Sm90Hgemm:
             raise ValueError(f"Sm90Hgemm majors must be a in (k, m), b in (k, n); got {a_major}, {b_major}.")
         self.dtype = _DTYPES[dtype]
         self.tf32 = self.dtype is cutlass.TFloat32
-        if self.tf32 and (a_major, b_major) != ("k", "k"):
-            raise ValueError(f"Sm90Hgemm {dtype} needs K-major A and B (TF32 wgmma); got {a_major}, {b_major}.")
+        if self.tf32 and (a_major, b_major) != ("k", "k") and (
+                dtype == "tf32x3" or (a_major, b_major) == ("m", "n")):
+            raise ValueError(f"Sm90Hgemm {dtype} needs {_TF32_MAJORS[dtype]}; got {a_major}, {b_major}.")
+        #: TF32 with B N-major: the kernel computes C^T = B^T A^T, B being the MMA's (M-major) A.
+        self.swap = swaps(dtype, a_major, b_major)
+        #: The MMA's A is M-major (TF32 only): wgmma reads it from registers, which the consumers
+        #: load from shared memory themselves (TF32 wgmma reads only K-major shared tiles).
+        self.a_regs = self.tf32 and (a_major, b_major) != ("k", "k")
         vector = 128 // self.dtype.width
         if min(align_a, align_b, align_c) < vector:
             raise ValueError(f"Sm90Hgemm needs 16-byte ({vector}-element) alignment of every operand.")
@@ -180,11 +203,16 @@ class Sm90Hgemm:
         if cutlass.const_expr(self.tf32):  # fp32 data read as TF32 (XLA hands Float32 tensors)
             mA = cute.make_tensor(cute.recast_ptr(mA.iterator, dtype=self.dtype), mA.layout)
             mB = cute.make_tensor(cute.recast_ptr(mB.iterator, dtype=self.dtype), mB.layout)
+        if cutlass.const_expr(self.swap):
+            # C^T = B^T A^T: B (N, K, L), N-major, is the MMA's A; A the MMA's B (K-major); C is
+            # written through its transpose (N, M, L), whose unit stride is along the MMA's M.
+            mA, mB = mB, mA
+            mC = cute.make_tensor(mC.iterator, cute.select(mC.layout, mode=[1, 0, 2]))
         a_layout = LayoutEnum.from_tensor(mA)
         b_layout = LayoutEnum.from_tensor(mB)
         c_layout = LayoutEnum.from_tensor(mC)
         if cutlass.const_expr(self.tf32):
-            tiled_mma = tf32_mma.tiled_mma(self.consumers, self.tile_mnk[1])
+            tiled_mma = tf32_mma.tiled_mma(self.consumers, self.tile_mnk[1], self.a_regs)
         else:
             tiled_mma = sm90_utils.make_trivial_tiled_mma(
                 self.dtype,
@@ -353,6 +381,53 @@ class Sm90Hgemm:
         return stores
 
     @cute.jit
+    def _mainloop_a_regs(self, tiled_mma, acc, tCsA, tCrA, tCrB, k_blocks, k_count, ab_pipe,
+                         read, release):
+        """The mainloop with A from registers (``a_regs``): one wgmma group per k-block.
+
+        Each k-block's registers (this thread's A values of the stage, by ``ld.shared``) are
+        loaded ``ahead`` k-blocks before the wgmma that reads them.  After committing k-block
+        j, the consumer waits until at most ``ahead`` groups are pending: k-block j - ahead has
+        then retired, and its registers take k-block j + ahead (of the next K-tile's stage when
+        it wraps, after that stage's barrier).  Loading the registers of a k-block right before
+        its own wgmma, with that wgmma's predecessors in flight, made ptxas serialize every
+        wgmma (C7513).  After the wait at k-block ``ahead - 1`` every wgmma of the previous
+        K-tile has retired and its stage goes back to the producer.  Returns the advanced
+        (read, release) pipeline states."""
+        ahead = 2  # k-blocks whose registers are loaded before their wgmma is issued
+        if k_count > 0:
+            ab_pipe.consumer_wait(read)
+            for kb in cutlass.range_constexpr(ahead):
+                cute.autovec_copy(tCsA[(None, None, kb, read.index)], tCrA[(None, None, kb)])
+        for kt in range(k_count):
+            stage = read.index  # this K-tile's (``read`` moves on to the next one's mid-tile)
+            for kb in cutlass.range_constexpr(k_blocks):
+                warpgroup.fence()
+                cute.gemm(tiled_mma, acc, tCrA[(None, None, kb)],
+                          tCrB[(None, None, kb, stage)], acc)
+                warpgroup.commit_group()
+                warpgroup.wait_group(ahead)
+                if cutlass.const_expr(kb == ahead - 1):
+                    if kt > 0:  # the previous K-tile's last wgmma has retired
+                        ab_pipe.consumer_release(release)
+                        release.advance()
+                nkb = (kb + ahead) % k_blocks
+                if cutlass.const_expr(kb + ahead < k_blocks):
+                    cute.autovec_copy(tCsA[(None, None, nkb, stage)], tCrA[(None, None, nkb)])
+                else:
+                    if cutlass.const_expr(kb + ahead == k_blocks):
+                        read.advance()
+                        if kt + 1 < k_count:
+                            ab_pipe.consumer_wait(read)
+                    if kt + 1 < k_count:
+                        cute.autovec_copy(tCsA[(None, None, nkb, read.index)], tCrA[(None, None, nkb)])
+        warpgroup.wait_group(0)
+        if k_count > 0:
+            ab_pipe.consumer_release(release)
+            release.advance()
+        return read, release
+
+    @cute.jit
     def _share_start(self, c, share, rest):
         """Stream-K: the first iteration of cluster c's share (the first ``rest`` clusters take
         ``share + 1`` iterations, the others ``share``)."""
@@ -508,7 +583,12 @@ class Sm90Hgemm:
             ctid = tidx - _THREADS_PER_WARPGROUP
             thr_mma = tiled_mma.get_slice(ctid)
             wg_mma = tiled_mma.get_slice((warpgroup_idx - 1) * _THREADS_PER_WARPGROUP)
-            tCrA = tiled_mma.make_fragment_A(wg_mma.partition_A(sA))
+            tCsA = None  # A in registers: this thread's values of every A buffer in shared memory
+            if cutlass.const_expr(self.a_regs):
+                tCsA = thr_mma.partition_A(sA)
+                tCrA = tiled_mma.make_fragment_A(tCsA[(None, None, None, 0)])
+            else:
+                tCrA = tiled_mma.make_fragment_A(wg_mma.partition_A(sA))
             tCrB = tiled_mma.make_fragment_B(wg_mma.partition_B(sB))
             acc = cute.make_rmem_tensor(
                 thr_mma.partition_C(gC[(None, None, 0, 0, 0)]).shape, self.acc_dtype
@@ -586,6 +666,9 @@ class Sm90Hgemm:
                         read.advance()
                         release.advance()
                         total.store(total.load() + acc.load())
+                elif cutlass.const_expr(self.a_regs):
+                    read, release = self._mainloop_a_regs(
+                        tiled_mma, acc, tCsA, tCrA, tCrB, k_blocks, k_count, ab_pipe, read, release)
                 else:
                     for kt in range(k_count):
                         ab_pipe.consumer_wait(read)
