@@ -31,7 +31,7 @@ from pathlib import Path
 from . import cache
 from .dispatch import (
     FAMILIES, PRECISIONS, TF32_MATH, choose_families, choose_family, itemsize, math_type,
-    output_dtype, prep_key, reduce_key, schedule,
+    output_dtype, prep_key, reduce_key, schedule, tf32_copies,
 )
 
 #: SM counts of the usual GPU of each target, for machines without one (``--num-sms`` overrides).
@@ -196,7 +196,10 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
     tf32 = math in TF32_MATH
     keys = _prep_keys(capability, math)
     for layout in selection.layouts or tuple(LAYOUTS):
-        a_major, b_major = ("k", "k") if tf32 else LAYOUTS[layout]
+        a_major, b_major = LAYOUTS[layout]
+        if tf32:  # the majors the kernel reads once the prep has copied what it copies
+            copies = tf32_copies(math, a_major, b_major)
+            a_major, b_major = ("k" if copies[0] else a_major), ("k" if copies[1] else b_major)
         for aligns in _alignments(selection.alignments, family, math):
             for m, n, k, *batch in selection.shapes or default_shapes():
                 count = batch[0] if batch else 1

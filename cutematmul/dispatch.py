@@ -289,6 +289,14 @@ class Problem(NamedTuple):
     num_sms: int
 
 
+def tf32_copies(math: str, a_major: str, b_major: str,
+                readable: tuple[bool, bool] = (True, True)) -> tuple[bool, bool]:
+    """Which of (A, B) a TF32 product (``TF32_MATH``) reads through K-major copies of ours
+    (``kernels/tf32_prep.py``): the rule of the family that runs TF32 (``tf32_copies`` in its
+    configs module)."""
+    return FAMILIES[AUTO_ORDER[math][0]].configs().tf32_copies(math, a_major, b_major, readable)
+
+
 def problem(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,
             a_major: str, b_major: str, align_bytes: tuple[int, int, int],
             m: int, n: int, k: int, batch: int) -> Problem | None:
@@ -327,10 +335,19 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
         tuned = None  # a recorded stream-K schedule past the kernel's 32-bit iteration count
     if family.split_k and split_k and tuned is not None:
         config, splits, transposed = tuned
-    elif family.split_k and split_k:
-        config, splits, transposed = configs.choose_schedule(m, n, k, batch, num_sms, math=dtype)
     else:
-        config, splits = configs.choose_config(m, n, k, batch, num_sms, math=dtype), 1
+        # A kernel that computes C^T = B^T A^T itself covers (N, M) with its tiles.
+        swaps = getattr(configs, "swaps", None)
+        flip = swaps is not None and swaps(dtype, a_major, b_major)
+        if family.split_k and split_k:
+            config, splits, transposed = configs.choose_schedule(m, n, k, batch, num_sms,
+                                                                 math=dtype)
+            if flip and not transposed:  # (a small-M product's transposed route keeps (N, M))
+                config, splits, _ = configs.choose_schedule(n, m, k, batch, num_sms, math=dtype,
+                                                            transposable=False)
+        else:
+            config, splits = configs.choose_config(*((n, m) if flip else (m, n)), k, batch,
+                                                   num_sms, math=dtype), 1
     if transposed:
         a_major, b_major = {"n": "m", "k": "k"}[b_major], {"m": "n", "k": "k"}[a_major]
         aligns[0], aligns[1] = aligns[1], aligns[0]

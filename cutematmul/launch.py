@@ -35,7 +35,7 @@ from .cache import get_compiled, on_change, tuned_choice
 from .configs.sm90 import TF32_TILE_K, streamk_workspace
 from .dispatch import (
     FAMILIES, TF32_MATH, KernelKey, ReduceKey, choose_families,
-    math_type, output_dtype, prep_key, problem_order, reduce_key, schedule,
+    math_type, output_dtype, prep_key, problem_order, reduce_key, schedule, tf32_copies,
 )
 from .dispatch import problem as dispatch_problem
 from .operand import Operand
@@ -488,7 +488,7 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         usable[0], usable[1] = usable[0] and whole[0], usable[1] and whole[1]
     if family.whole_vector_stores:
         usable[2] = usable[2] and whole[2]
-    prep = _tf32_prep(capability, math, gemm)
+    prep = _tf32_prep(capability, math, gemm, (usable[0], usable[1]))
     for j in (0, 1):
         if prep[j] is not None:
             usable[j] = layouts[j].major != "strided" and layouts[j].ld >= 0 and (
@@ -525,11 +525,13 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
                   transposed, None if prep == (None, None) else prep, problem, streamk)
 
 
-def _tf32_prep(capability, math: str, gemm: Gemm) -> tuple:
-    """(A's, B's) preparation in the TF32 modes: None or a ``PrepKey``.
+def _tf32_prep(capability, math: str, gemm: Gemm, readable: tuple[bool, bool]) -> tuple:
+    """(A's, B's) preparation in the TF32 modes: None or a ``PrepKey``; ``readable`` says which
+    operands the kernel could read as they are.
 
-    TF32 wgmma reads both operands K-major: "tf32" copies the others K-major (values
-    unchanged), "tf32x3" splits both into TF32 (big | small) parts.  Other math types: none.
+    ``configs.sm90.tf32_copies`` decides which: "tf32" copies B K-major (values unchanged)
+    when neither operand is K-major, "tf32x3" splits both into TF32 (big | small) parts.
+    Other math types: none.
     """
     if math not in TF32_MATH:
         return (None, None)
@@ -539,9 +541,9 @@ def _tf32_prep(capability, math: str, gemm: Gemm) -> tuple:
             f"twice as long along K); got K={gemm.k}. Use precision='highest'."
         )
     parts = 2 if math == "tf32x3" else 1
-    return tuple(None if parts == 1 and layout.major == "k"
-                 else prep_key(capability, parts, layout.major == "k")
-                 for layout in (gemm.a, gemm.b))
+    copies = tf32_copies(math, gemm.a.major, gemm.b.major, readable)
+    return tuple(prep_key(capability, parts, layout.major == "k") if copy else None
+                 for layout, copy in zip((gemm.a, gemm.b), copies))
 
 
 def _run_staged(adapter, families, info, a: Operand, b: Operand, c: Operand, stream: int,

@@ -32,7 +32,9 @@ from jax._src.interpreters import ad
 
 from . import device as _device
 from .configs.sm90 import TF32_TILE_K
-from .dispatch import TF32_MATH, KernelKey, build_kernel, choose_family, kernel_key, math_type
+from .dispatch import (
+    TF32_MATH, KernelKey, build_kernel, choose_family, kernel_key, math_type, tf32_copies,
+)
 from .operand import check_dtypes
 from .plan import broadcast_shapes, dims_equal, round_up
 
@@ -354,9 +356,12 @@ def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
     itemsize = np.dtype(a.dtype).itemsize
     a3, bcast_a = _to_3d(a, batch_a, batch, tuple(a.shape[-2:]))
     b3, bcast_b = _to_3d(b, batch_b, batch, tuple(b.shape[-2:]))
-    if arithmetic in TF32_MATH:  # TF32 wgmma reads both operands K-major
-        a3, trans_a = _tf32_operand(a3, not trans_a, arithmetic), False
-        b3, trans_b = _tf32_operand(b3, trans_b, arithmetic), True
+    if arithmetic in TF32_MATH:  # the operands the TF32 kernel reads through K-major copies
+        copy_a, copy_b = tf32_copies(arithmetic, "m" if trans_a else "k", "k" if trans_b else "n")
+        if copy_a:
+            a3, trans_a = _tf32_operand(a3, not trans_a, arithmetic), False
+        if copy_b:
+            b3, trans_b = _tf32_operand(b3, trans_b, arithmetic), True
     need = max(1, family.required_alignment // itemsize)
     if need > 1:  # TMA / 128-bit cp.async: pad unit-stride rows to 16 bytes (a copy; documented)
         a3, b3 = _pad_last(a3, need), _pad_last(b3, need)

@@ -114,6 +114,50 @@ def test_clustered_tf32_with_tails(torch, layout):
     assert err <= TF32_BOUND
 
 
+#: Forced one-pass TF32 schedules: (id, M, N, K, Config fields, splits, transposed).  Odd tile
+#: rows in a 2x1 cluster, split-K partials, stream-K, and the narrow tiles of a transposed
+#: small-M product; tails in M, N and K throughout (N a multiple of 4: an unaligned C would be
+#: staged, and the forced launch would not be the planned one).
+TF32_SCHEDULES = [
+    ("cluster", 300, 520, 1000, {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "pdl": True}, 1,
+     False),
+    ("split", 200, 264, 3000, {"tile_m": 128, "tile_n": 128, "partials": True, "pdl": True}, 3,
+     False),
+    ("streamk", 300, 200, 3000, {"tile_m": 128, "tile_n": 128, "streamk": True}, 1, False),
+    ("transposed", 24, 1032, 2000, {"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True},
+     2, True),
+]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("schedule", TF32_SCHEDULES, ids=lambda s: s[0])
+def test_tf32_reads_transposed_operands_in_place(torch, schedule, layout):
+    """One-pass TF32 reads an M-major A from registers, and an N-major B as the register operand
+    of C^T = B^T A^T (only "tn", both transposed, copies B): every layout under each schedule
+    the kernel has, forced through the tuned tier and checked to be the planned launch."""
+    if not _tf32_capable():
+        pytest.skip("the TF32 kernels need an sm_90 GPU")
+    from cutematmul import cache, launch
+    from cutematmul.adapters import adapter_for
+    from cutematmul.configs.sm90 import Config
+
+    _, m, n, k, fields, splits, transposed = schedule
+    config = Config(tile_k=32, epi_stages=2, **fields)
+    a, b = _operands(torch, m, n, k, layout, 17)
+    work = launch.planned_launch(adapter_for(a), a, b, precision="tf32", kernel="sm90")
+    assert work.problem is not None, "not one sm90 launch"
+    with cache.trial_tuned(work.problem, (config, splits, transposed)):
+        forced = launch.planned_launch(adapter_for(a), a, b, precision="tf32", kernel="sm90")
+        assert (forced.key.config, forced.splits, forced.transposed) == (config, splits,
+                                                                          transposed)
+        # nt reads both operands K-major from shared memory; the others have a register operand.
+        registers = (forced.key.a_major, forced.key.b_major) != ("k", "k")
+        assert registers == (layout != "nt"), forced.key
+        assert (forced.prep is not None) == (layout == "tn"), forced.prep
+        err, _ = _errors(torch, a, b, "tf32")
+    assert err <= TF32_BOUND, f"{schedule[0]} {layout}: TF32 error {err:.3g}"
+
+
 @pytest.mark.parametrize("precision", ["high", "tf32"])
 def test_batched_and_broadcast(torch, precision):
     a, b = _operands(torch, 96, 80, 300, "nn", 3, batch=(3,))

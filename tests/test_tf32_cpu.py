@@ -40,18 +40,45 @@ def _resolve(m, n, k, math, a_major="k", b_major="n", batch=()):
                            (True, True, True), spans, (False, False, False))
 
 
-@pytest.mark.parametrize("a_major,b_major", [("k", "n"), ("k", "k"), ("m", "n"), ("m", "k")])
-def test_tf32_prepares_exactly_the_operands_that_are_not_k_major(a_major, b_major):
+# (caller's majors) -> (the kernel's majors, which operands the prep copies K-major first).
+_TF32_READS = {("k", "n"): (("k", "n"), (False, False)),  # C^T = B^T A^T, B from registers
+               ("k", "k"): (("k", "k"), (False, False)),
+               ("m", "k"): (("m", "k"), (False, False)),  # A from registers
+               ("m", "n"): (("m", "k"), (False, True))}
+
+
+@pytest.mark.parametrize("a_major,b_major", sorted(_TF32_READS))
+def test_tf32_copies_only_when_neither_operand_is_k_major(a_major, b_major):
+    """One-pass TF32 reads an M-major A (from registers) and an N-major B (as the register
+    operand of C^T = B^T A^T) as they are; with both transposed it copies B K-major."""
     resolved = _resolve(1000, 700, 900, "tf32", a_major, b_major)
     assert isinstance(resolved, launch.Launch)
     assert (resolved.key.family, resolved.key.dtype) == ("sm90", "tf32")
-    assert (resolved.key.a_major, resolved.key.b_major) == ("k", "k")
-    want = (a_major != "k", b_major != "k")
+    majors, copies = _TF32_READS[(a_major, b_major)]
+    assert (resolved.key.a_major, resolved.key.b_major) == majors
     prep = resolved.prep or (None, None)
-    assert tuple(p is not None for p in prep) == want
+    assert tuple(p is not None for p in prep) == copies
     for p in prep:
         if p is not None:
             assert p.parts == 1 and not p.k_major
+    assert sm90.supports(1000, 700, 900, 1, "tf32", *majors, 4, 4, 4) is None
+
+
+@pytest.mark.parametrize("a_major,b_major", sorted(_TF32_READS))
+def test_tf32_copies_an_operand_it_cannot_read(a_major, b_major):
+    """A misaligned operand is read through an aligned K-major copy; the other keeps its
+    layout as far as the kernel can read it."""
+    for which in (0, 1):
+        readable = (which != 0, which != 1)
+        copies = dispatch.tf32_copies("tf32", a_major, b_major, readable)
+        assert copies[which]
+        majors = tuple("k" if c else major for c, major in zip(copies, (a_major, b_major)))
+        assert sm90.supports(64, 64, 64, 1, "tf32", *majors, 4, 4, 4) is None
+        if (a_major, b_major) != ("m", "n"):
+            assert copies[1 - which] is False  # the other operand is read as it is
+    assert dispatch.tf32_copies("tf32x3", a_major, b_major) == (True, True)
+    refused = sm90.supports(64, 64, 64, 1, "tf32x3", a_major, b_major, 4, 4, 4)
+    assert (refused is None) == ((a_major, b_major) == ("k", "k"))
 
 
 @pytest.mark.parametrize("a_major,b_major", [("k", "n"), ("k", "k"), ("m", "n")])
@@ -98,7 +125,7 @@ def test_sm90_tf32_schedule_uses_32_wide_k_tiles_and_three_passes():
     config, splits, _ = sm90.choose_schedule(4096, 4096, 4096, 1, 132, math="tf32")
     assert config.tile_k == 32 and config.ab_stages(4) >= 4
     assert sm90.gemm_k(70, "tf32x3") == 3 * 96 and sm90.gemm_k(70, "tf32") == 70
-    assert sm90.supports(64, 64, 64, 1, "tf32", "k", "n", 4, 4, 4) is not None
+    assert sm90.supports(64, 64, 64, 1, "tf32", "m", "n", 4, 4, 4) is not None
     assert sm90.supports(64, 64, 64, 1, "tf32", "k", "k", 4, 4, 4) is None
 
 
@@ -145,7 +172,8 @@ def test_auto_takes_the_fp32_kernel_where_it_is_faster(shape, precision, math):
 
 
 def test_precompile_builds_the_tf32_kernels_a_user_names():
-    """precisions= adds the TF32 and 3xTF32 kernels (K-major only), both prep variants, the fp32
+    """precisions= adds the TF32 kernels (every layout they read as it is) and 3xTF32 kernels
+    (K-major only), both prep variants, the fp32
     reduction and the fp32 kernels the small products fall back to; the default set has none."""
     from cutematmul import aot
 
@@ -154,7 +182,9 @@ def test_precompile_builds_the_tf32_kernels_a_user_names():
     gemms = [k for k in keys if isinstance(k, dispatch.KernelKey)]
     maths = {k.dtype for k in gemms}
     assert maths == {"tf32", "tf32x3", "float32"}
-    assert all((k.a_major, k.b_major) == ("k", "k") for k in gemms if k.dtype != "float32")
+    assert all((k.a_major, k.b_major) == ("k", "k") for k in gemms if k.dtype == "tf32x3")
+    assert {(k.a_major, k.b_major) for k in gemms if k.dtype == "tf32"} == {
+        ("k", "k"), ("k", "n"), ("m", "k")}
     preps = {(k.parts, k.k_major) for k in keys if isinstance(k, dispatch.PrepKey)}
     assert preps == {(1, True), (1, False), (2, True), (2, False)}
     default = aot.plan_keys(aot.Selection(archs=("sm_90a",)))
@@ -189,3 +219,25 @@ def test_a_route_without_split_k_keeps_long_k_high_products_in_fp32():
     assert dispatch.math_type("float32", "high", HOPPER, long_k) == "tf32x3"
     assert dispatch.math_type("float32", "high", HOPPER, long_k, "sm90", split_k=False) == "tf32x3"
     assert dispatch.math_type("float32", "tf32", HOPPER, long_k, split_k=False) == "tf32"
+
+
+@pytest.mark.parametrize("shape", [(4096, 1000, 4096), (520, 4096, 2048), (8192, 8192, 8192)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_tf32_kernel_that_swaps_is_scheduled_over_n_by_m(shape):
+    """With an N-major B the one-pass TF32 kernel computes C^T = B^T A^T itself, so its tiles
+    (and the 2x1 cluster, which pairs tile rows) are chosen for the (N, M) product; an M-major
+    A keeps the (M, N) orientation."""
+    m, n, k = shape
+    family = dispatch.FAMILIES["sm90"]
+    swapped, splits, transposed = dispatch.schedule(family, HOPPER, 132, "tf32", "k", "n",
+                                                    (16, 16, 16), m, n, k, 1)
+    config, want_splits, _ = sm90.choose_schedule(n, m, k, 1, 132, math="tf32",
+                                                  transposable=False)
+    assert (swapped.config, splits, transposed) == (config, want_splits, False)
+    assert sm90.swaps("tf32", "k", "n") and not sm90.swaps("tf32", "m", "k")
+    plain, splits, _ = dispatch.schedule(family, HOPPER, 132, "tf32", "m", "k", (16, 16, 16),
+                                         m, n, k, 1)
+    assert (plain.config, splits) == sm90.choose_schedule(m, n, k, 1, 132, math="tf32")[:2]
+    # The unsplit (XLA) key follows the same orientation.
+    unsplit = dispatch.kernel_key(family, HOPPER, 132, "tf32", "k", "n", (16, 16, 16), m, n, k, 1)
+    assert unsplit.config == sm90.choose_config(n, m, k, 1, 132, math="tf32")

@@ -4,7 +4,8 @@ Each family (simt fp32, sm80 and sm90 fp16/bf16, and "tf32": the sm90 kernel in 
 3xTF32 modes with the operand prep of ``kernels/tf32_prep.py``) runs tails in M, N and K, all four operand
 layouts (each twice: the repeat takes the device route's fast path), unaligned and strided
 views (which go through staging), broadcast batches, 1-D operands,
-the sm90 tiles of widths that are no power of two and every SIMT tile (forced),
+the sm90 tiles of widths that are no power of two, every SIMT tile and the one-pass TF32
+schedules with a register operand in every layout (forced),
 split-K products (fp32 partials and the reduction kernel) and a column-major ``out``; "streamk"
 is the sm90 kernel's stream-K schedule (forced), whose CTAs exchange partial tiles; "cupy" runs
 CuPy arrays whose staging goes through the adapter's pitched ``cudaMemcpy2DAsync`` (odd row
@@ -81,9 +82,10 @@ def _forced(a, b, choice, precision: str, poison: bool, holds, what: str, kernel
     from cutematmul import cache, launch
     from cutematmul.adapters import adapter_for
 
-    work = launch.planned_launch(adapter_for(a), a, b, precision=precision)
+    work = launch.planned_launch(adapter_for(a), a, b, precision=precision, kernel=kernel)
     with cache.trial_tuned(work.problem, choice):
-        if not holds(launch.planned_launch(adapter_for(a), a, b, precision=precision)):
+        if not holds(launch.planned_launch(adapter_for(a), a, b, precision=precision,
+                                           kernel=kernel)):
             raise AssertionError(f"{what}: the forced schedule is not the planned one")
         out = _out((a.shape[0], b.shape[1]), a.dtype, poison)
         return cutematmul.matmul(a, b, out=out, precision=precision, kernel=kernel)
@@ -177,6 +179,38 @@ def _wide(gen, quick: bool, poison: bool) -> int:
     return count
 
 
+#: One-pass TF32 schedules forced in every layout (an M-major A, or an N-major B through
+#: C^T = B^T A^T, is the wgmma register operand): (M, N, K, Config fields, splits, transposed).
+TF32_CASES = [(300, 520, 1000, {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "pdl": True}, 1, False),
+              (200, 264, 3000, {"tile_m": 128, "tile_n": 128, "partials": True, "pdl": True}, 3, False),
+              (300, 200, 3000, {"tile_m": 128, "tile_n": 128, "streamk": True}, 1, False),
+              (24, 1032, 2000, {"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True}, 2, True)]
+
+
+def _tf32_registers(gen, quick: bool, poison: bool) -> int:
+    """The sm90 kernel's one-pass TF32 with A from registers: an unsplit clustered product
+    with odd tile rows, split-K partials, stream-K (its workspace) and a transposed small-M
+    product, each in all four layouts."""
+    from cutematmul.configs.sm90 import Config
+
+    count = 0
+    for m, n, k, fields, splits, transposed in TF32_CASES[:1] if quick else TF32_CASES:
+        config = Config(tile_k=32, epi_stages=2, **fields)
+        for layout in ("nn", "tn", "nt", "tt"):
+            a, b = _operands(m, n, k, layout, "float32", gen)
+            what = f"tf32 {m}x{n}x{k} {fields} {layout}"
+
+            def holds(work, config=config, splits=splits, transposed=transposed):
+                return (work.key.config, work.splits, work.transposed) == (config, splits,
+                                                                           transposed)
+
+            res = _forced(a, b, (config, splits, transposed), "tf32", poison, holds, what,
+                          kernel="sm90")
+            _check(res, a, b, ("float32", "tf32"), what)
+            count += 1
+    return count
+
+
 def _simt_tiles(gen, quick: bool, poison: bool) -> int:
     """Every tile of the SIMT ladder (``configs/simt._LADDER``: the 16 x 8 micro-tiles of the
     largest ones only run on large products under "auto"), forced on a product one tile plus
@@ -216,6 +250,8 @@ def run(families, quick: bool, poison: bool = True) -> int:
         count += _wide(gen, quick, poison)
     if "simt" in families:
         count += _simt_tiles(gen, quick, poison)
+    if "tf32" in families:
+        count += _tf32_registers(gen, quick, poison)
     for family in families:
         kernel = KERNEL[family]
         for mode in FAMILY_MODES[family]:
