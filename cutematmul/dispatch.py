@@ -330,15 +330,15 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
                 aligns[i] = 1
     configs = family.configs()
     transposed = False
+    # A kernel that computes C^T = B^T A^T itself covers (N, M) with its tiles.
+    swaps = getattr(configs, "swaps", None)
+    flip = swaps is not None and swaps(dtype, a_major, b_major)
     if tuned is not None and getattr(tuned[0], "streamk", False) and not configs.streamk_fits(
-            tuned[0], m, n, k, batch):
+            tuned[0], *((n, m) if flip else (m, n)), k, batch):
         tuned = None  # a recorded stream-K schedule past the kernel's 32-bit iteration count
     if family.split_k and split_k and tuned is not None:
         config, splits, transposed = tuned
     else:
-        # A kernel that computes C^T = B^T A^T itself covers (N, M) with its tiles.
-        swaps = getattr(configs, "swaps", None)
-        flip = swaps is not None and swaps(dtype, a_major, b_major)
         if family.split_k and split_k:
             config, splits, transposed = configs.choose_schedule(m, n, k, batch, num_sms,
                                                                  math=dtype)
