@@ -330,24 +330,19 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
                 aligns[i] = 1
     configs = family.configs()
     transposed = False
-    # A kernel that computes C^T = B^T A^T itself covers (N, M) with its tiles.
-    swaps = getattr(configs, "swaps", None)
-    flip = swaps is not None and swaps(dtype, a_major, b_major)
+    orientation = swapped_schedule(family, dtype, a_major, b_major)
+    flip = bool(orientation)
     if tuned is not None and getattr(tuned[0], "streamk", False) and not configs.streamk_fits(
             tuned[0], *((n, m) if flip else (m, n)), k, batch):
         tuned = None  # a recorded stream-K schedule past the kernel's 32-bit iteration count
     if family.split_k and split_k and tuned is not None:
         config, splits, transposed = tuned
+    elif family.split_k and split_k:
+        config, splits, transposed = configs.choose_schedule(m, n, k, batch, num_sms,
+                                                             math=dtype, **orientation)
     else:
-        if family.split_k and split_k:
-            config, splits, transposed = configs.choose_schedule(m, n, k, batch, num_sms,
-                                                                 math=dtype)
-            if flip and not transposed:  # (a small-M product's transposed route keeps (N, M))
-                config, splits, _ = configs.choose_schedule(n, m, k, batch, num_sms, math=dtype,
-                                                            transposable=False)
-        else:
-            config, splits = configs.choose_config(*((n, m) if flip else (m, n)), k, batch,
-                                                   num_sms, math=dtype), 1
+        config, splits = configs.choose_config(m, n, k, batch, num_sms, math=dtype,
+                                               **orientation), 1
     if transposed:
         a_major, b_major = {"n": "m", "k": "k"}[b_major], {"m": "n", "k": "k"}[a_major]
         aligns[0], aligns[1] = aligns[1], aligns[0]
@@ -356,6 +351,14 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
     key = KernelKey(family.name, target_arch(capability), dtype, a_major, b_major, *aligns,
                     config, num_sms)
     return key, splits, transposed
+
+
+def swapped_schedule(family: Family, dtype: str, a_major: str, b_major: str) -> dict:
+    """``{"swapped": True}`` for the schedule functions of a kernel that computes C^T = B^T A^T
+    itself (its configs module's ``swaps``: one-pass TF32 with an N-major B), whose tiles cover
+    (N, M); ``{}`` otherwise (families without the notion take no such argument)."""
+    swaps = getattr(family.configs(), "swaps", None)
+    return {"swapped": True} if swaps is not None and swaps(dtype, a_major, b_major) else {}
 
 
 def kernel_key(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,

@@ -44,7 +44,7 @@ import numpy
 from . import cache, device, launch
 from .adapters import adapter_for
 from .api import matmul
-from .dispatch import FAMILIES, check_kernel, check_precision
+from .dispatch import FAMILIES, check_kernel, check_precision, swapped_schedule
 
 #: Largest relative Frobenius difference between a candidate's product and the model pick's.
 AGREEMENT = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-5, "tf32": 1e-2, "tf32x3": 1e-5}
@@ -116,8 +116,10 @@ def tune(a, b, *, precision: str = "highest", kernel: str = "auto", limit: int =
                                "copies, takes several launches or its family has no schedules")
     problem = work.problem
     configs = FAMILIES[problem.family].configs()
+    orientation = swapped_schedule(FAMILIES[problem.family], problem.math, problem.a_major,
+                                   problem.b_major)
     choices = configs.candidates(problem.m, problem.n, problem.k, problem.batch,
-                                 problem.num_sms, math=problem.math, limit=limit)
+                                 problem.num_sms, math=problem.math, limit=limit, **orientation)
     result = TuneResult(problem, [Trial(*choice) for choice in choices])
     dev = adapter.describe(a, "a").device
     with adapter.on_device(dev), device.using_device(dev):

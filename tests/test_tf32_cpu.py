@@ -231,9 +231,13 @@ def test_tf32_kernel_that_swaps_is_scheduled_over_n_by_m(shape):
     family = dispatch.FAMILIES["sm90"]
     swapped, splits, transposed = dispatch.schedule(family, HOPPER, 132, "tf32", "k", "n",
                                                     (16, 16, 16), m, n, k, 1)
-    config, want_splits, _ = sm90.choose_schedule(n, m, k, 1, 132, math="tf32",
-                                                  transposable=False)
+    config, want_splits, _ = sm90.choose_schedule(n, m, k, 1, 132, math="tf32")
     assert (swapped.config, splits, transposed) == (config, want_splits, False)
+    assert sm90.choose_schedule(m, n, k, 1, 132, math="tf32", swapped=True)[:2] == (
+        config, want_splits)
+    # The autotuner times the dispatcher's pick first, in the same orientation.
+    assert sm90.candidates(m, n, k, 1, 132, math="tf32", swapped=True)[0] == (
+        config, want_splits, False)
     assert sm90.swaps("tf32", "k", "n") and not sm90.swaps("tf32", "m", "k")
     plain, splits, _ = dispatch.schedule(family, HOPPER, 132, "tf32", "m", "k", (16, 16, 16),
                                          m, n, k, 1)

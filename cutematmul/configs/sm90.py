@@ -165,8 +165,8 @@ def tf32_copies(math: str, a_major: str, b_major: str,
 
 def swaps(math: str, a_major: str, b_major: str) -> bool:
     """Whether the kernel computes C^T = B^T A^T itself (one-pass TF32 with an N-major B, the
-    register operand): its tiles then cover (N, M), and ``dispatch.schedule`` chooses them for
-    that orientation."""
+    register operand): its tiles then cover (N, M), and ``choose_schedule``, ``candidates`` and
+    ``choose_config`` take ``swapped`` to choose them for that orientation."""
     return math == "tf32" and b_major == "n"
 
 
@@ -293,7 +293,7 @@ def gemm_k(k: int, math: str) -> int:
 
 def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
                     max_splits: int = waves.MAX_SPLITS,
-                    math: str = "float16", transposable: bool = True) -> tuple[Config, int, bool]:
+                    math: str = "float16", swapped: bool = False) -> tuple[Config, int, bool]:
     """(configuration, K-splits, transposed) of least estimated time under the wave model.
 
     With persistent CTAs the last wave is what idles SMs: 128 tiles on 132 SMs use 97% of the
@@ -307,12 +307,19 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     C^T = B^T A^T, into the fp32 workspace (``transposed`` True, always partials, split or not):
     a 64- or 128-row tile then runs along N and a narrow tile (16 or 32 wide, all of M) along M,
     instead of a tile that is mostly padding.  This needs the workspace, so ``max_splits=1``
-    (the XLA route) never takes it, nor does ``transposable`` False.
+    (the XLA route) never takes it.
+
+    ``swapped``: the kernel computes C^T = B^T A^T itself (``swaps``), so unless the product is
+    computed transposed its tiles are chosen over (N, M) (a small-M product's transposed route
+    runs in that orientation already).
 
     ``math`` (``MATH_TYPES``) sets the K-tile and the rate; 3xTF32 is scheduled as the three
     products it runs (``gemm_k``).
     """
-    space = _space(m, n, k, batch, num_sms, max_splits, math, transposable)
+    space = _space(m, n, k, batch, num_sms, max_splits, math)
+    if swapped and not space.transposed:
+        m, n = n, m
+        space = _space(m, n, k, batch, num_sms, max_splits, math, transposable=False)
     if space.transposed:
         tile, splits = waves.best(n, m, space.k, batch, num_sms, space.tile_k, space.tiles,
                                   max_splits, workspace=True, min_splits=space.fewest)
@@ -358,17 +365,20 @@ def _streamk_candidate(m: int, n: int, space: "_Space", batch: int, num_sms: int
 
 def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                max_splits: int = waves.MAX_SPLITS, math: str = "float16",
-               limit: int = 8) -> list[tuple[Config, int, bool]]:
+               limit: int = 8, swapped: bool = False) -> list[tuple[Config, int, bool]]:
     """What the autotuner times (``cutematmul.tune``): the ``limit`` schedules the wave model
     ranks best, each 16-bit clustered one but the wide tiles also unclustered, and a stream-K
     schedule where the tiles leave a partial wave (``_streamk_candidate``); ``choose_schedule``'s
-    pick first.
+    pick first; ``swapped`` as there.
     Every one computes the same product (the 3xTF32 split floor for accuracy included)."""
+    found = [choose_schedule(m, n, k, batch, num_sms, max_splits, math, swapped)]
     space = _space(m, n, k, batch, num_sms, max_splits, math)
+    if swapped and not space.transposed:
+        m, n = n, m
+        space = _space(m, n, k, batch, num_sms, max_splits, math, transposable=False)
     rows, cols = (n, m) if space.transposed else (m, n)
     scored = waves.ranked(rows, cols, space.k, batch, num_sms, space.tile_k, space.tiles,
                           max_splits, workspace=space.transposed, min_splits=space.fewest)
-    found = [choose_schedule(m, n, k, batch, num_sms, max_splits, math)]
     for _, splits, _, tile in scored[:limit]:
         config = _config(space, math, m, tile, splits)
         choices = [(config, splits, space.transposed)]
@@ -481,6 +491,6 @@ def _cluster_m(math: str, tile_m: int, m: int, splits: int) -> int:
 
 
 def choose_config(m: int, n: int, k: int, batch: int, num_sms: int,
-                  math: str = "float16") -> Config:
+                  math: str = "float16", swapped: bool = False) -> Config:
     """The configuration of an unsplit product (the XLA route, which has no workspace)."""
-    return choose_schedule(m, n, k, batch, num_sms, max_splits=1, math=math)[0]
+    return choose_schedule(m, n, k, batch, num_sms, max_splits=1, math=math, swapped=swapped)[0]
