@@ -115,9 +115,9 @@ def tune(a, b, *, precision: str = "highest", kernel: str = "auto", limit: int =
         return TuneResult(note="nothing to tune: the product is empty, has K = 0, reads staged "
                                "copies, takes several launches or its family has no schedules")
     problem = work.problem
-    configs = FAMILIES[problem.family].configs()
-    orientation = swapped_schedule(FAMILIES[problem.family], problem.math, problem.a_major,
-                                   problem.b_major)
+    family = FAMILIES[problem.family]
+    configs = family.configs()
+    orientation = swapped_schedule(family, problem.math, problem.a_major, problem.b_major)
     choices = configs.candidates(problem.m, problem.n, problem.k, problem.batch,
                                  problem.num_sms, math=problem.math, limit=limit, **orientation)
     result = TuneResult(problem, [Trial(*choice) for choice in choices])

@@ -144,6 +144,12 @@ TF32 = ("tf32", "tf32x3")
 TF32_TILE_K = 32
 
 
+#: The (A, B) majors the kernel reads per TF32 math type: one-pass TF32 takes an M-major A or an
+#: N-major B as its register operand (``tf32_copies``); 3xTF32 reads its K-major (big | small)
+#: parts.
+TF32_READS = {"tf32": (("k", "k"), ("m", "k"), ("k", "n")), "tf32x3": (("k", "k"),)}
+
+
 def tf32_copies(math: str, a_major: str, b_major: str,
                 readable: tuple[bool, bool] = (True, True)) -> tuple[bool, bool]:
     """Which of (A, B) the TF32 operand prep (``kernels/tf32_prep.py``) rewrites K-major first;
@@ -174,10 +180,8 @@ def supports(m, n, k, batch, dtype, a_major, b_major, align_a, align_b, align_c)
     """None when this family can run the problem, else the reason it cannot."""
     if dtype not in MATH_TYPES:
         return f"sm90 takes {'/'.join(MATH_TYPES)}, not {dtype}"
-    if dtype in TF32 and (a_major, b_major) not in (("k", "k"), ("m", "k"), ("k", "n")):
-        return "TF32 wgmma needs a K-major operand (A m and B n together are not built)"
-    if dtype == "tf32x3" and (a_major, b_major) != ("k", "k"):
-        return "3xTF32 reads its K-major (big | small) parts"
+    if dtype in TF32 and (a_major, b_major) not in TF32_READS[dtype]:
+        return f"sm90 {dtype} reads (A, B) majors {TF32_READS[dtype]}, not {(a_major, b_major)}"
     if min(align_a, align_b, align_c) * (4 if dtype in TF32 else 2) < 16:
         return "sm90 needs 16-byte aligned operands (TMA)"
     if k < 1:
@@ -316,10 +320,7 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     ``math`` (``MATH_TYPES``) sets the K-tile and the rate; 3xTF32 is scheduled as the three
     products it runs (``gemm_k``).
     """
-    space = _space(m, n, k, batch, num_sms, max_splits, math)
-    if swapped and not space.transposed:
-        m, n = n, m
-        space = _space(m, n, k, batch, num_sms, max_splits, math, transposable=False)
+    m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped)
     if space.transposed:
         tile, splits = waves.best(n, m, space.k, batch, num_sms, space.tile_k, space.tiles,
                                   max_splits, workspace=True, min_splits=space.fewest)
@@ -372,10 +373,7 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
     pick first; ``swapped`` as there.
     Every one computes the same product (the 3xTF32 split floor for accuracy included)."""
     found = [choose_schedule(m, n, k, batch, num_sms, max_splits, math, swapped)]
-    space = _space(m, n, k, batch, num_sms, max_splits, math)
-    if swapped and not space.transposed:
-        m, n = n, m
-        space = _space(m, n, k, batch, num_sms, max_splits, math, transposable=False)
+    m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped)
     rows, cols = (n, m) if space.transposed else (m, n)
     scored = waves.ranked(rows, cols, space.k, batch, num_sms, space.tile_k, space.tiles,
                           max_splits, workspace=space.transposed, min_splits=space.fewest)
@@ -413,6 +411,16 @@ def transposes(m: int, n: int, batch: int, num_sms: int, max_splits: int) -> boo
     if max_splits <= 1 or m > SMALL_M or n < 4 * m:
         return False
     return m <= NARROW_M or -(-n // 128) * batch < _UNTRANSPOSED_FILL * num_sms
+
+
+def _oriented_space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
+                    math: str, swapped: bool) -> tuple[int, int, _Space]:
+    """(M, N, space) as the kernel covers the product: with ``swapped`` (``swaps``) and unless
+    the product is computed transposed (small M), (N, M) and its space, never transposed."""
+    space = _space(m, n, k, batch, num_sms, max_splits, math)
+    if swapped and not space.transposed:
+        return n, m, _space(n, m, k, batch, num_sms, max_splits, math, transposable=False)
+    return m, n, space
 
 
 def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,

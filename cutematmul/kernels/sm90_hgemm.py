@@ -105,7 +105,7 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.tensor_utils import LayoutEnum
 
-from ..configs.sm90 import _PRODUCER_REGISTERS, _THREADS_PER_WARPGROUP, Config, choose_config, supports, swaps  # noqa: F401
+from ..configs.sm90 import _PRODUCER_REGISTERS, _THREADS_PER_WARPGROUP, TF32_READS, Config, choose_config, supports, swaps  # noqa: F401
 from . import tf32_mma
 
 Sm90Config = Config  # the name the tests and docs use
@@ -114,10 +114,6 @@ _EPILOGUE_BARRIER_ID = 1
 # (big | small) operands of kernels/tf32_prep.py, three products (see the module docstring).
 _DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16,
            "tf32": cutlass.TFloat32, "tf32x3": cutlass.TFloat32}
-#: The (A, B) majors each TF32 math type reads (``configs.sm90.tf32_copies`` decides which
-#: operands the host copies K-major first).
-_TF32_MAJORS = {"tf32": "one operand K-major (A: k or m, B: k or n, not m and n)",
-                "tf32x3": "K-major A and B (its prepared parts)"}
 # 3xTF32: the (A part, B part) of each product a stage runs, in order (0 big, 1 small).
 _PRODUCTS = ((1, 0), (0, 1), (0, 0))
 
@@ -143,9 +139,9 @@ class Sm90Hgemm:
             raise ValueError(f"Sm90Hgemm majors must be a in (k, m), b in (k, n); got {a_major}, {b_major}.")
         self.dtype = _DTYPES[dtype]
         self.tf32 = self.dtype is cutlass.TFloat32
-        if self.tf32 and (a_major, b_major) != ("k", "k") and (
-                dtype == "tf32x3" or (a_major, b_major) == ("m", "n")):
-            raise ValueError(f"Sm90Hgemm {dtype} needs {_TF32_MAJORS[dtype]}; got {a_major}, {b_major}.")
+        if self.tf32 and (a_major, b_major) not in TF32_READS[dtype]:
+            raise ValueError(f"Sm90Hgemm {dtype} reads (A, B) majors {TF32_READS[dtype]}; "
+                             f"got {a_major}, {b_major}.")
         #: TF32 with B N-major: the kernel computes C^T = B^T A^T, B being the MMA's (M-major) A.
         self.swap = swaps(dtype, a_major, b_major)
         #: The MMA's A is M-major (TF32 only): wgmma reads it from registers, which the consumers
