@@ -330,8 +330,8 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
                 aligns[i] = 1
     configs = family.configs()
     transposed = False
-    orientation = swapped_schedule(family, dtype, a_major, b_major)
-    flip = bool(orientation)
+    orientation = schedule_options(family, dtype, a_major, b_major)
+    flip = orientation.get("swapped", False)
     if tuned is not None and getattr(tuned[0], "streamk", False) and not configs.streamk_fits(
             tuned[0], *((n, m) if flip else (m, n)), k, batch):
         tuned = None  # a recorded stream-K schedule past the kernel's 32-bit iteration count
@@ -353,12 +353,14 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
     return key, splits, transposed
 
 
-def swapped_schedule(family: Family, dtype: str, a_major: str, b_major: str) -> dict:
-    """``{"swapped": True}`` for the schedule functions of a kernel that computes C^T = B^T A^T
-    itself (its configs module's ``swaps``: one-pass TF32 with an N-major B), whose tiles cover
-    (N, M); ``{}`` otherwise (families without the notion take no such argument)."""
-    swaps = getattr(family.configs(), "swaps", None)
-    return {"swapped": True} if swaps is not None and swaps(dtype, a_major, b_major) else {}
+def schedule_options(family: Family, dtype: str, a_major: str, b_major: str) -> dict:
+    """The keyword arguments the family's schedule functions (``choose_schedule``,
+    ``candidates``, ``choose_config``) take from the operand majors: its configs module's
+    ``schedule_options``, ``{}`` for a family without one.  sm90: ``{"swapped": True}`` for a
+    kernel that computes C^T = B^T A^T itself (one-pass TF32 with an N-major B), whose tiles
+    cover (N, M); simt: the majors, which decide where its row-streaming kernel reads well."""
+    options = getattr(family.configs(), "schedule_options", None)
+    return {} if options is None else options(dtype, a_major, b_major)
 
 
 def kernel_key(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,

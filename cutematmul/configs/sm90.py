@@ -176,6 +176,12 @@ def swaps(math: str, a_major: str, b_major: str) -> bool:
     return math == "tf32" and b_major == "n"
 
 
+def schedule_options(math: str, a_major: str, b_major: str) -> dict:
+    """The schedule functions' keyword arguments for these majors (``dispatch.schedule_options``):
+    ``swapped`` where the kernel computes C^T = B^T A^T itself (``swaps``)."""
+    return {"swapped": True} if swaps(math, a_major, b_major) else {}
+
+
 def supports(m, n, k, batch, dtype, a_major, b_major, align_a, align_b, align_c) -> str | None:
     """None when this family can run the problem, else the reason it cannot."""
     if dtype not in MATH_TYPES:
