@@ -149,3 +149,63 @@ def test_simt_config_rules(tmp_path):
     assert "align_b" in result["supports_align"]
     assert "empty" in result["supports_empty"]
     assert "batch" in result["supports_batch"]
+
+
+def test_simt_sixteen_row_tiles_compile_for_sm90a(tmp_path):
+    # The ladder's 16-row tiles (one warp row: 4 x 16 or 4 x 8 accumulators per thread): a
+    # 16-row M/N-major copy spans two k-rows per warp.
+    combos = [("k", "n", 4, 16, 128, 16, 3, 32, 8, 7), ("m", "k", 4, 16, 256, 16, 3, 64, 8, 4),
+              ("m", "n", 1, 16, 64, 16, 3, 32, 8, 13)]
+    counts = compile_in_child("sm_90a", _CHILD, combos, tmp_path)
+    assert counts["kn4_16_128_16_3_32_8_7"]["micro_tile"] == [4, 16]
+    for name, c in counts.items():
+        _check(name, c)
+
+
+# Runs in the child: compile the row-streaming kernel for each (rows, a_major, b_major, align).
+_CHILD_GEMV = r"""
+import json, re, sys
+from cutematmul.configs import simt
+from cutematmul.kernels.compile import compile_gemm
+from cutematmul.kernels.simt_sgemm import Kernel
+from cutematmul.kernels.simt_gemv import SimtGemv
+
+PATTERNS = {
+    "fma": r"\bfma\.rn\.f32\b",
+    "ld_global_v4": r"\bld\.global(\.[a-z0-9]+)*\.v4\.",
+    "ld_shared": r"\bld\.shared\.",
+    "shfl": r"\bshfl\.sync\.bfly\b",
+    "bar": r"\bbar(rier)?\.sync\b",
+    "tf32": r"tf32",
+    "mma": r"\b(wg)?mma\.",
+    "cp_async": r"\bcp\.async\b",
+    "local": r"\.local\b",
+}
+out = {}
+for rows, a_major, b_major, align in json.loads(sys.argv[1]):
+    kernel = Kernel(simt.gemv_config(rows), "float32", a_major, b_major, align, align, align, 132)
+    assert isinstance(kernel, SimtGemv)
+    ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
+    out[f"{rows}{a_major}{b_major}{align}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
+print("COUNTS=" + json.dumps(out))
+"""
+
+
+def test_simt_gemv_compiles_every_variant(tmp_path):
+    """The row-streaming kernel for each row count, both B majors (N-major: lanes along N,
+    sums through shared memory; K-major: lanes along K, butterfly shuffles) and A majors, 16-byte
+    and 4-byte aligned: fp32 FMA only, 128-bit loads exactly where alignment allows, no local
+    memory."""
+    combos = [[1, "k", "n", 4], [2, "m", "n", 1], [4, "k", "k", 4], [8, "m", "k", 1],
+              [8, "k", "n", 4], [1, "k", "k", 1]]
+    counts = compile_in_child("sm_90a", _CHILD_GEMV, combos, tmp_path)
+    assert len(counts) == len(combos)
+    for name, c in counts.items():
+        b_major, align = name[2], int(name[3])
+        assert c["fma"] > 0 and c["tf32"] == 0 and c["mma"] == 0, (name, c)
+        assert c["cp_async"] == 0 and c["local"] == 0, (name, c)
+        assert (c["ld_global_v4"] > 0) == (align == 4), (name, c)
+        if b_major == "n":
+            assert c["bar"] > 0 and c["ld_shared"] > 0 and c["shfl"] == 0, (name, c)
+        else:
+            assert c["shfl"] > 0 and c["bar"] == 0, (name, c)

@@ -17,7 +17,8 @@ import pytest
 
 import cutematmul
 from conftest import require_module
-from helpers import TOLERANCE, relative_error, to_numpy
+from cutematmul.configs import simt
+from helpers import TOLERANCE, dispatched, relative_error, to_numpy
 
 pytestmark = pytest.mark.gpu
 
@@ -252,3 +253,95 @@ def test_high_unsplit_at_the_promoted_add_budget(torch, wide):
                                      kernel="sm90").reduce is None
         err, sgemm = _errors(torch, a, b, "high")
     _check(err, sgemm, "high")
+
+
+#: The SIMT ladder's 16-row tiles (one 4 x 8-lane warp row: 4 accumulators per thread along M),
+#: for fp32 products of M <= 16.  Forced: M inside one tile and across two (M tails), N and K
+#: tails, unsplit and split; every layout (an M-major A is copied 16 bytes at a time).
+SIXTEEN_ROWS = [tile for tile in simt._LADDER if tile[0] == 16]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("mnk_splits", [(1, 300, 1000, 1), (7, 777, 4099, 4), (16, 520, 64, 1),
+                                        (29, 1030, 2000, 3)],
+                         ids=lambda c: "x".join(map(str, c[:3])) + f"s{c[3]}")
+@pytest.mark.parametrize("tile", SIXTEEN_ROWS, ids=lambda t: f"{t[0]}x{t[1]}")
+def test_simt_sixteen_row_tiles(torch, tile, mnk_splits, layout):
+    from cutematmul import cache, launch
+    from cutematmul.adapters import adapter_for
+
+    m, n, k, splits = mnk_splits
+    config = simt._config(*tile)
+    a, b = _operands(torch, m, n, k, layout, 19)
+    work = launch.planned_launch(adapter_for(a), a, b, kernel="simt")
+    assert work.problem is not None, "not one simt launch"
+    with cache.trial_tuned(work.problem, (config, splits, False)):
+        forced = launch.planned_launch(adapter_for(a), a, b, kernel="simt")
+        assert (forced.key.config, forced.splits) == (config, splits), forced.key
+        err, _ = _errors(torch, a, b, "highest")
+    _check(err, None, "highest")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (5, 2056, 8200), (16, 8192, 1000)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_simt_small_m_picks_sixteen_rows(torch, shape, layout):
+    """The scheduler's own pick for fp32 products of M <= 16 is a 16-row tile, and it is right
+    in every layout, also as a batch against one broadcast B."""
+    m, n, k = shape
+    _, key, _, _ = dispatched("float32", m, n, k)
+    assert key.config.tile_m == 16, key.config
+    a, b = _operands(torch, m, n, k, layout, 23)
+    _check(*_errors(torch, a, b, "highest"), "highest")
+    batch = torch.randn((3, m, k), device="cuda")
+    _check(*_errors(torch, batch, b, "highest"), "highest")
+
+
+#: Forced row-streaming (gemv) schedules: (rows, M, N, K, splits).  M at the tile's rows and
+#: below them, M across several row tiles (5 rows on 2-row CTAs), N tails inside a lane's 4
+#: columns and past the last warp's group, K = 1, K tails inside a 128-k step and inside an
+#: unrolled run of 4 k-rows, splits whose runs are empty (K = 1 in 3 splits).
+GEMV_CASES = [(1, 1, 300, 1000, 1), (1, 1, 129, 4099, 3), (2, 2, 777, 7, 1), (2, 5, 130, 1001, 2),
+              (4, 3, 1030, 4100, 4), (4, 4, 64, 1, 3), (8, 8, 258, 2049, 1), (8, 6, 1, 300, 2)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("case", GEMV_CASES, ids=lambda c: "r{}_{}x{}x{}_s{}".format(*c))
+def test_simt_gemv_forced(torch, case, layout):
+    from cutematmul import cache, launch
+    from cutematmul.adapters import adapter_for
+
+    rows, m, n, k, splits = case
+    config = simt.gemv_config(rows)
+    a, b = _operands(torch, m, n, k, layout, 29)
+    work = launch.planned_launch(adapter_for(a), a, b, kernel="simt")
+    assert work.problem is not None, "not one simt launch"
+    with cache.trial_tuned(work.problem, (config, splits, False)):
+        forced = launch.planned_launch(adapter_for(a), a, b, kernel="simt")
+        assert (forced.key.config, forced.splits, forced.transposed) == (config, splits, False)
+        err, _ = _errors(torch, a, b, "highest")
+    _check(err, None, "highest")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (3, 1000, 777), (8, 5000, 20000),
+                                   (4096, 1, 4096), (2000, 6, 3001)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_simt_gemv_picked(torch, shape, layout):
+    """The scheduler's own pick for fp32 products of at most 8 rows (or, transposed, 8
+    columns) is the row-streaming kernel; right in every layout, as a batch with a broadcast
+    operand, and with 1-D operands (a vector times a matrix, a matrix times a vector)."""
+    m, n, k = shape
+    _, key, _, transposed = dispatched("float32", m, n, k)
+    assert key.config.gemv and transposed == (n < m), (key.config, transposed)
+    a, b = _operands(torch, m, n, k, layout, 31)
+    _check(*_errors(torch, a, b, "highest"), "highest")
+    if layout == "nn":
+        _check(*_errors(torch, torch.randn((3, m, k), device="cuda"), b, "highest"), "highest")
+        _check(*_errors(torch, a, torch.randn((2, 1, k, n), device="cuda"), "highest"), "highest")
+        vectors = [(a[0], b)] if m == 1 else [(a, b[:, 0])] if n == 1 else []
+        for x, y in vectors:  # NumPy's promotion: the product drops the vector's dimension
+            expected = np.matmul(to_numpy(x), to_numpy(y))
+            got = cutematmul.matmul(x, y)
+            assert tuple(got.shape) == expected.shape
+            assert relative_error(got, expected) <= TOLERANCE["float32"]

@@ -117,12 +117,16 @@ def test_a_partial_last_wave_costs_by_tail_scaling():
 
 
 def test_the_simt_model_scales_the_tails_of_multi_warp_8x8_tiles_only():
-    """16 x 8 micro-tiles (128x256, 128x128) and one-warp CTAs (32x64, 32x32) keep a full
-    wave's price for a partial one; the 8 x 8 (and 8 x 4) tiles of 2-4 warps do not."""
+    """16 x 8 micro-tiles (128x256, 128x128) and one-warp CTAs (32x64, 32x32, 16x128, 16x64)
+    keep a full wave's price for a partial one; the 8 x 8 (and 8 x 4, 4 x 16) tiles of 2-4
+    warps do not."""
     _, tiles = simt._space(4096, 4096)
     scaled = {tile for tile, (_, rate) in tiles.items() if rate.tail_scaling}
     assert scaled == {(128, 64), (64, 128), (64, 64), (32, 128), (128, 32)}
     assert all(tiles[t][1].tail_scaling == simt._TAIL_SCALING for t in scaled)
+    _, tiles = simt._space(16, 4096)
+    assert {tile for tile, (_, rate) in tiles.items() if rate.tail_scaling and tile[0] == 16} == {
+        (16, 256)}
 
 
 def test_the_xla_key_is_never_split():

@@ -1,4 +1,6 @@
-"""Tunables and the tile heuristic of the SIMT fp32 SGEMM family (``kernels/simt_sgemm.py``).
+"""Tunables and the tile heuristic of the SIMT fp32 family: the tiled SGEMM
+(``kernels/simt_sgemm.py``) and, for products of at most 8 rows, the row-streaming kernel
+(``kernels/simt_gemv.py``; ``Config.gemv``).
 
 DSL-free, so a configuration is chosen (and a cached kernel found) without importing the CuTe DSL.
 
@@ -31,9 +33,35 @@ _SMEM_PER_SM = 227 * 1024
 _REGISTER_FILE = 64 * 1024  # 32-bit registers per SM
 
 
+#: The row-streaming kernel (``Config.gemv``): the rows one CTA computes (the smallest that
+#: holds M is chosen), its columns per CTA, its threads, the K granule of its splits, the
+#: k-rows of an N-major B each step loads.
+GEMV_ROWS = (1, 2, 4, 8)
+_GEMV_TILE_N = 128
+_GEMV_THREADS = 256
+_GEMV_GRANULE = 128
+_GEMV_UNROLL = 4
+
+
+def _group_cols(rows: int) -> int:
+    """Columns of a K-major B a warp of the row-streaming kernel reads at once: 4, or 2 with
+    8 rows (their values of A take 32 registers).  rows x columns <= 32: one lane stores each."""
+    return 4 if rows <= 4 else 2
+
+
+def _copy_lanes(rows: int) -> int:
+    """Threads along the rows of a tile's 32-bit M/N-major copy: one warp spans 32 consecutive
+    rows (one 128-byte line per k-row), or all of a narrower tile's rows."""
+    return min(32, rows)
+
+
 @dataclass(frozen=True)
 class Config:
-    """Tunables of the SIMT SGEMM family (frozen, hashable: usable as a cache key)."""
+    """Tunables of the SIMT fp32 family (frozen, hashable: usable as a cache key).
+
+    ``gemv`` selects the row-streaming kernel: ``tile_m`` rows (``GEMV_ROWS``) by ``tile_n``
+    (128) columns per CTA of ``threads`` threads, ``min_blocks`` CTAs per SM; it has no shared
+    k-tile ring, so ``tile_k``, ``stages`` and ``raster_group`` keep their defaults there."""
 
     tile_m: int = 128
     tile_n: int = 128
@@ -42,9 +70,12 @@ class Config:
     threads: int = 256
     raster_group: int = 8
     min_blocks: int = 2
+    gemv: bool = False
 
     @property
     def name(self) -> str:
+        if self.gemv:
+            return f"simtv_{self.tile_m}x{self.tile_n}_t{self.threads}_b{self.min_blocks}"
         return (
             f"simt_{self.tile_m}x{self.tile_n}x{self.tile_k}_s{self.stages}"
             f"_t{self.threads}_g{self.raster_group}_b{self.min_blocks}"
@@ -87,6 +118,9 @@ class Config:
         t = self.threads
         if t < 32 or t > 1024 or t % 32:
             raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {t}.")
+        if self.gemv:
+            self._validate_gemv()
+            return
         if self.tile_k not in (8, 16, 32):
             raise ValueError(f"tile_k must be 8, 16 or 32, got {self.tile_k}.")
         if self.stages < 2:
@@ -119,8 +153,9 @@ class Config:
                     f"{name}={tile} with {t} threads and tile_k={self.tile_k} does not tile the"
                     " 128-bit copy of an M/N-major operand."
                 )
-            # 32-bit M/N-major copy: 32 threads along rows, the rest along k.
-            if tile % 32 or self.tile_k % (t // 32):
+            # 32-bit M/N-major copy: min(32, tile) threads along rows, the rest along k.
+            lanes = _copy_lanes(tile)
+            if tile % lanes or t % lanes or self.tile_k % (t // lanes):
                 raise ValueError(
                     f"{name}={tile} with {t} threads and tile_k={self.tile_k} does not tile the"
                     " 32-bit copy of an M/N-major operand."
@@ -129,6 +164,28 @@ class Config:
             raise ValueError(
                 f"{self.smem_bytes()} bytes of shared memory per CTA do not fit {self.min_blocks}"
                 " CTAs on one SM."
+            )
+
+    def _validate_gemv(self) -> None:
+        warps = self.threads // 32
+        if self.tile_m not in GEMV_ROWS:
+            raise ValueError(f"a gemv tile_m must be one of {GEMV_ROWS}, got {self.tile_m}.")
+        if self.tile_n != _GEMV_TILE_N:
+            raise ValueError(f"a gemv tile_n must be {_GEMV_TILE_N}, got {self.tile_n}.")
+        per_warp = self.tile_n // warps
+        group = _group_cols(self.tile_m)
+        if (self.tile_n % warps or per_warp % group or _GEMV_GRANULE % warps
+                or (_GEMV_GRANULE // warps) % _GEMV_UNROLL):
+            raise ValueError(
+                f"a gemv CTA of {self.threads} threads must split {self.tile_n} columns into"
+                f" groups of {group} per warp and {_GEMV_GRANULE} k into runs of"
+                f" {_GEMV_UNROLL} per warp."
+            )
+        if not 1 <= self.min_blocks <= _MAX_CTAS_PER_SM or (
+                self.min_blocks * self.threads > _MAX_THREADS_PER_SM):
+            raise ValueError(
+                f"min_blocks must be in [1, {_MAX_CTAS_PER_SM}] with min_blocks * threads <="
+                f" {_MAX_THREADS_PER_SM}, got {self.min_blocks} blocks of {self.threads} threads."
             )
 
 
@@ -149,8 +206,8 @@ def supports(m, n, k, batch, dtype, a_major, b_major, align_a, align_b, align_c)
         return f"extents must fit in int32, got m={m}, n={n}, k={k}."
     if batch < 1:
         return f"batch must be >= 1, got {batch}."
-    # One CTA per tile and batch in grid.x; the smallest tile is 32 x 32.
-    if -(-m // 32) * -(-n // 32) * batch >= 2**31:
+    # One CTA per tile and batch in grid.x; the smallest ladder tile is 16 x 32.
+    if -(-m // 16) * -(-n // 32) * batch >= 2**31:
         return f"{m}x{n} outputs times batch {batch} need more CTAs than one launch allows."
     return None
 
@@ -169,6 +226,9 @@ _LADDER = (
     (128, 32, 128),
     (32, 64, 32),
     (32, 32, 32),
+    (16, 256, 64),
+    (16, 128, 32),
+    (16, 64, 32),
 )
 
 
@@ -188,7 +248,7 @@ def _min_blocks(cfg: Config) -> int:
 # from earlier sweeps.
 _TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.94, (128, 64): 0.86, (64, 128): 0.94,
                     (64, 64): 0.82, (32, 128): 0.82, (128, 32): 0.78, (32, 64): 0.68,
-                    (32, 32): 0.53}
+                    (32, 32): 0.53, (16, 256): 0.7, (16, 128): 0.6, (16, 64): 0.5}
 # fp32 FMA as this family sustains it on an H100/H200-class SM (~50 TFLOP/s on 132 SMs).
 _FLOPS_PER_SM = 0.38e12
 _MIN_K_TILES = 8
@@ -208,35 +268,109 @@ def _config(tm: int, tn: int, threads: int) -> Config:
     return replace(cfg, min_blocks=_min_blocks(cfg))
 
 
+def gemv_config(rows: int) -> Config:
+    """The row-streaming configuration for ``rows`` (``GEMV_ROWS``) rows: 256 threads, and as
+    many CTAs per SM as 64 registers per thread allow (128 beyond two rows: 8 rows hold 32
+    accumulators and 32 values of A per thread)."""
+    registers = 64 if rows <= 2 else 128
+    blocks = _REGISTER_FILE // (_GEMV_THREADS * registers)
+    return Config(tile_m=rows, tile_n=_GEMV_TILE_N, threads=_GEMV_THREADS, min_blocks=blocks,
+                  gemv=True)
+
+
+def _gemv_rows(extent: int) -> int | None:
+    """The fewest ``GEMV_ROWS`` that hold ``extent`` rows; None past the largest."""
+    return next((r for r in GEMV_ROWS if r >= extent), None)
+
+
+def schedule_options(math: str, a_major: str, b_major: str) -> dict:
+    """The schedule functions' keyword arguments for these majors
+    (``dispatch.schedule_options``): the majors themselves (``gemv_reads``)."""
+    return {"majors": (a_major, b_major)}
+
+
+def gemv_reads(a_major: str, b_major: str) -> bool:
+    """Whether the row-streaming kernel reads these (kernel-orientation) majors well.  Not an
+    M-major A with a K-major B: its lanes run along K, so each would load A element by element
+    with the lanes' addresses a row of A apart (8192 x 8 x 8192 computed as C^T = B^T A^T from
+    a row-major B ran 10x slower than cuBLAS; H200, 2026-12-02)."""
+    return (a_major, b_major) != ("m", "k")
+
+
+_FLIP = {"m": "n", "n": "m", "k": "k"}
+
+
 def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
-                    max_splits: int = waves.MAX_SPLITS,
-                    math: str = "float32") -> tuple[Config, int, bool]:
+                    max_splits: int = waves.MAX_SPLITS, math: str = "float32",
+                    transposable: bool = True,
+                    majors: tuple[str, str] = ("k", "n")) -> tuple[Config, int, bool]:
     """(configuration, K-splits, transposed) of least estimated time under the wave model
-    (``waves``); never transposed (fp32 FMA tiles as narrow as 32 serve small M directly).
-    ``math`` is always "float32" here (the family's one math type).
+    (``waves``).  ``math`` is always "float32" here (the family's one math type).
 
     Tiles much longer than the problem (beyond its extent rounded up to a power of two) are not
     considered.  When even the smaller tiles leave SMs idle (skinny products, long K), K is split
-    and ``kernels/splitk_reduce.py`` adds the fp32 partial sums.
+    and ``kernels/splitk_reduce.py`` adds the fp32 partial sums.  Products of at most 8 rows
+    also try the row-streaming kernel (``gemv_config``); products of at most 8 columns try it
+    on C^T = B^T A^T (``transposed``, through the workspace), unless ``transposable`` is False;
+    each where it reads the operands' ``majors`` well (``gemv_reads``).
     """
-
-    configs, tiles = _space(m, n)
-    tile, splits = waves.best(m, n, k, batch, num_sms, Config.tile_k, tiles, max_splits)
-    return configs[tile], splits, False
+    return _ranked(m, n, k, batch, num_sms, max_splits, transposable, majors)[0]
 
 
 def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                max_splits: int = waves.MAX_SPLITS, math: str = "float32",
-               limit: int = 8) -> list[tuple[Config, int, bool]]:
+               limit: int = 8, majors: tuple[str, str] = ("k", "n")) -> list[tuple[Config, int, bool]]:
     """What the autotuner times (``cutematmul.tune``): the ``limit`` schedules the wave model
     ranks best, ``choose_schedule``'s pick first."""
-    configs, tiles = _space(m, n)
-    found = [choose_schedule(m, n, k, batch, num_sms, max_splits)]
-    for _, splits, _, tile in waves.ranked(m, n, k, batch, num_sms, Config.tile_k, tiles,
-                                           max_splits)[:limit]:
-        if (configs[tile], splits, False) not in found:
-            found.append((configs[tile], splits, False))
+    found = []
+    for choice in _ranked(m, n, k, batch, num_sms, max_splits, True, majors, limit):
+        if choice not in found:
+            found.append(choice)
     return found
+
+
+def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
+            transposable: bool, majors: tuple[str, str],
+            limit: int = 1) -> list[tuple[Config, int, bool]]:
+    """(config, splits, transposed): the pick, then up to ``limit`` other candidates.
+
+    A product the row-streaming kernel holds (at most 8 rows, or transposed 8 columns) and
+    reads well (``gemv_reads``) runs on it (``_gemv_ranked``): it beat every ladder tile on 10
+    of 11 such products (H200, 2026-12-02, fp32 nn and nt, best split of each; e.g.
+    1x4096x4096 20.9 us against 27.5 on 16x64 tiles, 4x14336x4096 nt 72.8 against 132; the
+    exception 8x4096x14336 nn, 76.7 against 72.7).  Other products take the ladder tile and
+    split of least estimated time under the wave model, then the model's next candidates."""
+    a_major, b_major = majors
+    if _gemv_rows(m) and gemv_reads(a_major, b_major):
+        return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit)
+    if transposable and _gemv_rows(n) and gemv_reads(_FLIP[b_major], _FLIP[a_major]):
+        return _gemv_ranked(n, m, k, batch, num_sms, max_splits, True, limit)
+    configs, tiles = _space(m, n)
+    tile, splits = waves.best(m, n, k, batch, num_sms, Config.tile_k, tiles, max_splits)
+    found = [(configs[tile], splits, False)]
+    for _, s, _, other in waves.ranked(m, n, k, batch, num_sms, Config.tile_k, tiles,
+                                       max_splits)[:limit]:
+        found.append((configs[other], s, False))
+    return found
+
+
+def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_splits: int,
+                 transposed: bool, limit: int) -> list[tuple[Config, int, bool]]:
+    """The row-streaming kernel on a ``rows`` x ``cols`` product: the most K-splits whose CTAs
+    all fit one wave (each keeps only a few loads of B in flight, so device memory is saturated
+    only when every CTA slot is busy, and a second wave costs more than its CTAs bring), then the
+    other split counts, nearest first.  H200, 2026-12-02, fp32: that rule picked the fastest
+    split (within 1%) of all 11 products swept: 1x4096x4096 16 splits (512 CTAs) 20.9 us against
+    22.1 at 9; 8x4096x14336 8 (256 CTAs of 2 slots) 76.7 against 108.0 at 5; 1x14336x4096 4
+    (448) 56.8 against 58.5 at 8 and 61.0 at 16."""
+    config = gemv_config(_gemv_rows(rows))
+    tiles = -(-cols // config.tile_n) * batch
+    rate = waves.Rate(_FLOPS_PER_SM, config.min_blocks, 4, 4, _GEMV_GRANULE // Config.tile_k)
+    choices = waves.split_choices(rows, cols, k, batch, Config.tile_k, rate, max_splits)
+    slots = num_sms * config.min_blocks
+    best = max((s for s in choices if tiles * s <= slots), default=choices[0])
+    order = sorted(choices, key=lambda s: (abs(s - best), s))
+    return [(config, s, transposed) for s in order[:1 + limit]]
 
 
 def _space(m: int, n: int) -> tuple[dict, dict]:
@@ -248,7 +382,9 @@ def _space(m: int, n: int) -> tuple[dict, dict]:
 
     configs, tiles = {}, {}
     for tm, tn, threads in _LADDER:
-        if fits(tm, m) and fits(tn, n):
+        # 16-row tiles only where one tile row holds M: at M = 24-48 the 32- and 64-row tiles
+        # ran 10-14% faster (H200, 2026-12-02, fp32 nn, N = K = 4096, best split of each).
+        if fits(tm, m) and fits(tn, n) and not (tm < 32 and m > tm):
             cfg = configs[(tm, tn)] = _config(tm, tn, threads)
             micro_m, micro_n = cfg.micro_tile
             lone_is_faster = micro_m * micro_n <= 64 and cfg.threads >= 64
@@ -259,6 +395,7 @@ def _space(m: int, n: int) -> tuple[dict, dict]:
 
 
 def choose_config(m: int, n: int, k: int, batch: int, num_sms: int,
-                  math: str = "float32") -> Config:
+                  math: str = "float32", majors: tuple[str, str] = ("k", "n")) -> Config:
     """The configuration of an unsplit product (the XLA route, which has no workspace)."""
-    return choose_schedule(m, n, k, batch, num_sms, max_splits=1)[0]
+    return choose_schedule(m, n, k, batch, num_sms, max_splits=1, transposable=False,
+                           majors=majors)[0]

@@ -79,7 +79,7 @@ import cutlass.cute as cute
 
 from ..configs.simt import (
     _K_MAJOR_COPY_K, _K_MAJOR_PAD, _LANES_M, _LANES_N, _MAX_CTAS_PER_SM, _SMEM_CARVEOUT, _SMEM_PER_SM,
-    _VEC, Config, choose_config, supports,
+    _VEC, Config, _copy_lanes, choose_config, supports,
 )
 
 SimtConfig = Config  # the name the tests and docs use
@@ -135,10 +135,12 @@ class SimtSgemm:
             thr = cute.make_layout((across, t // across), stride=(1, across))
             val = cute.make_layout((_VEC, 1))
         else:
-            # One warp per 32 consecutive rows: a thread's copies share one pointer per k-row.
+            # One warp per 32 consecutive rows (all rows of a 16-row tile, two k-rows per warp):
+            # a thread's copies share one pointer per k-row.
             atom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(), cutlass.Float32,
                                        num_bits_per_copy=32)
-            thr = cute.make_layout((32, t // 32), stride=(1, 32))
+            lanes = _copy_lanes(rows)
+            thr = cute.make_layout((lanes, t // lanes), stride=(1, lanes))
             val = cute.make_layout((1, 1))
         return cute.make_tiled_copy_tv(atom, thr, val)
 
@@ -407,4 +409,11 @@ class SimtSgemm:
         self._store_c(acc, tCgC, thr_mma.partition_C(cC), m_size, n_size)
 
 
-Kernel = SimtSgemm  # the name the registry (dispatch.FAMILIES) looks up
+def Kernel(config: Config, *args):
+    """The family's kernel for ``config`` (the name the registry, ``dispatch.FAMILIES``, looks
+    up): the row-streaming kernel for a ``gemv`` configuration, else the tiled SGEMM."""
+    if config.gemv:
+        from .simt_gemv import SimtGemv
+
+        return SimtGemv(config, *args)
+    return SimtSgemm(config, *args)

@@ -1,0 +1,302 @@
+"""True-fp32 SIMT products of a few rows (matrix-vector and up to 8 rows), sm_80 and newer.
+
+What it computes
+    C[m, n, l] = sum_k A[m, k, l] * B[n, k, l] in fp32 with ``fma.rn.f32``, like
+    ``kernels/simt_sgemm.py`` and with the same interface (any M, N >= 1, K >= 1, batch strides
+    may be 0, split-K partials when C holds ``splits`` matrices per batch), for products whose M
+    is at most a handful: a CTA computes ``tile_m`` (1, 2, 4 or 8) rows of C, so no FMA is spent
+    on padding rows.  The tiled SGEMM's narrowest tile has 16 rows: at M = 1 it computes 16
+    times the product and ran 1x4096x4096 at 0.54-0.63x cuBLAS's GEMV.  The scheduler
+    (``configs/simt.py``) picks this kernel for M <= 8, and for N <= 8 as C^T = B^T A^T, except
+    where A would be M-major and B K-major (``configs.simt.gemv_reads``): lanes along K would
+    then load A one element at a time, a row of A apart.
+
+How
+    Such a product streams B (N x K) once and reads the few rows of A many times from L1/L2, so
+    the kernel is built around B's reads; each CTA takes ``tile_n`` (128) columns of C and one
+    split's run of K.  Two variants, by B's major:
+
+    * N-major B (``a @ b`` with b row-major): lane i of every warp owns columns 4i .. 4i+3 of
+      the CTA's 128 and reads them as one 128-bit load per k-row (a warp: one 512-byte run);
+      the warps of the CTA take consecutive chunks of the split's K.  Each step loads
+      ``_UNROLL`` k-rows of B and the matching A values (warp-uniform addresses: one broadcast
+      each) before its FMAs, so every thread keeps 64 bytes of B in flight.  At the end the
+      warps' partial sums meet in shared memory and are added in warp order.
+    * K-major B (``a @ w.T``, a linear layer): each warp owns 128 / warps columns, in groups of
+      ``_COLS`` whose rows of B it reads along K, lane i taking k = 4i .. 4i+3 of every 128 (one
+      512-byte run per column and step; A's rows likewise when A is K-major).  The lanes' sums
+      are added by butterfly shuffles.
+
+    Loads are 128-bit where the operand's alignment allows and the four elements lie inside
+    the array, else four scalar loads.  Rows of A past M and columns of B past N are read at
+    M - 1 and N - 1 instead (in bounds, their results never stored), so the main loops carry no
+    row or column predicates; only the last, partial step along K is predicated.  C is written
+    with one scalar store per element, row by row (a warp writes 32 consecutive columns).
+
+Constraints
+    fp32 only.  ``align_*`` in {1, 2, 4} elements (4 = 16 bytes; 2 is treated like 1).  Shapes,
+    leading dimensions and batch strides are runtime values.  See ``configs/simt.Config`` (with
+    ``gemv``) for the tunables.
+
+Benchmark
+    python -m cutematmul.bench --dtypes float32 --shapes skinny
+    python tools/sweep_schedule.py fp32 --shapes 1x4096x4096,8x4096x14336
+"""
+
+from __future__ import annotations
+
+import cuda.bindings.driver as cuda
+
+import cutlass
+import cutlass.cute as cute
+
+from ..configs.simt import (
+    _GEMV_GRANULE as _GRANULE, _GEMV_UNROLL as _UNROLL, _VEC, Config, _group_cols, supports,
+)
+
+# Percent of the unified L1 / shared memory to give shared memory: only the N-major variant's
+# final sums use it (at most 32 KB per CTA), and the rest is L1 for the rows of A that every
+# CTA re-reads.  Passed explicitly so compiling needs no device query.
+_SMEM_CARVEOUT = 25
+
+
+class SimtGemv:
+    """One member of the family: a ``gemv`` config, the operand majors and alignments."""
+
+    def __init__(self, config: Config, dtype: str, a_major: str, b_major: str, align_a: int,
+                 align_b: int, align_c: int, num_sms: int):
+        config.validate()
+        if not config.gemv:
+            raise ValueError(f"SimtGemv runs gemv configurations, got {config.name}.")
+        if dtype != "float32":
+            raise ValueError(f"SimtGemv computes float32, got {dtype!r}.")
+        reason = supports(1, 1, 1, 1, dtype, a_major, b_major, align_a, align_b, align_c)
+        if reason is not None:
+            raise ValueError(reason)
+        self.config = config
+        self.dtype = cutlass.Float32
+        self.a_major, self.b_major = a_major, b_major
+        self.align_a, self.align_b, self.align_c = align_a, align_b, align_c
+        self._warps = config.threads // 32
+        # 128-bit loads: B along its unit stride; A along K (only the K-major-B variant reads
+        # runs of A's k).
+        self._b_vec = align_b == 4
+        self._a_vec = a_major == "k" and align_a == 4
+
+    @cute.jit
+    def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, stream: cuda.CUstream):
+        cfg = self.config
+        tiles_m = cute.ceil_div(mC.shape[0], cfg.tile_m)
+        tiles_n = cute.ceil_div(mC.shape[1], cfg.tile_n)
+        num_ctas = tiles_m * tiles_n * mC.shape[2]
+        self.kernel(mA, mB, mC, tiles_n).launch(
+            grid=[num_ctas, 1, 1],
+            block=[cfg.threads, 1, 1],
+            stream=stream,
+            min_blocks_per_mp=cfg.min_blocks,
+            preferred_smem_carveout=_SMEM_CARVEOUT,
+        )
+
+    # ---------------------------------------------------------------- device-side helpers
+
+    @cute.jit
+    def _k_range(self, k_size: cutlass.Int32, splits: cutlass.Int32, split: cutlass.Int32):
+        """[k_lo, k_hi) of this split: equal runs of whole 128-k granules."""
+        per_split = cute.ceil_div(cute.ceil_div(k_size, _GRANULE), splits) * _GRANULE
+        k_lo = split * per_split
+        k_hi = cutlass.min(k_size, k_lo + per_split)
+        return k_lo, k_hi, per_split
+
+    @cute.jit
+    def _load4(self, g: cute.Tensor, start: cutlass.Int32, extent: cutlass.Int32,
+               vectorized: cutlass.Constexpr, predicated: cutlass.Constexpr, regs: cute.Tensor):
+        """regs[0:4] = g[start : start + 4] of a 1-D view ``g`` with unit stride (start a
+        multiple of 4).  ``predicated``: elements at or past ``extent`` read as 0 (a 128-bit
+        load where all four lie inside, when ``vectorized``); else all four lie inside."""
+        if cutlass.const_expr(predicated):
+            whole = start + _VEC <= extent
+            if cutlass.const_expr(vectorized):
+                if whole:
+                    regs.store(cute.local_tile(g, (_VEC,), (start // _VEC,)).load())
+                else:
+                    self._load4_scalar(g, start, extent, regs)
+            else:
+                self._load4_scalar(g, start, extent, regs)
+        elif cutlass.const_expr(vectorized):
+            regs.store(cute.local_tile(g, (_VEC,), (start // _VEC,)).load())
+        else:
+            for j in cutlass.range_constexpr(_VEC):
+                regs[j] = g[start + j]
+
+    @cute.jit
+    def _load4_scalar(self, g: cute.Tensor, start: cutlass.Int32, extent: cutlass.Int32,
+                      regs: cute.Tensor):
+        """regs[0:4] = g[start : start + 4], elements at or past ``extent`` read as 0 (and
+        addressed at ``extent - 1``, inside the array)."""
+        for j in cutlass.range_constexpr(_VEC):
+            v = g[cutlass.min(start + j, extent - 1)]
+            regs[j] = cutlass.select_(start + j < extent, v, cutlass.Float32(0.0))
+
+    # ---------------------------------------------------------------- the kernel
+
+    @cute.kernel
+    def kernel(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiles_n: cutlass.Int32):
+        cfg = self.config
+        rows, cols = cfg.tile_m, cfg.tile_n
+        tid, _, _ = cute.arch.thread_idx()
+        pid, _, _ = cute.arch.block_idx()
+        warp = tid // 32
+        lane = tid - warp * 32
+        m_size, n_size, k_size = mC.shape[0], mC.shape[1], mA.shape[1]
+        tiles_m = cute.ceil_div(m_size, rows)
+        per_batch = tiles_m * tiles_n
+        batch_split = pid // per_batch
+        rest = pid - batch_split * per_batch
+        tile_row = rest // tiles_n
+        tile_col = rest - tile_row * tiles_n
+        splits = mC.shape[2] // mA.shape[2]
+        batch = batch_split // splits
+        k_lo, k_hi, per_split = self._k_range(k_size, splits, batch_split - batch * splits)
+
+        gA = mA[None, None, batch]  # (M, K)
+        gB = mB[None, None, batch]  # (N, K)
+        gC = mC[None, None, batch_split]  # (M, N)
+        m0 = tile_row * rows
+        n0 = tile_col * cols
+        if cutlass.const_expr(self.b_major == "n"):
+            self._n_major(gA, gB, gC, m0, n0, m_size, n_size, k_lo, k_hi, per_split, warp, lane,
+                          tid)
+        else:
+            self._k_major(gA, gB, gC, m0, n0, m_size, n_size, k_lo, k_hi, warp, lane)
+
+    @cute.jit
+    def _n_major(self, gA: cute.Tensor, gB: cute.Tensor, gC: cute.Tensor, m0: cutlass.Int32,
+                 n0: cutlass.Int32, m_size: cutlass.Int32, n_size: cutlass.Int32,
+                 k_lo: cutlass.Int32, k_hi: cutlass.Int32, per_split: cutlass.Int32,
+                 warp: cutlass.Int32, lane: cutlass.Int32, tid: cutlass.Int32):
+        """B N-major: lanes along N (4 columns each), warps along K; sums meet in shared memory."""
+        cfg = self.config
+        rows, cols, warps = cfg.tile_m, cfg.tile_n, self._warps
+        per_warp = per_split // warps  # a multiple of _UNROLL (Config.validate)
+        kw_lo = k_lo + warp * per_warp
+        kw_hi = cutlass.min(k_hi, kw_lo + per_warp)
+        col = n0 + lane * _VEC
+        acc = cute.make_rmem_tensor(cute.make_layout((rows, _VEC), stride=(_VEC, 1)),
+                                    cutlass.Float32)
+        acc.fill(0.0)
+        # Whether this lane's 4 columns all lie inside N: the same for the whole loop.
+        if col + _VEC <= n_size:
+            self._n_major_sums(gA, gB, acc, m0, m_size, n_size, col, kw_lo, kw_hi, self._b_vec,
+                               False)
+        else:
+            self._n_major_sums(gA, gB, acc, m0, m_size, n_size, col, kw_lo, kw_hi, False, True)
+
+        # Every warp's (rows, 128) partial sums to shared memory, then added in warp order.
+        smem = cutlass.memory.SmemAllocator()
+        red = smem.allocate_tensor(
+            cutlass.Float32,
+            cute.make_layout((cols, rows, warps), stride=(1, cols, cols * rows)),
+            byte_alignment=16)
+        for r in cutlass.range_constexpr(rows):
+            cute.local_tile(red[None, r, warp], (_VEC,), (lane,)).store(acc[r, None].load())
+        cute.arch.barrier()
+        for i in cutlass.range_constexpr(-(-rows * cols // cfg.threads)):
+            out = tid + i * cfg.threads
+            if out < rows * cols:
+                r = out // cols
+                c = out - r * cols
+                total = cutlass.Float32(0.0)
+                for w in cutlass.range_constexpr(warps):
+                    total = total + red[c, r, w]
+                if (m0 + r < m_size) & (n0 + c < n_size):
+                    gC[m0 + r, n0 + c] = total
+
+    @cute.jit
+    def _n_major_sums(self, gA: cute.Tensor, gB: cute.Tensor, acc: cute.Tensor,
+                      m0: cutlass.Int32, m_size: cutlass.Int32, n_size: cutlass.Int32,
+                      col: cutlass.Int32, kw_lo: cutlass.Int32, kw_hi: cutlass.Int32,
+                      vectorized: cutlass.Constexpr, predicated: cutlass.Constexpr):
+        """acc[r, j] += sum over k in [kw_lo, kw_hi) of A[m0 + r, k] * B[col + j, k]."""
+        rows = self.config.tile_m
+        # Rows of A past M are read at M - 1 (never stored).
+        a_rows = [gA[cutlass.min(m0 + r, m_size - 1), None] for r in range(rows)]
+        steps = cutlass.max(kw_hi - kw_lo, 0) // _UNROLL
+        b = cute.make_rmem_tensor(cute.make_layout((_VEC, _UNROLL), stride=(1, _VEC)),
+                                  cutlass.Float32)
+        a = cute.make_rmem_tensor(cute.make_layout((rows, _UNROLL), stride=(_UNROLL, 1)),
+                                  cutlass.Float32)
+        for step in range(steps):
+            k = kw_lo + step * _UNROLL
+            for u in cutlass.range_constexpr(_UNROLL):
+                self._load4(gB[None, k + u], col, n_size, vectorized, predicated, b[None, u])
+                for r in cutlass.range_constexpr(rows):
+                    a[r, u] = a_rows[r][k + u]
+            for u in cutlass.range_constexpr(_UNROLL):
+                for r in cutlass.range_constexpr(rows):
+                    for j in cutlass.range_constexpr(_VEC):
+                        acc[r, j] = cute.math.fma(a[r, u], b[j, u], acc[r, j])
+        for k in range(kw_lo + steps * _UNROLL, kw_hi):  # the last < _UNROLL k-rows
+            self._load4(gB[None, k], col, n_size, vectorized, predicated, b[None, 0])
+            for r in cutlass.range_constexpr(rows):
+                a_val = a_rows[r][k]
+                for j in cutlass.range_constexpr(_VEC):
+                    acc[r, j] = cute.math.fma(a_val, b[j, 0], acc[r, j])
+
+    @cute.jit
+    def _k_major(self, gA: cute.Tensor, gB: cute.Tensor, gC: cute.Tensor, m0: cutlass.Int32,
+                 n0: cutlass.Int32, m_size: cutlass.Int32, n_size: cutlass.Int32,
+                 k_lo: cutlass.Int32, k_hi: cutlass.Int32, warp: cutlass.Int32,
+                 lane: cutlass.Int32):
+        """B K-major: each warp owns cols / warps columns, lanes along K; shuffles add the lanes."""
+        cfg = self.config
+        rows, cols, warps = cfg.tile_m, cfg.tile_n, self._warps
+        group = _group_cols(rows)
+        per_warp = cols // warps
+        a_rows = [gA[cutlass.min(m0 + r, m_size - 1), None] for r in range(rows)]
+        stride = 32 * _VEC  # k covered by one step of a warp
+        span = cutlass.max(k_hi - k_lo, 0)
+        whole_steps = span // stride  # every lane's 4 elements inside [k_lo, k_hi)
+        acc = cute.make_rmem_tensor(cute.make_layout((rows, group), stride=(group, 1)),
+                                    cutlass.Float32)
+        for g in range(per_warp // group):
+            first = n0 + warp * per_warp + g * group
+            # Columns past N are read at N - 1 (never stored).
+            b_rows = [gB[cutlass.min(first + p, n_size - 1), None] for p in range(group)]
+            acc.fill(0.0)
+            for step in range(whole_steps):
+                self._k_major_step(a_rows, b_rows, acc, k_lo + step * stride + lane * _VEC,
+                                   k_hi, False)
+            if whole_steps * stride < span:
+                self._k_major_step(a_rows, b_rows, acc,
+                                   k_lo + whole_steps * stride + lane * _VEC, k_hi, True)
+            for r in cutlass.range_constexpr(rows):
+                for p in cutlass.range_constexpr(group):
+                    v = acc[r, p]
+                    for offset in cutlass.range_constexpr(5):
+                        v = v + cute.arch.shuffle_sync_bfly(v, 16 >> offset)
+                    acc[r, p] = v
+            # Lane r * group + p stores row r, column p of the group.
+            for r in cutlass.range_constexpr(rows):
+                for p in cutlass.range_constexpr(group):
+                    if lane == r * group + p:
+                        if (m0 + r < m_size) & (first + p < n_size):
+                            gC[m0 + r, first + p] = acc[r, p]
+
+    @cute.jit
+    def _k_major_step(self, a_rows, b_rows, acc: cute.Tensor, k: cutlass.Int32,
+                      k_hi: cutlass.Int32, predicated: cutlass.Constexpr):
+        """acc[r, p] += sum over this lane's 4 k from ``k`` of A[row r, k] * B[column p, k]."""
+        rows = self.config.tile_m
+        group = _group_cols(rows)
+        b = cute.make_rmem_tensor(cute.make_layout((_VEC, group), stride=(1, _VEC)),
+                                  cutlass.Float32)
+        a = cute.make_rmem_tensor(cute.make_layout((_VEC, rows), stride=(1, _VEC)),
+                                  cutlass.Float32)
+        for p in cutlass.range_constexpr(group):
+            self._load4(b_rows[p], k, k_hi, self._b_vec, predicated, b[None, p])
+        for r in cutlass.range_constexpr(rows):
+            self._load4(a_rows[r], k, k_hi, self._a_vec, predicated, a[None, r])
+        for j in cutlass.range_constexpr(_VEC):
+            for r in cutlass.range_constexpr(rows):
+                for p in cutlass.range_constexpr(group):
+                    acc[r, p] = cute.math.fma(a[j, r], b[j, p], acc[r, p])
