@@ -4,7 +4,8 @@ Each family (simt fp32, sm80 and sm90 fp16/bf16, and "tf32": the sm90 kernel in 
 3xTF32 modes with the operand prep of ``kernels/tf32_prep.py``) runs tails in M, N and K, all four operand
 layouts (each twice: the repeat takes the device route's fast path), unaligned and strided
 views (which go through staging), broadcast batches, 1-D operands,
-the sm90 tiles of widths that are no power of two, every SIMT tile and the one-pass TF32
+the sm90 tiles of widths that are no power of two, every SIMT tile, the SIMT row-streaming
+kernel (untransposed and transposed) and the one-pass TF32
 schedules with a register operand in every layout (forced),
 split-K products (fp32 partials and the reduction kernel) and a column-major ``out``; "streamk"
 is the sm90 kernel's stream-K schedule (forced), whose CTAs exchange partial tiles; "cupy" runs
@@ -236,6 +237,32 @@ def _simt_tiles(gen, quick: bool, poison: bool) -> int:
     return count
 
 
+def _simt_gemv(gen, quick: bool, poison: bool) -> int:
+    """The SIMT family's row-streaming kernel (``configs/simt.gemv_config``) for every row
+    count, forced in all four layouts on products with tails in M, N and K (K = 1 in 3 splits:
+    empty splits), untransposed and transposed (C^T = B^T A^T through the workspace)."""
+    from cutematmul.configs import simt
+
+    count = 0
+    cases = [(1, 1, 130, 300, 1, False), (2, 5, 77, 1001, 2, False), (4, 3, 1030, 1, 3, False),
+             (8, 7, 129, 2049, 1, False), (8, 301, 6, 777, 2, True), (1, 129, 1, 130, 1, True)]
+    for rows, m, n, k, splits, transposed in cases[:2] if quick else cases:
+        config = simt.gemv_config(rows)
+        for layout in ("nn", "tn", "nt", "tt"):
+            a, b = _operands(m, n, k, layout, "float32", gen)
+            what = f"simt gemv r{rows} {m}x{n}x{k} {layout} s{splits}{' T' if transposed else ''}"
+
+            def holds(work, config=config, splits=splits, transposed=transposed):
+                return (work.key.config, work.splits, work.transposed) == (config, splits,
+                                                                           transposed)
+
+            res = _forced(a, b, (config, splits, transposed), "highest", poison, holds, what,
+                          kernel="simt")
+            _check(res, a, b, ("float32", "highest"), what)
+            count += 1
+    return count
+
+
 def run(families, quick: bool, poison: bool = True) -> int:
     gen = torch.Generator(device="cuda").manual_seed(0)
     count = 0
@@ -250,6 +277,7 @@ def run(families, quick: bool, poison: bool = True) -> int:
         count += _wide(gen, quick, poison)
     if "simt" in families:
         count += _simt_tiles(gen, quick, poison)
+        count += _simt_gemv(gen, quick, poison)
     if "tf32" in families:
         count += _tf32_registers(gen, quick, poison)
     for family in families:

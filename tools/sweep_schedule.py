@@ -1,6 +1,6 @@
 """Calibrate the wave model: time forced (tile, K-split) choices beside the model's pick and cuBLAS.
 
-    python tools/sweep_schedule.py [fp16|fp32|both] [--clusters] [--shapes MxNxK,...]
+    python tools/sweep_schedule.py [fp16|fp32|both] [--clusters] [--shapes MxNxK,...] [--layout nt]
 
 For each shape, the model's pick (``configs/<family>.choose_schedule``) and every forced candidate
 (tile x split, transposed for small M) run on the same Gaussian operands; each is timed like the
@@ -31,7 +31,9 @@ CANDIDATES = {
     "float16": (sm90, [(128, 256, False), (128, 192, False), (128, 128, False), (64, 128, False),
                        (128, 16, True), (128, 32, True), (128, 64, True)], [1, 2, 4]),
     "float32": (simt, [(128, 256, False), (128, 128, False), (64, 128, False), (32, 128, False),
-                       (32, 32, False)], [1, 2, 4, 8]),
+                       (32, 32, False), (16, 256, False), (16, 128, False), (16, 64, False)]
+                + [(rows, 128, tr) for rows in simt.GEMV_ROWS for tr in (False, True)],
+                [1, 2, 4, 8, 16]),
 }
 #: Threads of each SIMT ladder tile (the ladder's own, so a forced tile is the scheduler's).
 _SIMT_THREADS = {(tm, tn): threads for tm, tn, threads in simt._LADDER}
@@ -63,6 +65,8 @@ def _config(module, tm: int, tn: int, transposed: bool, splits: int, cluster=(1,
     if module is sm90:
         return sm90.Config(tile_m=tm, tile_n=tn, epi_n=min(32, tn), cluster_m=cluster[0],
                            cluster_n=cluster[1], partials=splits > 1 or transposed)
+    if tm in simt.GEMV_ROWS:  # the row-streaming kernel (transposed: on C^T)
+        return simt.gemv_config(tm)
     return simt._config(tm, tn, _SIMT_THREADS[(tm, tn)])
 
 
@@ -72,21 +76,31 @@ def _label(tm: int, tn: int, splits: int, transposed: bool, cluster=(1, 1)) -> s
             + (f"/c{cluster[0]}x{cluster[1]}" if cluster != (1, 1) else ""))
 
 
-def candidates(dtype: str, m: int, clusters: bool):
-    """(config, splits, transposed, label) of every forced candidate for a product with ``m`` rows."""
+def candidates(dtype: str, m: int, n: int, clusters: bool):
+    """(config, splits, transposed, label) of every forced candidate for an M x N product."""
     module, tiles, split_counts = CANDIDATES[dtype]
     shapes = CLUSTERS if clusters and module is sm90 else ((1, 1),)
     for (tm, tn, tr), s, c in itertools.product(tiles, split_counts, shapes):
-        if tr and (m > 64 or c != (1, 1)):
+        if module is simt and tm in simt.GEMV_ROWS:
+            # Row-streaming CTAs hold all of M (or, transposed, all of N) and no more than the
+            # next row count up.
+            extent = n if tr else m
+            if not tm >= extent > tm // 2:
+                continue
+        elif tr and (m > 64 or c != (1, 1)):
             continue
         yield _config(module, tm, tn, tr, s, c), s, tr, _label(tm, tn, s, tr, c)
 
 
-def sweep(dtype: str, shapes=SHAPES, clusters: bool = False) -> None:
+def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn") -> None:
     module = CANDIDATES[dtype][0]
     for m, n, k in shapes:
         a = torch.randn(m, k, device="cuda").to(getattr(torch, dtype))
         b = torch.randn(k, n, device="cuda").to(getattr(torch, dtype))
+        if layout[0] == "t":
+            a = a.t().contiguous().t()
+        if layout[1] == "t":
+            b = b.t().contiguous().t()
         out = torch.empty(m, n, device="cuda", dtype=a.dtype)
         cublas = time_us(lambda: torch.matmul(a, b, out=out))
         cfg, splits, transposed = module.choose_schedule(m, n, k, 1, 132)
@@ -95,10 +109,10 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False) -> None:
         row = [f"pick {_label(cfg.tile_m, cfg.tile_n, splits, transposed, cluster)} "
                f"{picked:.1f}us ({cublas / picked:.2f}x)"]
         problem = launch.planned_launch(adapter_for(a), a, b).problem
-        for config, s, tr, label in candidates(dtype, m, clusters):
+        for config, s, tr, label in candidates(dtype, m, n, clusters):
             with cache.trial_tuned(problem, (config, s, tr)):  # clears the plans, then restores
                 row.append(f"{label} {time_us(lambda: cutematmul.matmul(a, b, out=out)):.1f}")
-        print(f"{dtype} {m}x{n}x{k}: cuBLAS {cublas:.1f}us | " + " | ".join(row), flush=True)
+        print(f"{dtype} {layout} {m}x{n}x{k}: cuBLAS {cublas:.1f}us | " + " | ".join(row), flush=True)
 
 
 def main(argv=None) -> int:
@@ -106,12 +120,14 @@ def main(argv=None) -> int:
     p.add_argument("which", nargs="?", default="both", choices=("fp16", "fp32", "both"))
     p.add_argument("--clusters", action="store_true", help="also 2x1 and 1x2 clusters (fp16)")
     p.add_argument("--shapes", help="comma-separated MxNxK (default: the calibration set)")
+    p.add_argument("--layout", default="nn", choices=("nn", "nt", "tn", "tt"),
+                   help="t: that operand is a transposed view (nt: a @ w.T)")
     args = p.parse_args(argv)
     shapes = SHAPES
     if args.shapes:
         shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     for dtype in {"fp16": ["float16"], "fp32": ["float32"]}.get(args.which, ["float16", "float32"]):
-        sweep(dtype, shapes, args.clusters)
+        sweep(dtype, shapes, args.clusters, args.layout)
     return 0
 
 
