@@ -360,9 +360,10 @@ def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_spl
     all fit one wave (each keeps only a few loads of B in flight, so device memory is saturated
     only when every CTA slot is busy, and a second wave costs more than its CTAs bring), then the
     other split counts, nearest first.  H200, 2026-12-02, fp32: that rule picked the fastest
-    split (within 1%) of all 11 products swept: 1x4096x4096 16 splits (512 CTAs) 20.9 us against
-    22.1 at 9; 8x4096x14336 8 (256 CTAs of 2 slots) 76.7 against 108.0 at 5; 1x14336x4096 4
-    (448) 56.8 against 58.5 at 8 and 61.0 at 16."""
+    split (within 1%) on 10 of the 11 products swept: 1x4096x4096 16 splits (512 CTAs) 20.9 us
+    against 22.1 at 9; 8x4096x14336 8 (256 CTAs of 2 slots) 76.7 against 108.0 at 5;
+    1x14336x4096 4 (448) 56.8 against 58.5 at 8 and 61.0 at 16.  The exception, 1x4096x4096
+    with a K-major B: 24.8 at 16 splits against 23.4 at 8."""
     config = gemv_config(_gemv_rows(rows))
     tiles = -(-cols // config.tile_n) * batch
     rate = waves.Rate(_FLOPS_PER_SM, config.min_blocks, 4, 4, _GEMV_GRANULE // Config.tile_k)
