@@ -19,7 +19,8 @@ launch and (unsplit, through ``kernel_key``) for XLA; ``reduce_key`` names the s
 ``compile_key`` turns either key into a compiled function (it imports the DSL).
 
 Imports: nothing of ours at module level (``configs.*`` and ``kernels.*`` lazily, in
-``Family.configs`` and ``Family.load``: the latter imports the DSL).
+``Family.configs`` and ``Family.load``: the latter imports the DSL; ``plan`` lazily in
+``schedule``).
 """
 
 from __future__ import annotations
@@ -344,7 +345,9 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
         config, splits = configs.choose_config(m, n, k, batch, num_sms, math=dtype,
                                                **orientation), 1
     if transposed:
-        a_major, b_major = {"n": "m", "k": "k"}[b_major], {"m": "n", "k": "k"}[a_major]
+        from .plan import transposed_majors
+
+        a_major, b_major = transposed_majors(a_major, b_major)
         aligns[0], aligns[1] = aligns[1], aligns[0]
     if splits > 1 or transposed:  # C is the workspace: ours, rows padded to 32 bytes
         aligns[2] = vector

@@ -22,6 +22,15 @@ from functools import lru_cache
 
 Shape = tuple[int, ...]
 
+#: An operand's major once the product is computed as C^T = B^T A^T.
+_TRANSPOSED_MAJOR = {"k": "k", "n": "m", "m": "n", "strided": "strided"}
+
+
+def transposed_majors(a_major: str, b_major: str) -> tuple[str, str]:
+    """The (A, B) majors of C^T = B^T A^T for an A of ``a_major`` and a B of ``b_major``: B^T
+    takes A's place (an N-major B is an M-major B^T), A^T takes B's."""
+    return _TRANSPOSED_MAJOR[b_major], _TRANSPOSED_MAJOR[a_major]
+
 
 @dataclass(frozen=True)
 class MatrixLayout:
@@ -241,10 +250,10 @@ def plan_gemm(a_shape: Shape, a_strides: Shape, b_shape: Shape, b_strides: Shape
     c = MatrixLayout(c_major, ldc, last[2])
     if c_major == "m":
         # C^T (N x M, unit stride along M) = B^T A^T: B^T is N x K, A^T is K x M.
-        swap_major = {"k": "k", "n": "m", "m": "n", "strided": "strided"}
+        bt_major, at_major = transposed_majors(a_major, b_major)
         return Gemm(n, m, k, launch_batch,
-                    MatrixLayout(swap_major[b_major], ldb, last[1]),
-                    MatrixLayout(swap_major[a_major], lda, last[0]),
+                    MatrixLayout(bt_major, ldb, last[1]),
+                    MatrixLayout(at_major, lda, last[0]),
                     MatrixLayout("n", ldc, last[2]),
                     tuple((ob, oa, oc) for oa, ob, oc in offsets), True)
     return Gemm(m, n, k, launch_batch, a, b, c, offsets, False)

@@ -4,13 +4,14 @@
 
 DSL-free, so a configuration is chosen (and a cached kernel found) without importing the CuTe DSL.
 
-Imports: ``configs.waves``.
+Imports: ``configs.waves``, ``plan`` (the operand majors of a product computed transposed).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..plan import transposed_majors
 from . import waves
 
 # Lanes of one warp, as a 4 (M) x 8 (N) grid; lane = n_lane + 8 * m_lane.
@@ -249,6 +250,10 @@ def _min_blocks(cfg: Config) -> int:
 _TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.94, (128, 64): 0.86, (64, 128): 0.94,
                     (64, 64): 0.82, (32, 128): 0.82, (128, 32): 0.78, (32, 64): 0.68,
                     (32, 32): 0.53, (16, 256): 0.7, (16, 128): 0.6, (16, 64): 0.5}
+# The 16-row tiles' are not fitted: below the 32-row tiles', they still win at M <= 16 (the only
+# products they are offered for), where they compute half the padding.  Their split is the
+# model's: at 16x8192x8192 its pick (16x256, 11 splits, 102.9 us) ran 22% slower than the best
+# swept (16x128 in 8 splits, 83.8; cuBLAS 145.2).  H200, 2026-12-02.
 # fp32 FMA as this family sustains it on an H100/H200-class SM (~50 TFLOP/s on 132 SMs).
 _FLOPS_PER_SM = 0.38e12
 _MIN_K_TILES = 8
@@ -297,22 +302,21 @@ def gemv_reads(a_major: str, b_major: str) -> bool:
     return (a_major, b_major) != ("m", "k")
 
 
-_FLIP = {"m": "n", "n": "m", "k": "k"}
-
-
 def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
                     max_splits: int = waves.MAX_SPLITS, math: str = "float32",
                     transposable: bool = True,
                     majors: tuple[str, str] = ("k", "n")) -> tuple[Config, int, bool]:
-    """(configuration, K-splits, transposed) of least estimated time under the wave model
-    (``waves``).  ``math`` is always "float32" here (the family's one math type).
+    """(configuration, K-splits, transposed).  ``math`` is always "float32" here (the family's
+    one math type).
 
-    Tiles much longer than the problem (beyond its extent rounded up to a power of two) are not
-    considered.  When even the smaller tiles leave SMs idle (skinny products, long K), K is split
-    and ``kernels/splitk_reduce.py`` adds the fp32 partial sums.  Products of at most 8 rows
-    also try the row-streaming kernel (``gemv_config``); products of at most 8 columns try it
-    on C^T = B^T A^T (``transposed``, through the workspace), unless ``transposable`` is False;
-    each where it reads the operands' ``majors`` well (``gemv_reads``).
+    Products of at most 8 rows run on the row-streaming kernel (``gemv_config``), products of at
+    most 8 columns on it as C^T = B^T A^T (``transposed``, through the workspace; not when
+    ``transposable`` is False), each where it reads the operands' ``majors`` well
+    (``gemv_reads``); see ``_ranked``.  Other products take the ladder tile and split of least
+    estimated time under the wave model (``waves``): tiles much longer than the problem (beyond
+    its extent rounded up to a power of two) are not considered, and when even the smaller
+    tiles leave SMs idle (skinny products, long K), K is split and
+    ``kernels/splitk_reduce.py`` adds the fp32 partial sums.
     """
     return _ranked(m, n, k, batch, num_sms, max_splits, transposable, majors)[0]
 
@@ -320,8 +324,9 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
 def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                max_splits: int = waves.MAX_SPLITS, math: str = "float32",
                limit: int = 8, majors: tuple[str, str] = ("k", "n")) -> list[tuple[Config, int, bool]]:
-    """What the autotuner times (``cutematmul.tune``): the ``limit`` schedules the wave model
-    ranks best, ``choose_schedule``'s pick first."""
+    """What the autotuner times (``cutematmul.tune``): ``choose_schedule``'s pick first, then
+    the ``limit`` schedules the wave model ranks best (for the row-streaming kernel, the split
+    counts nearest its pick)."""
     found = []
     for choice in _ranked(m, n, k, batch, num_sms, max_splits, True, majors, limit):
         if choice not in found:
@@ -343,7 +348,7 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     a_major, b_major = majors
     if _gemv_rows(m) and gemv_reads(a_major, b_major):
         return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit)
-    if transposable and _gemv_rows(n) and gemv_reads(_FLIP[b_major], _FLIP[a_major]):
+    if transposable and _gemv_rows(n) and gemv_reads(*transposed_majors(a_major, b_major)):
         return _gemv_ranked(n, m, k, batch, num_sms, max_splits, True, limit)
     configs, tiles = _space(m, n)
     tile, splits = waves.best(m, n, k, batch, num_sms, Config.tile_k, tiles, max_splits)
