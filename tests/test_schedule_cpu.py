@@ -11,7 +11,7 @@ import pytest
 
 from cutematmul import dispatch, launch
 from cutematmul.configs import simt, sm80, sm90, waves
-from cutematmul.plan import plan_gemm
+from cutematmul.plan import plan_gemm, transposed_majors
 
 H200 = ((9, 0), 132)
 SKINNY = [(1, 4096, 4096), (16, 8192, 8192), (16, 1024, 4096), (8, 2048, 16384)]
@@ -405,3 +405,90 @@ def test_wide_tiles_fill_partial_waves_of_clustered_16bit_products_only():
                 assert config.cluster_m == 2 and not config.streamk, config
     with pytest.raises(ValueError, match="tile_n"):
         sm90.Config(tile_n=176).validate()
+
+
+# ----------------------------------------------------------------------- SIMT few-row products
+
+LAYOUT_MAJORS = {"nn": ("k", "n"), "tn": ("m", "n"), "nt": ("k", "k"), "tt": ("m", "k")}
+
+
+@pytest.mark.parametrize("layout", LAYOUT_MAJORS)
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 8])
+def test_simt_products_of_at_most_8_rows_stream_rows_where_read_well(m, layout):
+    """M <= 8: the row-streaming kernel on the fewest rows that hold M, untransposed, except
+    for an M-major A with a K-major B (lanes along K would read A element by element)."""
+    majors = LAYOUT_MAJORS[layout]
+    config, splits, transposed = simt.choose_schedule(m, 4096, 4096, 1, 132, majors=majors)
+    if layout == "tt":
+        assert not config.gemv and config.tile_m == 16, config
+    else:
+        assert config.gemv and not transposed, config
+        assert config.tile_m == next(r for r in simt.GEMV_ROWS if r >= m)
+    config.validate()
+
+
+@pytest.mark.parametrize("layout", LAYOUT_MAJORS)
+@pytest.mark.parametrize("n", [1, 6, 8])
+def test_simt_products_of_at_most_8_columns_stream_transposed_where_read_well(n, layout):
+    """N <= 8 < M: the row-streaming kernel on C^T = B^T A^T, unless B^T would be M-major and
+    A^T K-major (an N-major B with a K-major A: the tiled kernel keeps it)."""
+    config, _, transposed = simt.choose_schedule(4096, n, 4096, 1, 132,
+                                                 majors=LAYOUT_MAJORS[layout])
+    a_t, b_t = transposed_majors(*LAYOUT_MAJORS[layout])
+    assert config.gemv == transposed == (layout != "nn") == simt.gemv_reads(a_t, b_t), config
+
+
+def test_simt_row_streaming_splits_fill_one_wave():
+    """The split count: the most whose CTAs fit one wave of CTA slots (H200: 132 SMs x 4 CTAs
+    of 1-2 rows, x 2 of 4-8 rows), capped by K's 128-k granules and 16 splits."""
+    cases = {(1, 4096, 4096): 16, (1, 14336, 4096): 4, (8, 4096, 14336): 8, (4, 14336, 4096): 2,
+             (1, 1024, 1024): 8, (2, 8192, 8192): 8, (3, 5, 7): 1}
+    for (m, n, k), want in cases.items():
+        config, splits, _ = simt.choose_schedule(m, n, k, 1, 132)
+        assert config.gemv and splits == want, ((m, n, k), config.name, splits)
+        slots = 132 * config.min_blocks
+        assert -(-n // config.tile_n) * splits <= slots or splits == 1
+
+
+def test_simt_xla_route_never_transposes_or_splits_a_row_streaming_product():
+    config = simt.choose_config(4096, 1, 4096, 1, 132, majors=("k", "k"))
+    assert not config.gemv, config  # transposing needs the workspace the XLA route lacks
+    config = simt.choose_config(1, 4096, 4096, 1, 132)
+    assert config.gemv and config.tile_m == 1
+    key, splits, transposed = dispatch.schedule(dispatch.FAMILIES["simt"], *H200, "float32", "k",
+                                                "n", (16, 16, 16), 1, 4096, 4096, 1,
+                                                split_k=False)
+    assert key.config.gemv and splits == 1 and not transposed
+
+
+def test_simt_sixteen_row_tiles_only_where_one_tile_row_holds_m():
+    assert simt.choose_schedule(16, 4096, 4096, 1, 132)[0].tile_m == 16
+    for m in (17, 24, 32, 48):
+        configs, _ = simt._space(m, 4096)
+        assert all(tm >= 32 for tm, _ in configs), (m, sorted(configs))
+
+
+def test_simt_gemv_configs_refuse_what_the_kernel_cannot_run():
+    """Every rule of a gemv config raises a ValueError that names it."""
+    from dataclasses import replace
+
+    good = simt.gemv_config(4)
+    good.validate()
+    for bad in (replace(good, tile_m=3), replace(good, tile_m=16), replace(good, tile_n=64),
+                replace(good, threads=96), replace(good, min_blocks=9)):
+        with pytest.raises(ValueError, match=r"gemv|min_blocks|threads"):
+            bad.validate()
+    assert good.name == "simtv_4x128_t256_b2"
+
+
+def test_a_transposed_row_streaming_launch_carries_the_reduction():
+    """A 4096 x 6 fp32 product of a K-major B (x @ w.T with 6 rows of w) is planned as C^T on
+    the row-streaming kernel, through the workspace, and passes the launch proof."""
+    m, n, k = 4096, 6, 4096
+    gemm = plan_gemm((m, k), (k, 1), (k, n), (1, k), (n, 1))  # b = w.T, w (n, k) row-major
+    spans = [(0, m * k * 4), (0, n * k * 4), (0, m * n * 4)]
+    resolved = launch._resolve(("simt",), H200[0], H200[1], gemm, "float32", 4,
+                               (True, True, True), spans, (False, False, False))
+    assert isinstance(resolved, launch.Launch)
+    assert resolved.key.config.gemv and resolved.transposed and resolved.reduce is not None
+    assert (resolved.key.a_major, resolved.key.b_major) == ("k", "k")
