@@ -119,6 +119,12 @@ class Config:
         t = self.threads
         if t < 32 or t > 1024 or t % 32:
             raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {t}.")
+        blocks = self.min_blocks
+        if not 1 <= blocks <= _MAX_CTAS_PER_SM or blocks * t > _MAX_THREADS_PER_SM:
+            raise ValueError(
+                f"min_blocks must be in [1, {_MAX_CTAS_PER_SM}] with min_blocks * threads <="
+                f" {_MAX_THREADS_PER_SM}, got {self.min_blocks} blocks of {t} threads."
+            )
         if self.gemv:
             self._validate_gemv()
             return
@@ -128,12 +134,6 @@ class Config:
             raise ValueError(f"stages must be at least 2, got {self.stages}.")
         if self.raster_group < 1:
             raise ValueError(f"raster_group must be at least 1, got {self.raster_group}.")
-        blocks = self.min_blocks
-        if not 1 <= blocks <= _MAX_CTAS_PER_SM or blocks * t > _MAX_THREADS_PER_SM:
-            raise ValueError(
-                f"min_blocks must be in [1, {_MAX_CTAS_PER_SM}] with min_blocks * threads <="
-                f" {_MAX_THREADS_PER_SM}, got {self.min_blocks} blocks of {t} threads."
-            )
         if self.warps_mn is None:
             raise ValueError(
                 f"a {self.tile_m}x{self.tile_n} tile cannot be split over {t} threads into"
@@ -181,12 +181,6 @@ class Config:
                 f"a gemv CTA of {self.threads} threads must split {self.tile_n} columns into"
                 f" groups of {group} per warp and {_GEMV_GRANULE} k into runs of"
                 f" {_GEMV_UNROLL} per warp."
-            )
-        if not 1 <= self.min_blocks <= _MAX_CTAS_PER_SM or (
-                self.min_blocks * self.threads > _MAX_THREADS_PER_SM):
-            raise ValueError(
-                f"min_blocks must be in [1, {_MAX_CTAS_PER_SM}] with min_blocks * threads <="
-                f" {_MAX_THREADS_PER_SM}, got {self.min_blocks} blocks of {self.threads} threads."
             )
 
 
@@ -318,7 +312,7 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     tiles leave SMs idle (skinny products, long K), K is split and
     ``kernels/splitk_reduce.py`` adds the fp32 partial sums.
     """
-    return _ranked(m, n, k, batch, num_sms, max_splits, transposable, majors)[0]
+    return _ranked(m, n, k, batch, num_sms, max_splits, transposable, majors, limit=0)[0]
 
 
 def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
@@ -353,9 +347,10 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     configs, tiles = _space(m, n)
     tile, splits = waves.best(m, n, k, batch, num_sms, Config.tile_k, tiles, max_splits)
     found = [(configs[tile], splits, False)]
-    for _, s, _, other in waves.ranked(m, n, k, batch, num_sms, Config.tile_k, tiles,
-                                       max_splits)[:limit]:
-        found.append((configs[other], s, False))
+    if limit:  # (the pick alone needs no second ranking)
+        for _, s, _, other in waves.ranked(m, n, k, batch, num_sms, Config.tile_k, tiles,
+                                           max_splits)[:limit]:
+            found.append((configs[other], s, False))
     return found
 
 
