@@ -12,6 +12,8 @@ TF32 pass: 11 significant bits per operand); "highest" the suite-wide fp32 bound
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -73,6 +75,22 @@ def _errors(torch, a, b, precision):
     kernel = "auto" if precision == "highest" or not _tf32_capable() else "sm90"
     got = cutematmul.matmul(a, b, out=out, precision=precision, kernel=kernel)
     return relative_error(got, expected), relative_error(torch.matmul(a, b), expected)
+
+
+@contextlib.contextmanager
+def _forced(a, b, choice, precision: str = "highest", kernel: str = "simt"):
+    """``choice`` (config, splits, transposed) made the product's schedule through the tuned
+    tier (what ``cutematmul.tune`` records) inside the block; yields the planned launch, checked
+    to be exactly that schedule."""
+    from cutematmul import cache, launch
+    from cutematmul.adapters import adapter_for
+
+    work = launch.planned_launch(adapter_for(a), a, b, precision=precision, kernel=kernel)
+    assert work.problem is not None, f"not one {kernel} launch"
+    with cache.trial_tuned(work.problem, choice):
+        forced = launch.planned_launch(adapter_for(a), a, b, precision=precision, kernel=kernel)
+        assert (forced.key.config, forced.splits, forced.transposed) == choice, forced.key
+        yield forced
 
 
 def _check(err, sgemm_err, precision):
@@ -138,19 +156,12 @@ def test_tf32_reads_transposed_operands_in_place(torch, schedule, layout):
     the kernel has, forced through the tuned tier and checked to be the planned launch."""
     if not _tf32_capable():
         pytest.skip("the TF32 kernels need an sm_90 GPU")
-    from cutematmul import cache, launch
-    from cutematmul.adapters import adapter_for
     from cutematmul.configs.sm90 import Config
 
     _, m, n, k, fields, splits, transposed = schedule
     config = Config(tile_k=32, epi_stages=2, **fields)
     a, b = _operands(torch, m, n, k, layout, 17)
-    work = launch.planned_launch(adapter_for(a), a, b, precision="tf32", kernel="sm90")
-    assert work.problem is not None, "not one sm90 launch"
-    with cache.trial_tuned(work.problem, (config, splits, transposed)):
-        forced = launch.planned_launch(adapter_for(a), a, b, precision="tf32", kernel="sm90")
-        assert (forced.key.config, forced.splits, forced.transposed) == (config, splits,
-                                                                          transposed)
+    with _forced(a, b, (config, splits, transposed), "tf32", "sm90") as forced:
         # nt reads both operands K-major from shared memory; the others have a register operand.
         registers = (forced.key.a_major, forced.key.b_major) != ("k", "k")
         assert registers == (layout != "nt"), forced.key
@@ -267,17 +278,9 @@ SIXTEEN_ROWS = [tile for tile in simt._LADDER if tile[0] == 16]
                          ids=lambda c: "x".join(map(str, c[:3])) + f"s{c[3]}")
 @pytest.mark.parametrize("tile", SIXTEEN_ROWS, ids=lambda t: f"{t[0]}x{t[1]}")
 def test_simt_sixteen_row_tiles(torch, tile, mnk_splits, layout):
-    from cutematmul import cache, launch
-    from cutematmul.adapters import adapter_for
-
     m, n, k, splits = mnk_splits
-    config = simt._config(*tile)
     a, b = _operands(torch, m, n, k, layout, 19)
-    work = launch.planned_launch(adapter_for(a), a, b, kernel="simt")
-    assert work.problem is not None, "not one simt launch"
-    with cache.trial_tuned(work.problem, (config, splits, False)):
-        forced = launch.planned_launch(adapter_for(a), a, b, kernel="simt")
-        assert (forced.key.config, forced.splits) == (config, splits), forced.key
+    with _forced(a, b, (simt._config(*tile), splits, False)):
         err, _ = _errors(torch, a, b, "highest")
     _check(err, None, "highest")
 
@@ -308,17 +311,9 @@ GEMV_CASES = [(1, 1, 300, 1000, 1), (1, 1, 129, 4099, 3), (2, 2, 777, 7, 1), (2,
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("case", GEMV_CASES, ids=lambda c: "r{}_{}x{}x{}_s{}".format(*c))
 def test_simt_gemv_forced(torch, case, layout):
-    from cutematmul import cache, launch
-    from cutematmul.adapters import adapter_for
-
     rows, m, n, k, splits = case
-    config = simt.gemv_config(rows)
     a, b = _operands(torch, m, n, k, layout, 29)
-    work = launch.planned_launch(adapter_for(a), a, b, kernel="simt")
-    assert work.problem is not None, "not one simt launch"
-    with cache.trial_tuned(work.problem, (config, splits, False)):
-        forced = launch.planned_launch(adapter_for(a), a, b, kernel="simt")
-        assert (forced.key.config, forced.splits, forced.transposed) == (config, splits, False)
+    with _forced(a, b, (simt.gemv_config(rows), splits, False)):
         err, _ = _errors(torch, a, b, "highest")
     _check(err, None, "highest")
 

@@ -92,6 +92,22 @@ def _forced(a, b, choice, precision: str, poison: bool, holds, what: str, kernel
         return cutematmul.matmul(a, b, out=out, precision=precision, kernel=kernel)
 
 
+def _forced_exactly(gen, m: int, n: int, k: int, layout: str, choice, mode, kernel: str,
+                    poison: bool, what: str) -> int:
+    """A fresh ``layout`` product with ``choice`` (config, splits, transposed) forced as its
+    schedule (``_forced``), held to be exactly the planned launch, checked against float64;
+    ``mode`` is (dtype, precision).  Returns 1, the products it ran."""
+    dtype, precision = mode
+    a, b = _operands(m, n, k, layout, dtype, gen)
+
+    def holds(work):
+        return (work.key.config, work.splits, work.transposed) == choice
+
+    res = _forced(a, b, choice, precision, poison, holds, what, kernel=kernel)
+    _check(res, a, b, mode, what)
+    return 1
+
+
 def _streamk(gen, quick: bool, poison: bool) -> int:
     """The sm90 kernel's stream-K schedule (partial tiles through a workspace, flags between
     CTAs) on products whose tiles straddle CTAs."""
@@ -198,17 +214,9 @@ def _tf32_registers(gen, quick: bool, poison: bool) -> int:
     for m, n, k, fields, splits, transposed in TF32_CASES[:1] if quick else TF32_CASES:
         config = Config(tile_k=32, epi_stages=2, **fields)
         for layout in ("nn", "tn", "nt", "tt"):
-            a, b = _operands(m, n, k, layout, "float32", gen)
-            what = f"tf32 {m}x{n}x{k} {fields} {layout}"
-
-            def holds(work, config=config, splits=splits, transposed=transposed):
-                return (work.key.config, work.splits, work.transposed) == (config, splits,
-                                                                           transposed)
-
-            res = _forced(a, b, (config, splits, transposed), "tf32", poison, holds, what,
-                          kernel="sm90")
-            _check(res, a, b, ("float32", "tf32"), what)
-            count += 1
+            count += _forced_exactly(gen, m, n, k, layout, (config, splits, transposed),
+                                     ("float32", "tf32"), "sm90", poison,
+                                     f"tf32 {m}x{n}x{k} {fields} {layout}")
     return count
 
 
@@ -224,16 +232,9 @@ def _simt_tiles(gen, quick: bool, poison: bool) -> int:
         config = simt._config(tm, tn, threads)
         m, n, k = tm + 3, tn + 5, 37
         for layout, splits in (("nn", 1), ("tn", 2), ("nt", 1), ("tt", 2)):
-            a, b = _operands(m, n, k, layout, "float32", gen)
-            what = f"simt {tm}x{tn}/{threads} {m}x{n}x{k} {layout} s{splits}"
-
-            def holds(work, config=config, splits=splits):
-                return (work.key.config, work.splits) == (config, splits)
-
-            res = _forced(a, b, (config, splits, False), "highest", poison, holds, what,
-                          kernel="simt")
-            _check(res, a, b, ("float32", "highest"), what)
-            count += 1
+            count += _forced_exactly(gen, m, n, k, layout, (config, splits, False),
+                                     ("float32", "highest"), "simt", poison,
+                                     f"simt {tm}x{tn}/{threads} {m}x{n}x{k} {layout} s{splits}")
     return count
 
 
@@ -249,17 +250,10 @@ def _simt_gemv(gen, quick: bool, poison: bool) -> int:
     for rows, m, n, k, splits, transposed in cases[:2] if quick else cases:
         config = simt.gemv_config(rows)
         for layout in ("nn", "tn", "nt", "tt"):
-            a, b = _operands(m, n, k, layout, "float32", gen)
-            what = f"simt gemv r{rows} {m}x{n}x{k} {layout} s{splits}{' T' if transposed else ''}"
-
-            def holds(work, config=config, splits=splits, transposed=transposed):
-                return (work.key.config, work.splits, work.transposed) == (config, splits,
-                                                                           transposed)
-
-            res = _forced(a, b, (config, splits, transposed), "highest", poison, holds, what,
-                          kernel="simt")
-            _check(res, a, b, ("float32", "highest"), what)
-            count += 1
+            count += _forced_exactly(
+                gen, m, n, k, layout, (config, splits, transposed), ("float32", "highest"),
+                "simt", poison,
+                f"simt gemv r{rows} {m}x{n}x{k} {layout} s{splits}{' T' if transposed else ''}")
     return count
 
 
