@@ -15,7 +15,7 @@ from .adapters import adapter_for
 from .dispatch import PRECISIONS, check_kernel, check_precision
 
 
-def matmul(a, b, /, *, out=None, stream=None, precision="highest", kernel="auto"):
+def matmul(a, b, /, out=None, *, stream=None, precision="highest", kernel="auto"):
     """Matrix product of two arrays with NumPy ``matmul`` semantics, on the GPU.
 
     Parameters
@@ -24,7 +24,8 @@ def matmul(a, b, /, *, out=None, stream=None, precision="highest", kernel="auto"
         that speaks DLPack (``__dlpack__``) or ``__cuda_array_interface__``; dtype float32,
         float16 or bfloat16 (both the same).  1-D operands are promoted and the added dimension
         removed; N-D operands are stacks of matrices whose batch dimensions broadcast.
-    out : optional array of the result's shape, dtype, library and device, written in place.
+    out : optional array of the result's shape, dtype, library and device, written in place
+        (positional or keyword, as in ``numpy.matmul``).
         It must be writable, must not overlap itself, and (GPU arrays) must not overlap ``a`` or
         ``b``.
     stream : where to run: None (the library's current stream), an int handle, an object with

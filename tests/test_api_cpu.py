@@ -38,6 +38,8 @@ def test_bad_out():
         cutematmul.matmul(a, b, out=_a(5, 3))
     with pytest.raises(TypeError, match="out must have dtype float32; got float16"):
         cutematmul.matmul(a, b, out=_a(3, 5, dtype=np.float16))
+    with pytest.raises(ValueError, match=r"out must have shape \(3, 5\); got \(5, 3\)"):
+        cutematmul.matmul(a, b, _a(5, 3))  # positional, as numpy.matmul takes it
     ro = _a(3, 5)
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="out is read-only"):
@@ -74,6 +76,9 @@ def test_k_zero_and_empty_need_no_gpu():
     assert np.all(cutematmul.matmul(_a(3, 0), _a(0, 5)) == 0)
     assert cutematmul.matmul(_a(0, 4), _a(4, 5)).shape == (0, 5)
     assert cutematmul.matmul(_a(2, 0, 4), _a(4, 5)).shape == (2, 0, 5)
+    out = np.full((3, 5), 7.0, dtype=F32)
+    assert cutematmul.matmul(_a(3, 0), _a(0, 5), out) is out  # positional out
+    assert np.all(out == 0)
 
 
 @pytest.mark.parametrize("dtype,cc,req,expected", [
