@@ -31,7 +31,7 @@ from pathlib import Path
 from . import cache
 from .dispatch import (
     FAMILIES, PRECISIONS, TF32_MATH, choose_families, choose_family, itemsize, math_type,
-    output_dtype, prep_key, reduce_key, schedule, tf32_copies,
+    copy_key, output_dtype, operand_copies, prep_key, reduce_key, schedule,
 )
 
 #: SM counts of the usual GPU of each target, for machines without one (``--num-sms`` overrides).
@@ -193,26 +193,28 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
     """The keys of ``family`` over the selection's layouts, alignments and shapes; with auto's
     family (no ``families`` named), each shape takes the launch's own order
     (``dispatch.problem_order``: launch-bound products run sm80 on Hopper)."""
-    tf32 = math in TF32_MATH
     keys = _prep_keys(capability, math)
     for layout in selection.layouts or tuple(LAYOUTS):
-        a_major, b_major = LAYOUTS[layout]
-        if tf32:  # the majors the kernel reads once the prep has copied what it copies
-            copies = tf32_copies(math, a_major, b_major)
-            a_major, b_major = ("k" if copies[0] else a_major), ("k" if copies[1] else b_major)
         for aligns in _alignments(selection.alignments, family, math):
             for m, n, k, *batch in selection.shapes or default_shapes():
                 count = batch[0] if batch else 1
                 runs = (family if selection.families is not None
                         else choose_family(math, capability, shape=(m, n, k, count)))
+                # The majors the kernel reads once the prep has copied what it copies, and
+                # the copies' prep kernels (TF32's are all in _prep_keys already).
+                copies = operand_copies(runs, math, *LAYOUTS[layout], m, n)
+                a_major, b_major = (c or x for c, x in zip(copies, LAYOUTS[layout]))
+                keys += [copy_key(capability, math, source, major)
+                         for source, major in zip(LAYOUTS[layout], copies) if major]
                 key, splits, transposed = schedule(runs, capability, num_sms, math, a_major,
                                                    b_major, aligns, m, n, k, count)
                 keys += [key, *_reduce_keys(capability, math, splits, transposed)]
-    return keys
+    return list(dict.fromkeys(keys))
 
 
 def _prep_keys(capability, math: str) -> list:
-    """A TF32 kernel reads K-major copies: the prep kernels that make them, either source major."""
+    """A TF32 kernel reads K-major copies: the prep kernels that make them, either source major
+    (an operand it cannot read is copied too, whatever the layout)."""
     if math not in TF32_MATH:
         return []
     parts = 2 if math == "tf32x3" else 1
@@ -259,8 +261,12 @@ def tuned_keys(directory: Path) -> list:
             FAMILIES[problem.family], capability, problem.num_sms, problem.math, problem.a_major,
             problem.b_major, (problem.align_a, problem.align_b, problem.align_c), problem.m,
             problem.n, problem.k, problem.batch, tuned=choice)
+        # A problem whose B the kernel reads N-major may have been a K-major B, copied.
+        copied = operand_copies(FAMILIES[problem.family], problem.math, problem.a_major, "k",
+                                problem.m, problem.n)[1] == problem.b_major
         for k in (key, *_reduce_keys(capability, problem.math, splits, transposed),
-                  *_prep_keys(capability, problem.math)):
+                  *_prep_keys(capability, problem.math),
+                  *([copy_key(capability, problem.math, "k", problem.b_major)] if copied else [])):
             keys.setdefault(replace(k, arch=problem.arch), None)
     return list(keys)
 

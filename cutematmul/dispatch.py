@@ -290,12 +290,16 @@ class Problem(NamedTuple):
     num_sms: int
 
 
-def tf32_copies(math: str, a_major: str, b_major: str,
-                readable: tuple[bool, bool] = (True, True)) -> tuple[bool, bool]:
-    """Which of (A, B) a TF32 product (``TF32_MATH``) reads through K-major copies of ours
-    (``kernels/tf32_prep.py``): the rule of the family that runs TF32 (``tf32_copies`` in its
-    configs module)."""
-    return FAMILIES[AUTO_ORDER[math][0]].configs().tf32_copies(math, a_major, b_major, readable)
+def operand_copies(family: Family, math: str, a_major: str, b_major: str, m: int, n: int,
+                   readable: tuple[bool, bool] = (True, True)) -> tuple[str | None, str | None]:
+    """Which of (A, B) ``family``'s kernel reads through a copy of ours, made first by the
+    operand prep (``kernels/tf32_prep.py``), and each copy's major (None: read as it is): the
+    rule of the family (``operand_copies`` in its configs module; none: no copies).  TF32 reads
+    K-major copies (``configs.sm90``), the fp32 SIMT kernel an N-major copy of a K-major B on
+    large products (``configs.simt``).  ``readable`` says which operands the kernel could read
+    as they are."""
+    rule = getattr(family.configs(), "operand_copies", None)
+    return (None, None) if rule is None else rule(math, a_major, b_major, m, n, readable)
 
 
 def problem(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,
@@ -394,18 +398,30 @@ def reduce_key(capability: tuple[int, int], dtype: str) -> ReduceKey:
 
 @dataclass(frozen=True)
 class PrepKey:
-    """The TF32 operand preparation (``kernels/tf32_prep.py``): ``parts`` 1 is a K-major copy,
-    2 the big/small split of 3xTF32; ``k_major`` whether the operand it reads is K-major
-    already (else it transposes)."""
+    """The operand preparation (``kernels/tf32_prep.py``): ``parts`` 1 is a copy (values
+    unchanged), 2 the big/small split of 3xTF32.  ``to_major`` is the copy's major: "k" (the
+    TF32 modes), or the operand's other dimension ("m" or "n": the operand transposed, for the
+    fp32 SIMT kernel).  ``k_major`` is the kernel's compile-time variant: whether the matrix it
+    reads (the operand, or for ``to_major`` "m"/"n" the operand's transpose) runs along its
+    columns already (a straight copy; else it transposes through shared memory)."""
 
     family: str
     arch: str
     parts: int
     k_major: bool
+    to_major: str = "k"
 
 
-def prep_key(capability: tuple[int, int], parts: int, k_major: bool) -> PrepKey:
-    return PrepKey("tf32_prep", target_arch(capability), parts, k_major)
+def prep_key(capability: tuple[int, int], parts: int, k_major: bool,
+             to_major: str = "k") -> PrepKey:
+    return PrepKey("tf32_prep", target_arch(capability), parts, k_major, to_major)
+
+
+def copy_key(capability: tuple[int, int], math: str, source_major: str, to_major: str) -> PrepKey:
+    """The prep kernel that copies an operand stored ``source_major`` into ``to_major`` (an
+    ``operand_copies`` answer) for ``math``: 3xTF32 splits, every other math copies."""
+    return prep_key(capability, 2 if math == "tf32x3" else 1,
+                    (source_major == "k") == (to_major == "k"), to_major)
 
 
 def build_kernel(key: KernelKey):

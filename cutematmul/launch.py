@@ -35,7 +35,7 @@ from .cache import get_compiled, on_change, tuned_choice
 from .configs.sm90 import TF32_TILE_K, streamk_workspace
 from .dispatch import (
     FAMILIES, TF32_MATH, KernelKey, ReduceKey, choose_families,
-    math_type, output_dtype, prep_key, problem_order, reduce_key, schedule, tf32_copies,
+    copy_key, math_type, output_dtype, problem_order, reduce_key, schedule, operand_copies,
 )
 from .dispatch import problem as dispatch_problem
 from .operand import Operand
@@ -52,8 +52,8 @@ from .validate import (
 class Launch(NamedTuple):
     """A resolved product: the kernel key and, per launch, byte offsets of (A, B, C) and sizes.
 
-    With ``prep`` set, A and/or B are first rewritten K-major into workspaces of ours (TF32
-    modes).  With ``reduce`` set the kernel writes fp32 partial sums (``splits`` per batch in the one
+    With ``prep`` set, A and/or B are first rewritten into workspaces of ours (K-major in the
+    TF32 modes, an N-major B for the fp32 SIMT kernel).  With ``reduce`` set the kernel writes fp32 partial sums (``splits`` per batch in the one
     call's sizes) to a workspace of ours and the reduction adds them into C; with ``transposed``
     too, the kernel computes C^T = B^T A^T (``key`` is that kernel's) and the reduction
     transposes.  ``calls`` always describe C = A B, as the launch proof checks them.
@@ -63,8 +63,9 @@ class Launch(NamedTuple):
     calls: tuple  # ((oa, ob, oc) in bytes, (m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc))
     reduce: ReduceKey | None = None
     transposed: bool = False
-    #: TF32 modes: per operand (A, B), None or the ``PrepKey`` of the kernel that first copies
-    #: it (for 3xTF32 splits it) into a K-major workspace (``kernels/tf32_prep.py``).
+    #: Per operand (A, B), None or the ``PrepKey`` of the kernel that first copies it into a
+    #: workspace (``kernels/tf32_prep.py``): K-major in the TF32 modes (3xTF32 splits it), or,
+    #: for the fp32 SIMT kernel, a K-major B transposed N-major (``dispatch.operand_copies``).
     prep: tuple | None = None
     #: The ``dispatch.Problem`` the schedule was chosen for (None: one of several launches, or a
     #: family without schedules): the key under which ``cutematmul.tune`` records a winner.
@@ -330,13 +331,16 @@ _TF32X3_MAX_K = 2**30 - TF32_TILE_K
 
 def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
               held: list) -> tuple:
-    """Rewrite A and/or B K-major into fp32 workspaces (``prep``: per operand None or its
-    ``PrepKey``); append each workspace to ``held`` (the caller keeps them until the GEMM is
-    issued) and return (A's pointer, B's pointer, the GEMM's sizes) over the prepared operands.
+    """Rewrite A and/or B into fp32 workspaces (``prep``: per operand None or its ``PrepKey``);
+    append each workspace to ``held`` (the caller keeps them until the GEMM is issued) and
+    return (A's pointer, B's pointer, the GEMM's sizes) over the prepared operands.
 
-    Workspace layout per operand: (batch or 1 when broadcast) matrices of rows x (parts * kp),
-    K-major, kp = K rounded up to the kernel's K-tile (zeros after K).  3xTF32 operands are
-    (big | small) along K, so the kernel's K is 2 * kp; a one-part copy keeps K.
+    Workspace layout per operand, (batch or 1 when broadcast) matrices of:
+    * ``to_major`` "k": rows x (parts * kp), K-major, kp = K rounded up to the kernel's K-tile
+      (zeros after K).  3xTF32 operands are (big | small) along K, so the kernel's K is 2 * kp;
+      a one-part copy keeps K.
+    * ``to_major`` "m" / "n" (a K-major operand transposed): K x rp, rp = rows rounded up to 16
+      bytes (zeros after rows), so the kernel reads it M- / N-major with 128-bit loads.
     """
     m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc = sizes
     kp = round_up(k, TF32_TILE_K)
@@ -345,14 +349,21 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
         key = prep[index]
         if key is None:
             continue
-        width = key.parts * kp
+        if key.to_major == "k":  # the prep reads the operand (rows, K)
+            d_rows, extent, width = rows, k, key.parts * kp
+            strides = (ld, 1, bs) if key.k_major else (1, ld, bs)
+        else:  # the prep reads the K-major operand's transpose (K, rows): a transposing copy
+            if key.k_major or key.parts != 1:
+                raise RuntimeError(f"cutematmul: internal error: unsupported operand copy {key}")
+            d_rows, extent, width = k, rows, round_up(rows, _VECTOR_FLOATS)
+            strides = (1, ld, bs)
         count = batch if bs else 1
-        workspace, wp = adapter.workspace(rows * width * count, like, stream)
-        strides = (ld, 1, bs) if key.k_major else (1, ld, bs)
-        get_compiled(key)(ptr, wp, rows, k, count, width, *strides, width, rows * width, stream)
+        workspace, wp = adapter.workspace(d_rows * width * count, like, stream)
+        get_compiled(key)(ptr, wp, d_rows, extent, count, width, *strides, width,
+                          d_rows * width, stream)
         held.append(workspace)
         ptrs[index] = wp
-        new = (width, rows * width if bs else 0)
+        new = (width, d_rows * width if bs else 0)
         if index == 0:
             lda, bsa = new
         else:
@@ -360,6 +371,9 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
     if any(key is not None and key.parts == 2 for key in prep):
         k = 2 * kp  # both operands are (big | small)
     return ptrs[0], ptrs[1], (m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc)
+
+
+_VECTOR_FLOATS = 4  # fp32 elements in 16 bytes
 
 
 def _run_split(adapter, fn, launch: Launch, pa: int, pb: int, pc: int, sizes: tuple, like,
@@ -463,7 +477,7 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     otherwise: its staged copies are compact); operands it cannot read as they are get staged.
     A launch-bound product (``dispatch.problem_order``) tries sm80 first and keeps it only when
     it reads every operand as it is.
-    In the TF32 modes (``_tf32_prep``) an operand the prep kernel rewrites needs only a unit
+    An operand the prep kernel rewrites (``_operand_prep``) needs only a unit
     stride: the kernel then reads the K-major, aligned copy.
     """
     order = problem_order(family_names, gemm.m, gemm.n, gemm.k, gemm.batch)
@@ -488,7 +502,7 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         usable[0], usable[1] = usable[0] and whole[0], usable[1] and whole[1]
     if family.whole_vector_stores:
         usable[2] = usable[2] and whole[2]
-    prep = _tf32_prep(capability, math, gemm, (usable[0], usable[1]))
+    prep = _operand_prep(family, capability, math, gemm, (usable[0], usable[1]))
     for j in (0, 1):
         if prep[j] is not None:
             usable[j] = layouts[j].major != "strided" and layouts[j].ld >= 0 and (
@@ -502,8 +516,8 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     launches = pieces(gemm)
     majors = [gemm.a.major, gemm.b.major]
     for j in (0, 1):
-        if prep[j] is not None:  # the kernel reads our K-major, 16-byte aligned copy
-            majors[j], aligns[j] = "k", 16
+        if prep[j] is not None:  # the kernel reads our 16-byte aligned copy
+            majors[j], aligns[j] = prep[j].to_major, 16
     single = len(launches) == 1
     problem = dispatch_problem(family, capability, num_sms, math, majors[0], majors[1],
                                tuple(aligns), gemm.m, gemm.n, gemm.k, gemm.batch) if single else None
@@ -525,25 +539,24 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
                   transposed, None if prep == (None, None) else prep, problem, streamk)
 
 
-def _tf32_prep(capability, math: str, gemm: Gemm, readable: tuple[bool, bool]) -> tuple:
-    """(A's, B's) preparation in the TF32 modes: None or a ``PrepKey``; ``readable`` says which
-    operands the kernel could read as they are.
-
-    ``configs.sm90.tf32_copies`` decides which: "tf32" copies B K-major (values unchanged)
-    when neither operand is K-major, "tf32x3" splits both into TF32 (big | small) parts.
-    Other math types: none.
+def _operand_prep(family, capability, math: str, gemm: Gemm, readable: tuple[bool, bool]) -> tuple:
+    """(A's, B's) preparation: None or a ``PrepKey``; ``readable`` says which operands the
+    kernel could read as they are.  The family's rule (``dispatch.operand_copies``) decides
+    which and in what major: "tf32" copies B K-major (values unchanged) when neither operand is
+    K-major, "tf32x3" splits both into TF32 (big | small) parts, the fp32 SIMT kernel copies a
+    K-major B N-major on large products.
     """
-    if math not in TF32_MATH:
-        return (None, None)
     if math == "tf32x3" and gemm.k > _TF32X3_MAX_K:
         raise ValueError(
             f"matmul: precision='high' takes K up to {_TF32X3_MAX_K} (its split operands are "
             f"twice as long along K); got K={gemm.k}. Use precision='highest'."
         )
-    parts = 2 if math == "tf32x3" else 1
-    copies = tf32_copies(math, gemm.a.major, gemm.b.major, readable)
-    return tuple(prep_key(capability, parts, layout.major == "k") if copy else None
-                 for layout, copy in zip((gemm.a, gemm.b), copies))
+    copies = operand_copies(family, math, gemm.a.major, gemm.b.major, gemm.m, gemm.n,
+                            readable)
+    if copies == (None, None):
+        return copies
+    return tuple(None if major is None else copy_key(capability, math, layout.major, major)
+                 for layout, major in zip((gemm.a, gemm.b), copies))
 
 
 def _run_staged(adapter, families, info, a: Operand, b: Operand, c: Operand, stream: int,

@@ -33,7 +33,7 @@ from jax._src.interpreters import ad
 from . import device as _device
 from .configs.sm90 import TF32_TILE_K
 from .dispatch import (
-    TF32_MATH, KernelKey, build_kernel, choose_family, kernel_key, math_type, tf32_copies,
+    KernelKey, build_kernel, choose_family, kernel_key, math_type, operand_copies,
 )
 from .operand import check_dtypes
 from .plan import broadcast_shapes, dims_equal, round_up
@@ -356,12 +356,18 @@ def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
     itemsize = np.dtype(a.dtype).itemsize
     a3, bcast_a = _to_3d(a, batch_a, batch, tuple(a.shape[-2:]))
     b3, bcast_b = _to_3d(b, batch_b, batch, tuple(b.shape[-2:]))
-    if arithmetic in TF32_MATH:  # the operands the TF32 kernel reads through K-major copies
-        copy_a, copy_b = tf32_copies(arithmetic, "m" if trans_a else "k", "k" if trans_b else "n")
-        if copy_a:
-            a3, trans_a = _tf32_operand(a3, not trans_a, arithmetic), False
-        if copy_b:
-            b3, trans_b = _tf32_operand(b3, trans_b, arithmetic), True
+    # The operands the kernel reads through copies (dispatch.operand_copies), made here by XLA:
+    # K-major for TF32 (3xTF32 split), or a K-major operand transposed for the fp32 SIMT kernel.
+    copy_a, copy_b = operand_copies(family, arithmetic, "m" if trans_a else "k",
+                                    "k" if trans_b else "n", m, n)
+    if copy_a == "k":
+        a3, trans_a = _tf32_operand(a3, not trans_a, arithmetic), False
+    elif copy_a == "m":
+        a3, trans_a = jnp.swapaxes(a3, -1, -2), True
+    if copy_b == "k":
+        b3, trans_b = _tf32_operand(b3, trans_b, arithmetic), True
+    elif copy_b == "n":
+        b3, trans_b = jnp.swapaxes(b3, -1, -2), False
     need = max(1, family.required_alignment // itemsize)
     if need > 1:  # TMA / 128-bit cp.async: pad unit-stride rows to 16 bytes (a copy; documented)
         a3, b3 = _pad_last(a3, need), _pad_last(b3, need)

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from cutematmul import dispatch, launch
-from cutematmul.configs import sm90
+from cutematmul.configs import simt, sm90
 from cutematmul.plan import plan_gemm
 
 HOPPER, AMPERE = (9, 0), (8, 0)
+SM90, SIMT = dispatch.FAMILIES["sm90"], dispatch.FAMILIES["simt"]
 
 
 @pytest.mark.parametrize("precision,math", [("highest", "float32"), ("high", "tf32x3"),
@@ -60,7 +61,7 @@ def test_tf32_copies_only_when_neither_operand_is_k_major(a_major, b_major):
     assert tuple(p is not None for p in prep) == copies
     for p in prep:
         if p is not None:
-            assert p.parts == 1 and not p.k_major
+            assert p.parts == 1 and not p.k_major and p.to_major == "k"
     assert sm90.supports(1000, 700, 900, 1, "tf32", *majors, 4, 4, 4) is None
 
 
@@ -70,13 +71,14 @@ def test_tf32_copies_an_operand_it_cannot_read(a_major, b_major):
     layout as far as the kernel can read it."""
     for which in (0, 1):
         readable = (which != 0, which != 1)
-        copies = dispatch.tf32_copies("tf32", a_major, b_major, readable)
-        assert copies[which]
-        majors = tuple("k" if c else major for c, major in zip(copies, (a_major, b_major)))
+        copies = dispatch.operand_copies(SM90, "tf32", a_major, b_major, 64, 64, readable)
+        assert copies[which] == "k"
+        majors = tuple(c or major for c, major in zip(copies, (a_major, b_major)))
         assert sm90.supports(64, 64, 64, 1, "tf32", *majors, 4, 4, 4) is None
         if (a_major, b_major) != ("m", "n"):
-            assert copies[1 - which] is False  # the other operand is read as it is
-    assert dispatch.tf32_copies("tf32x3", a_major, b_major) == (True, True)
+            assert copies[1 - which] is None  # the other operand is read as it is
+    assert dispatch.operand_copies(SM90, "tf32x3", a_major, b_major, 64, 64) == ("k", "k")
+    assert dispatch.operand_copies(SM90, "float16", a_major, b_major, 8192, 8192) == (None, None)
     refused = sm90.supports(64, 64, 64, 1, "tf32x3", a_major, b_major, 4, 4, 4)
     assert (refused is None) == ((a_major, b_major) == ("k", "k"))
 
@@ -119,6 +121,63 @@ def test_run_prep_lays_out_big_and_small_parts(monkeypatch):
     (ka, a_args), (kb, b_args) = calls
     assert a_args[2:11] == (m, k, batch, 2 * kp, k, 1, m * k, 2 * kp, m * 2 * kp)
     assert b_args[2:11] == (n, k, 1, 2 * kp, 1, n, 0, 2 * kp, n * 2 * kp)
+
+
+@pytest.mark.parametrize("capability", [HOPPER, AMPERE])
+@pytest.mark.parametrize("m,a_major,b_major,copied", [
+    (simt.COPY_B_MIN_M, "k", "k", True),        # x @ w.T, a linear layer: B copied N-major
+    (simt.COPY_B_MIN_M, "m", "k", True),        # a.T @ w.T
+    (simt.COPY_B_MIN_M - 1, "k", "k", False),   # the copy would cost more than it saves
+    (8192, "k", "n", False),                    # B N-major already
+    (8192, "m", "n", False),
+])
+def test_highest_copies_a_k_major_b_on_large_products(capability, m, a_major, b_major, copied):
+    """fp32 "highest": the SIMT kernel reads a K-major B through an N-major copy of ours when
+    M is large (``configs.simt.operand_copies``); the kernel key is then the N-major one."""
+    a_shape, b_shape = (m, 512), (512, 384)
+    a_strides = (512, 1) if a_major == "k" else (1, m)
+    b_strides = (384, 1) if b_major == "n" else (1, 512)
+    gemm = plan_gemm(a_shape, a_strides, b_shape, b_strides, (384, 1))
+    spans = [(0, m * 512 * 4), (0, 512 * 384 * 4), (0, m * 384 * 4)]
+    resolved = launch._resolve(("simt",), capability, 132, gemm, "float32", 4,
+                               (True, True, True), spans, (False, False, False))
+    prep = resolved.prep or (None, None)
+    assert prep[0] is None
+    if copied:
+        assert prep[1] == dispatch.prep_key(capability, 1, False, "n")
+        assert resolved.key.b_major == "n" and resolved.key.align_b == 4
+    else:
+        assert prep[1] is None and resolved.key.b_major == b_major
+    assert dispatch.operand_copies(SIMT, "float32", a_major, b_major, m, 384,
+                                   (True, False)) == (None, None)  # unreadable: staged instead
+    # Few columns: the row-streaming kernel reads a K-major B as C^T = B^T A^T.
+    assert dispatch.operand_copies(SIMT, "float32", "k", "k", 8192, simt.COPY_B_MIN_N - 1) == (
+        None, None)
+
+
+def test_run_prep_transposes_a_k_major_b(monkeypatch):
+    """The N-major copy of a K-major B: the prep reads B's transpose (K, N), writes K rows of
+    N padded to 16 bytes, and the GEMM reads that; a broadcast B is copied once."""
+    recorded, calls = [], []
+    monkeypatch.setattr(launch, "get_compiled",
+                        lambda key: lambda *args: calls.append((key, args)))
+
+    class Recorder:
+        def workspace(self, count, like, stream):
+            recorded.append(count)
+            return object(), 4096
+
+    key = dispatch.prep_key(HOPPER, 1, False, "n")
+    m, n, k, batch, ldb = 3000, 61, 70, 2, 75
+    for bsb, count in ((0, 1), (n * ldb, batch)):
+        recorded.clear(), calls.clear()
+        sizes = (m, n, k, batch, 1, k, m * k, ldb, bsb, n, m * n)
+        pa, pb, out = launch._run_prep(Recorder(), (None, key), 1 << 20, 2 << 20, sizes, None,
+                                       7, [])
+        assert (pa, pb) == (1 << 20, 4096) and recorded == [k * 64 * count]
+        assert out == (m, n, k, batch, 1, k, m * k, 64, k * 64 if bsb else 0, n, m * n)
+        (_, args), = calls
+        assert args[:11] == (2 << 20, 4096, k, n, count, 64, 1, ldb, bsb, 64, k * 64)
 
 
 def test_sm90_tf32_schedule_uses_32_wide_k_tiles_and_three_passes():

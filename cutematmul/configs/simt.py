@@ -288,6 +288,28 @@ def schedule_options(math: str, a_major: str, b_major: str) -> dict:
     return {"majors": (a_major, b_major)}
 
 
+#: The fewest rows of C (M) at which a K-major B is first copied N-major (``operand_copies``).
+#: The tiled kernel runs a K-major B (``x @ w.T``) 8-11% slower than an N-major one on large
+#: products (0.89-0.92x cuBLAS against 1.00-1.02x; docs/performance.md, thirteenth session),
+#: while the copy moves B twice: about 8 N K bytes against 2 M N K flops, i.e. ~60 / M of the
+#: product's time at 51 TFLOP/s and 3.5 TB/s.  Measured on the H200: see the sixteenth session.
+COPY_B_MIN_M = 2048
+COPY_B_MIN_N = 256
+
+
+def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int,
+                   readable: tuple[bool, bool] = (True, True)) -> tuple[str | None, str | None]:
+    """Which of (A, B) the kernel reads through a copy of ours (``kernels/tf32_prep.py``, one
+    part, values unchanged), and each copy's major; None: read as it is.  A K-major B that the
+    kernel could read is copied N-major when M >= ``COPY_B_MIN_M`` and N >= ``COPY_B_MIN_N``,
+    where the copy costs a few percent of the product and the N-major reads save 8-11%.  (Few
+    columns go to the row-streaming kernel as C^T, which reads a K-major B well.)  (An operand it cannot read is
+    staged by the caller instead, row-major: ``launch.Staging``.)"""
+    if b_major == "k" and readable[1] and m >= COPY_B_MIN_M and n >= COPY_B_MIN_N:
+        return None, "n"
+    return None, None
+
+
 def gemv_reads(a_major: str, b_major: str) -> bool:
     """Whether the row-streaming kernel reads these (kernel-orientation) majors well.  Not an
     M-major A with a K-major B: its lanes run along K, so each would load A element by element

@@ -145,28 +145,32 @@ TF32_TILE_K = 32
 
 
 #: The (A, B) majors the kernel reads per TF32 math type: one-pass TF32 takes an M-major A or an
-#: N-major B as its register operand (``tf32_copies``); 3xTF32 reads its K-major (big | small)
+#: N-major B as its register operand (``operand_copies``); 3xTF32 reads its K-major (big | small)
 #: parts.
 TF32_READS = {"tf32": (("k", "k"), ("m", "k"), ("k", "n")), "tf32x3": (("k", "k"),)}
 
 
-def tf32_copies(math: str, a_major: str, b_major: str,
-                readable: tuple[bool, bool] = (True, True)) -> tuple[bool, bool]:
-    """Which of (A, B) the TF32 operand prep (``kernels/tf32_prep.py``) rewrites K-major first;
-    ``readable`` says which the kernel could read as they are (aligned, one unit stride).
+def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int,
+                   readable: tuple[bool, bool] = (True, True)) -> tuple[str | None, str | None]:
+    """Which of (A, B) the TF32 operand prep (``kernels/tf32_prep.py``) rewrites first, and the
+    copy's major ("k" here; None: read as it is; ``dispatch.operand_copies``).  ``readable``
+    says which the kernel could read as they are (aligned, one unit stride); ``m`` and ``n``
+    are unused.
 
     TF32 wgmma reads shared tiles K-major only, but takes A from registers: the kernel loads an
     M-major A into registers itself, and with B N-major it computes C^T = B^T A^T, so that B is
     the register operand.  So one-pass "tf32" reads A k or m and B k or n as they are, except
     both transposed (m, n), where B is copied K-major; an operand it cannot read is copied too
     (K-major and aligned).  3xTF32 ("tf32x3") splits both operands into (big | small) parts,
-    K-major, whatever their layout.
+    K-major, whatever their layout.  16-bit products: no copies.
     """
+    if math not in TF32:
+        return None, None
     if math == "tf32x3":
-        return True, True
+        return "k", "k"
     copy_a = not readable[0]
     copy_b = not readable[1] or ((a_major, b_major) == ("m", "n") and not copy_a)
-    return copy_a, copy_b
+    return ("k" if copy_a else None), ("k" if copy_b else None)
 
 
 def swaps(math: str, a_major: str, b_major: str) -> bool:
