@@ -170,6 +170,26 @@ def test_tf32_reads_transposed_operands_in_place(torch, schedule, layout):
     assert err <= TF32_BOUND, f"{schedule[0]} {layout}: TF32 error {err:.3g}"
 
 
+@pytest.mark.parametrize("layout", ["nt", "tt"])
+@pytest.mark.parametrize("batch,shared", [((), False), ((2,), False), ((2,), True)],
+                         ids=["single", "batched", "broadcast"])
+def test_highest_reads_a_k_major_b_through_an_n_major_copy(torch, layout, batch, shared):
+    """fp32 "highest" with a K-major B on a large product reads an N-major copy of B made by
+    the prep kernel (``configs.simt.operand_copies``): N not a multiple of 4 (the copy's rows
+    are padded), tails in M and K, a batch and a broadcast B, within the fp32 bound."""
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    m, n, k = simt.COPY_B_MIN_M + 3, simt.COPY_B_MIN_N + 45, 67
+    a, b = _operands(torch, m, n, k, layout, 23, batch=batch)
+    if shared:
+        b = b[0]  # one B for the whole batch: copied once
+    work = launch.planned_launch(adapter_for(a), a, b, precision="highest", kernel="simt")
+    assert work.prep is not None and work.prep[0] is None, work.prep
+    assert work.prep[1].to_major == "n" and work.key.b_major == "n", work
+    _check(*_errors(torch, a, b, "highest"), "highest")
+
+
 @pytest.mark.parametrize("precision", ["high", "tf32"])
 def test_batched_and_broadcast(torch, precision):
     a, b = _operands(torch, 96, 80, 300, "nn", 3, batch=(3,))

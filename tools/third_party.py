@@ -20,7 +20,8 @@ What it runs
       defect of ours.
     * ``routed``: every dtype the suite tests; calls whose operands (and ``out``) all have a
       dtype cutematmul computes and no keywords beyond ``out`` go to cutematmul, the rest to
-      the library's own function, as a caller using cutematmul as a backend would route them.
+      the library's own function, as a caller using cutematmul as a backend would route them
+      (cutematmul takes two operands of one dtype: mixed dtypes are routed to the library).
       The counts of both kinds are printed, so a run that never reached cutematmul shows.
 
     Tests of those classes that never call the replaced function (NumPy's checks of its own
@@ -30,10 +31,10 @@ Where the suites come from (they are not part of this repository)
     NumPy's ship with NumPy.  The others are checkouts::
 
         git clone https://github.com/cupy/cupy              # tests/cupy_tests/math_tests
-        git clone https://github.com/data-apis/array-api-tests
+        git clone --recurse-submodules https://github.com/data-apis/array-api-tests
         pip install ndindex pytest-json-report array-api-compat  # array-api-tests needs them
 
-    Seen with cupy 6b6d9563 and array-api-tests 55fcc601.
+    Seen with cupy 6b6d9563, array-api-tests 55fcc601 (its array-api submodule at 5f847a38).
 
 Usage (on a GPU machine)::
 
@@ -79,8 +80,8 @@ COUNTS = {{"cutematmul": 0, "delegated": 0}}
 def routed(theirs):
     def matmul(a, b, /, out=None, **kwargs):
         arrays = (a, b) if out is None else (a, b, out)
-        ours = MODE == "own" or (
-            not kwargs and all(str(getattr(x, "dtype", "")) in OWN for x in arrays))
+        dtypes = {str(getattr(x, "dtype", "")) for x in arrays}
+        ours = MODE == "own" or (not kwargs and len(dtypes) == 1 and dtypes <= OWN)
         COUNTS["cutematmul" if ours else "delegated"] += 1
         if ours:
             return cutematmul.matmul(a, b, out, **kwargs)

@@ -288,13 +288,17 @@ def schedule_options(math: str, a_major: str, b_major: str) -> dict:
     return {"majors": (a_major, b_major)}
 
 
-#: The fewest rows of C (M) at which a K-major B is first copied N-major (``operand_copies``).
-#: The tiled kernel runs a K-major B (``x @ w.T``) 8-11% slower than an N-major one on large
-#: products (0.89-0.92x cuBLAS against 1.00-1.02x; docs/performance.md, thirteenth session),
-#: while the copy moves B twice: about 8 N K bytes against 2 M N K flops, i.e. ~60 / M of the
-#: product's time at 51 TFLOP/s and 3.5 TB/s.  Measured on the H200: see the sixteenth session.
-COPY_B_MIN_M = 2048
-COPY_B_MIN_N = 256
+#: The fewest rows (M) and columns (N) of C at which a K-major B is first copied N-major
+#: (``operand_copies``).  The tiled kernel reads a K-major B (``x @ w.T``) 6-12% slower than an
+#: N-major one, while the copy moves B twice: about 8 N K bytes against 2 M N K flops, ~60 / M
+#: of the product's time.  H200, 2026-12-02 (x cuBLAS SGEMM, B as it is -> through the copy):
+#: M >= 1536 gained at every measured shape (1536^3 0.75 -> 0.83x, 2048^3 0.93 -> 0.97x,
+#: 4096^3 0.92 -> 0.99x, 8192^3 0.92 -> 1.01x, 4096 x 256 x 4096 0.91 -> 1.00x, 8192 x 128 x
+#: 8192 0.87 -> 0.91x); M = 1000-1024 broke even or lost (1000^3 0.87 -> 0.81x), M <= 512 lost
+#: (512 x 8192 x 8192 0.93 -> 0.87x, 128 x 8192 x 8192 0.92 -> 0.62x).  Few columns go to the
+#: row-streaming kernel as C^T instead, which reads a K-major B well.
+COPY_B_MIN_M = 1536
+COPY_B_MIN_N = 128
 
 
 def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int,

@@ -27,7 +27,8 @@ How
     D's.  Bandwidth-bound: 4 bytes in and 4 * parts out per element of X.
 
 Constraints
-    Blocks x batch < 2**31 and parts * kp < 2**31 (checked by the host).  ``parts`` in {1, 2}
+    Blocks x batch < 2**31 and parts * kp < 2**31 (checked by the host).  Every store lies
+    inside D's (rows, width, batch); every load inside X's (rows, K, batch).  ``parts`` in {1, 2}
     and ``k_major`` are compile-time values.
 
 Benchmark
@@ -114,12 +115,15 @@ class Tf32Prep:
         k0 = kb * _TILE
         rows = mD.shape[0]
         k_size = mX.shape[1]
+        # Columns of D per part: whole K-tiles in the TF32 modes, but a transposed fp32 copy's
+        # width need not be a multiple of the block's 32, so every store is held inside it.
+        width = mD.shape[1] // self.parts
         if cutlass.const_expr(self.k_major):
             # Straight through: lanes run along K in X and in D.
             for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
                 row = r0 + ty + j * _ROWS_PER_PASS
                 k = k0 + tx
-                if row < rows:
+                if row < rows and k < width:
                     x = cutlass.Float32(0.0)
                     if k < k_size:
                         x = mX[(row, k, batch)]
@@ -140,7 +144,7 @@ class Tf32Prep:
             cute.arch.barrier()
             for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
                 row = r0 + ty + j * _ROWS_PER_PASS
-                if row < rows:
+                if row < rows and k0 + tx < width:
                     self._store(mD, row, k0 + tx, batch, tile[(ty + j * _ROWS_PER_PASS, tx)])
 
 
