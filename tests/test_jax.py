@@ -289,3 +289,16 @@ def test_precision_modes_inside_jit_grad_and_vmap(layout):
     assert errors["highest"] <= 2e-6 and errors["high"] <= 2e-6, errors
     assert errors["highest-grad"] <= 2e-6 and errors["high-grad"] <= 2e-6, errors
     assert 1e-5 <= errors["tf32"] <= 4e-3 and 1e-5 <= errors["tf32-grad"] <= 4e-3, errors
+
+
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_highest_with_a_k_major_b_on_a_large_product(batch):
+    """fp32 "highest" of x @ w.T past ``configs.simt.COPY_B_MIN_M`` rows, inside jit: where the
+    route sees B K-major it hands the kernel an N-major transpose made by XLA
+    (``dispatch.operand_copies``); N and K not multiples of 4, within the fp32 bound."""
+    from cutematmul.configs import simt
+
+    m, n, k = simt.COPY_B_MIN_M + 5, simt.COPY_B_MIN_N + 3, 70
+    x, w = _randn(batch + (m, k), "float32", 30), _randn((n, k), "float32", 31)
+    got = jax.jit(lambda x, w: cutematmul.matmul(x, w.T))(x, w)
+    _check(got, _ref(x, w.T), "float32")
