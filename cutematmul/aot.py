@@ -261,12 +261,15 @@ def tuned_keys(directory: Path) -> list:
             FAMILIES[problem.family], capability, problem.num_sms, problem.math, problem.a_major,
             problem.b_major, (problem.align_a, problem.align_b, problem.align_c), problem.m,
             problem.n, problem.k, problem.batch, tuned=choice)
-        # A problem whose B the kernel reads N-major may have been a K-major B, copied.
-        copied = operand_copies(FAMILIES[problem.family], problem.math, problem.a_major, "k",
-                                problem.m, problem.n)[1] == problem.b_major
+        # An operand the kernel reads M- or N-major may have been a K-major one, copied.
+        # (A's copy is asked of two K-major operands, B's of an M-major A: each rule's case.)
+        family, m, n = FAMILIES[problem.family], problem.m, problem.n
+        copied = [copy_key(capability, problem.math, "k", major) for major, read in (
+            (operand_copies(family, problem.math, "k", "k", m, n)[0], problem.a_major),
+            (operand_copies(family, problem.math, "m", "k", m, n)[1], problem.b_major))
+            if major is not None and major == read]
         for k in (key, *_reduce_keys(capability, problem.math, splits, transposed),
-                  *_prep_keys(capability, problem.math),
-                  *([copy_key(capability, problem.math, "k", problem.b_major)] if copied else [])):
+                  *_prep_keys(capability, problem.math), *copied):
             keys.setdefault(replace(k, arch=problem.arch), None)
     return list(keys)
 

@@ -170,23 +170,30 @@ def test_tf32_reads_transposed_operands_in_place(torch, schedule, layout):
     assert err <= TF32_BOUND, f"{schedule[0]} {layout}: TF32 error {err:.3g}"
 
 
-@pytest.mark.parametrize("layout", ["nt", "tt"])
+#: (id, layout, M, N, which operand is copied, its copy's major): ``configs.simt
+#: .operand_copies``'s cases, with M and N not multiples of 4 (the copies' rows are padded).
+COPIES = [("a", "nt", simt.COPY_A_MIN_M + 3, simt.COPY_A_MIN_N + 5, 0, "m"),
+          ("b", "nt", simt.COPY_B_MIN_M + 3, simt.COPY_B_MIN_N + 45, 1, "n"),
+          ("b-tt", "tt", simt.COPY_B_MIN_M + 3, simt.COPY_B_MIN_N + 45, 1, "n")]
+
+
+@pytest.mark.parametrize("copy", COPIES, ids=lambda c: c[0])
 @pytest.mark.parametrize("batch,shared", [((), False), ((2,), False), ((2,), True)],
                          ids=["single", "batched", "broadcast"])
-def test_highest_reads_a_k_major_b_through_an_n_major_copy(torch, layout, batch, shared):
-    """fp32 "highest" with a K-major B on a large product reads an N-major copy of B made by
-    the prep kernel (``configs.simt.operand_copies``): N not a multiple of 4 (the copy's rows
-    are padded), tails in M and K, a batch and a broadcast B, within the fp32 bound."""
+def test_highest_reads_k_major_operands_through_copies(torch, copy, batch, shared):
+    """fp32 "highest" on large products reads a K-major A (both operands K-major) M-major, or a
+    K-major B N-major, through a copy the prep kernel makes (``configs.simt.operand_copies``):
+    tails in M, N and K, a batch and a broadcast operand, within the fp32 bound."""
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
 
-    m, n, k = simt.COPY_B_MIN_M + 3, simt.COPY_B_MIN_N + 45, 67
-    a, b = _operands(torch, m, n, k, layout, 23, batch=batch)
-    if shared:
-        b = b[0]  # one B for the whole batch: copied once
+    _, layout, m, n, which, major = copy
+    a, b = _operands(torch, m, n, 67, layout, 23, batch=batch)
+    if shared:  # one copied operand for the whole batch: copied once
+        a, b = (a[0], b) if which == 0 else (a, b[0])
     work = launch.planned_launch(adapter_for(a), a, b, precision="highest", kernel="simt")
-    assert work.prep is not None and work.prep[0] is None, work.prep
-    assert work.prep[1].to_major == "n" and work.key.b_major == "n", work
+    assert work.prep is not None and work.prep[1 - which] is None, work.prep
+    assert work.prep[which].to_major == major, work
     _check(*_errors(torch, a, b, "highest"), "highest")
 
 

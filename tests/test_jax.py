@@ -292,13 +292,15 @@ def test_precision_modes_inside_jit_grad_and_vmap(layout):
 
 
 @pytest.mark.parametrize("batch", [(), (2,)])
-def test_highest_with_a_k_major_b_on_a_large_product(batch):
-    """fp32 "highest" of x @ w.T past ``configs.simt.COPY_B_MIN_M`` rows, inside jit: where the
-    route sees B K-major it hands the kernel an N-major transpose made by XLA
-    (``dispatch.operand_copies``); N and K not multiples of 4, within the fp32 bound."""
+@pytest.mark.parametrize("copied", ["a", "b"])
+def test_highest_with_k_major_operands_on_large_products(batch, copied):
+    """fp32 "highest" of x @ w.T (both operands K-major) inside jit, on products where the
+    route hands the kernel an M-major A or an N-major B made by XLA
+    (``dispatch.operand_copies``); M, N and K not multiples of 4, within the fp32 bound."""
     from cutematmul.configs import simt
 
-    m, n, k = simt.COPY_B_MIN_M + 5, simt.COPY_B_MIN_N + 3, 70
-    x, w = _randn(batch + (m, k), "float32", 30), _randn((n, k), "float32", 31)
+    m, n = ((simt.COPY_A_MIN_M + 5, simt.COPY_A_MIN_N + 5) if copied == "a"
+            else (simt.COPY_B_MIN_M + 5, simt.COPY_B_MIN_N + 3))
+    x, w = _randn(batch + (m, 70), "float32", 30), _randn((n, 70), "float32", 31)
     got = jax.jit(lambda x, w: cutematmul.matmul(x, w.T))(x, w)
     _check(got, _ref(x, w.T), "float32")

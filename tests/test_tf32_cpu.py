@@ -123,32 +123,38 @@ def test_run_prep_lays_out_big_and_small_parts(monkeypatch):
     assert b_args[2:11] == (n, k, 1, 2 * kp, 1, n, 0, 2 * kp, n * 2 * kp)
 
 
+N_SMALL = simt.COPY_A_MIN_N - 1  # too few columns to copy A for
+
+
 @pytest.mark.parametrize("capability", [HOPPER, AMPERE])
-@pytest.mark.parametrize("m,a_major,b_major,copied", [
-    (simt.COPY_B_MIN_M, "k", "k", True),        # x @ w.T, a linear layer: B copied N-major
-    (simt.COPY_B_MIN_M, "m", "k", True),        # a.T @ w.T
-    (simt.COPY_B_MIN_M - 1, "k", "k", False),   # the copy would cost more than it saves
-    (8192, "k", "n", False),                    # B N-major already
-    (8192, "m", "n", False),
+@pytest.mark.parametrize("m,n,a_major,b_major,copies", [
+    (simt.COPY_A_MIN_M, simt.COPY_A_MIN_N, "k", "k", ("m", None)),  # x @ w.T: A copied M-major
+    (simt.COPY_A_MIN_M - 1, simt.COPY_A_MIN_N, "k", "k", (None, None)),
+    (simt.COPY_B_MIN_M, N_SMALL, "k", "k", (None, "n")),  # few columns: B copied N-major
+    (simt.COPY_B_MIN_M, simt.COPY_B_MIN_N, "m", "k", (None, "n")),  # a.T @ w.T
+    (simt.COPY_B_MIN_M - 1, N_SMALL, "k", "k", (None, None)),  # each copy costs more than it saves
+    (8192, 8192, "k", "n", (None, None)),  # B N-major already
+    (8192, 8192, "m", "n", (None, None)),
 ])
-def test_highest_copies_a_k_major_b_on_large_products(capability, m, a_major, b_major, copied):
-    """fp32 "highest": the SIMT kernel reads a K-major B through an N-major copy of ours when
-    M is large (``configs.simt.operand_copies``); the kernel key is then the N-major one."""
-    a_shape, b_shape = (m, 512), (512, 384)
-    a_strides = (512, 1) if a_major == "k" else (1, m)
-    b_strides = (384, 1) if b_major == "n" else (1, 512)
-    gemm = plan_gemm(a_shape, a_strides, b_shape, b_strides, (384, 1))
-    spans = [(0, m * 512 * 4), (0, 512 * 384 * 4), (0, m * 384 * 4)]
+def test_highest_copies_k_major_operands_on_large_products(capability, m, n, a_major, b_major,
+                                                           copies):
+    """fp32 "highest": the SIMT kernel reads a K-major A (both operands K-major) through an
+    M-major copy of ours, or a K-major B through an N-major copy, on products large enough to
+    earn the copy back (``configs.simt.operand_copies``); the kernel key is the copy's major."""
+    k = 512
+    gemm = plan_gemm((m, k), (k, 1) if a_major == "k" else (1, m),
+                     (k, n), (n, 1) if b_major == "n" else (1, k), (n, 1))
+    spans = [(0, m * k * 4), (0, k * n * 4), (0, m * n * 4)]
     resolved = launch._resolve(("simt",), capability, 132, gemm, "float32", 4,
                                (True, True, True), spans, (False, False, False))
     prep = resolved.prep or (None, None)
-    assert prep[0] is None
-    if copied:
-        assert prep[1] == dispatch.prep_key(capability, 1, False, "n")
-        assert resolved.key.b_major == "n" and resolved.key.align_b == 4
-    else:
-        assert prep[1] is None and resolved.key.b_major == b_major
-    assert dispatch.operand_copies(SIMT, "float32", a_major, b_major, m, 384,
+    for want, got, read in ((copies[0], prep[0], resolved.key.a_major),
+                            (copies[1], prep[1], resolved.key.b_major)):
+        if want is None:
+            assert got is None
+        else:
+            assert got == dispatch.prep_key(capability, 1, False, want) and read == want
+    assert dispatch.operand_copies(SIMT, "float32", "m", b_major, m, n,
                                    (True, False)) == (None, None)  # unreadable: staged instead
     # Few columns: the row-streaming kernel reads a K-major B as C^T = B^T A^T.
     assert dispatch.operand_copies(SIMT, "float32", "k", "k", 8192, simt.COPY_B_MIN_N - 1) == (

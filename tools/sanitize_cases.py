@@ -257,26 +257,32 @@ def _simt_gemv(gen, quick: bool, poison: bool) -> int:
     return count
 
 
-def _simt_b_copy(gen, quick: bool, poison: bool) -> int:
-    """fp32 "highest" reading a K-major B through its N-major copy (``configs.simt
-    .operand_copies``, the prep kernel transposing): N not a multiple of 4 (the copy's padded
-    rows), tails in M and K, one matrix, a batch and a broadcast B."""
+def _simt_copies(gen, quick: bool, poison: bool) -> int:
+    """fp32 "highest" reading K-major operands through copies (``configs.simt.operand_copies``,
+    the prep kernel transposing): A M-major (both operands K-major), B N-major; M and N not
+    multiples of 4 (the copies' padded rows), a K tail, one matrix, a batch and a broadcast
+    copied operand."""
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
     from cutematmul.configs import simt
 
-    m, n, k = simt.COPY_B_MIN_M + 3, simt.COPY_B_MIN_N + 5, 37
-    cases = [((), False), ((2,), False), ((2,), True)]
+    k = 37
+    copies = [("nt", simt.COPY_A_MIN_M + 3, simt.COPY_A_MIN_N + 5, 0, "m"),
+              ("nt", simt.COPY_B_MIN_M + 3, simt.COPY_B_MIN_N + 5, 1, "n"),
+              ("tt", simt.COPY_B_MIN_M + 3, simt.COPY_B_MIN_N + 5, 1, "n")]
+    batches = [((), False), ((2,), False), ((2,), True)]
     count = 0
-    for batch, shared in cases[:1] if quick else cases:
-        for layout in ("nt", "tt"):
-            a = (_randn(batch + (k, m), "float32", gen).transpose(-1, -2) if layout[0] == "t"
-                 else _randn(batch + (m, k), "float32", gen))
-            b = _randn((n, k) if shared else batch + (n, k), "float32", gen).transpose(-1, -2)
+    for layout, m, n, which, major in copies:
+        for batch, shared in batches[:1] if quick else batches:
+            a_batch = () if shared and which == 0 else batch
+            b_batch = () if shared and which == 1 else batch
+            a = (_randn(a_batch + (k, m), "float32", gen).transpose(-1, -2) if layout[0] == "t"
+                 else _randn(a_batch + (m, k), "float32", gen))
+            b = _randn(b_batch + (n, k), "float32", gen).transpose(-1, -2)
             work = launch.planned_launch(adapter_for(a), a, b, precision="highest", kernel="simt")
-            what = f"simt B copy {batch} {'shared ' if shared else ''}{layout}"
-            if work.prep is None or work.prep[1] is None or work.prep[1].to_major != "n":
-                raise AssertionError(f"{what}: B is not read through an N-major copy")
+            what = f"simt {'AB'[which]} copy {m}x{n}x{k} {batch} {'shared ' if shared else ''}{layout}"
+            if work.prep is None or work.prep[which] is None or work.prep[which].to_major != major:
+                raise AssertionError(f"{what}: not read through a {major}-major copy")
             out = _out(torch.matmul(a.to("meta"), b.to("meta")).shape, a.dtype, poison)
             _check(cutematmul.matmul(a, b, out=out, kernel="simt"), a, b,
                    ("float32", "highest"), what)
@@ -299,7 +305,7 @@ def run(families, quick: bool, poison: bool = True) -> int:
     if "simt" in families:
         count += _simt_tiles(gen, quick, poison)
         count += _simt_gemv(gen, quick, poison)
-        count += _simt_b_copy(gen, quick, poison)
+        count += _simt_copies(gen, quick, poison)
     if "tf32" in families:
         count += _tf32_registers(gen, quick, poison)
     for family in families:
