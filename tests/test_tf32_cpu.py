@@ -124,15 +124,20 @@ def test_run_prep_lays_out_big_and_small_parts(monkeypatch):
 
 
 N_SMALL = simt.COPY_A_MIN_N - 1  # too few columns to copy A for
+M_SMALL = simt.COPY_B_MIN_M - 1  # too few rows to copy B for
 
 
 @pytest.mark.parametrize("capability", [HOPPER, AMPERE])
 @pytest.mark.parametrize("m,n,a_major,b_major,copies", [
-    (simt.COPY_A_MIN_M, simt.COPY_A_MIN_N, "k", "k", ("m", None)),  # x @ w.T: A copied M-major
+    (simt.COPY_A_MIN_M, simt.COPY_A_MIN_N, "k", "k", ("m", None)),  # x @ w.T, few rows: A copied
+    (M_SMALL, simt.COPY_A_MIN_N, "k", "k", ("m", None)),
     (simt.COPY_A_MIN_M - 1, simt.COPY_A_MIN_N, "k", "k", (None, None)),
-    (simt.COPY_B_MIN_M, N_SMALL, "k", "k", (None, "n")),  # few columns: B copied N-major
+    (simt.COPY_B_MIN_M, simt.COPY_B_MIN_N, "k", "k", (None, "n")),  # many rows: B copied
+    (simt.COPY_B_MIN_M, 8192, "k", "k", (None, "n")),
     (simt.COPY_B_MIN_M, simt.COPY_B_MIN_N, "m", "k", (None, "n")),  # a.T @ w.T
-    (simt.COPY_B_MIN_M - 1, N_SMALL, "k", "k", (None, None)),  # each copy costs more than it saves
+    (M_SMALL, N_SMALL, "k", "k", (None, None)),  # each copy costs more than it saves
+    (simt.COPY_B_MIN_M, simt.COPY_B_MIN_N - 1, "k", "k", (None, None)),
+    (M_SMALL, 8192, "m", "k", (None, None)),  # A M-major already, too few rows for B's copy
     (8192, 8192, "k", "n", (None, None)),  # B N-major already
     (8192, 8192, "m", "n", (None, None)),
 ])

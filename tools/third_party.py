@@ -80,7 +80,7 @@ COUNTS = {{"cutematmul": 0, "delegated": 0}}
 def routed(theirs):
     def matmul(a, b, /, out=None, **kwargs):
         arrays = (a, b) if out is None else (a, b, out)
-        dtypes = {str(getattr(x, "dtype", "")) for x in arrays}
+        dtypes = set(str(getattr(x, "dtype", "")) for x in arrays)
         ours = MODE == "own" or (not kwargs and len(dtypes) == 1 and dtypes <= OWN)
         COUNTS["cutematmul" if ours else "delegated"] += 1
         if ours:

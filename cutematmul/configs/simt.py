@@ -291,36 +291,40 @@ def schedule_options(math: str, a_major: str, b_major: str) -> dict:
 #: Operand copies of the tiled kernel (``operand_copies``).  Its fastest reads are an M-major
 #: A (16-byte copies) and an N-major B; a K-major operand is read 4 bytes per copy and
 #: transposed into shared memory.  With both operands K-major (``x @ w.T``, a linear layer) it
-#: ran 0.87-0.93x cuBLAS SGEMM where ``a.T @ w.T`` (A M-major) ran 1.02-1.09x (H200,
-#: 2026-12-02, the default suite's shapes).  A copy moves its operand twice: 8 M K bytes for A,
-#: about 60 / N of the product's time at 51 TFLOP/s and 3.5 TB/s (60 / M for B).
+#: ran 0.86-0.93x cuBLAS SGEMM at every size from 32 x 8192 x 8192 to 8192^3 (H200,
+#: 2026-12-02).  A copy moves its operand twice: 8 N K bytes for B, about 60 / M of the
+#: product's time at 51 TFLOP/s and 3.5 TB/s, and 60 / N for A.  So B is copied N-major where
+#: M is large, else A M-major where N is.  Measured (x cuBLAS SGEMM, both operands K-major; as
+#: they are / A copied / B copied; H200, 2026-12-02; docs/performance.md, sixteenth session):
 #:
-#: B N-major, measured (x cuBLAS, B as it is -> through the copy; H200, 2026-12-02): M >= 1536
-#: gained at every measured shape (1536^3 0.75 -> 0.83x, 2048^3 0.93 -> 0.97x, 4096^3 0.92 ->
-#: 0.99x, 8192^3 0.92 -> 1.01x, 4096 x 256 x 4096 0.91 -> 1.00x, 8192 x 128 x 8192 0.87 ->
-#: 0.91x); M = 1000-1024 broke even or lost (1000^3 0.87 -> 0.81x), M <= 512 lost (512 x 8192
-#: x 8192 0.93 -> 0.87x, 128 x 8192 x 8192 0.92 -> 0.62x).  A M-major: see the sixteenth
-#: session in docs/performance.md.  Few rows or columns go to the row-streaming kernel, which
-#: reads K-major operands well.
-COPY_A_MIN_M = 128
-COPY_A_MIN_N = 1024
+#: * M >= 1536: B's copy best or within 1.5% of A's (1536^3 0.75 / 0.80 / 0.83x, 2048^3 0.93 /
+#:   0.95 / 0.97x, 4096^3 0.92 / 0.98 / 0.99x, 8192^3 0.92 / 0.99 / 1.01x, 4096 x 512 x 4096
+#:   0.88 / 0.82 / 0.95x; 8192 x 128 x 8192 0.87 -> 0.91x with B's).
+#: * M <= 512, N >= 4096: A's copy best (32 x 8192 x 8192 0.88 / 0.91 / 0.56x, 128 x 8192 x
+#:   8192 0.92 / 0.99 / 0.62x, 512 x 8192 x 8192 0.92 / 0.98 / 0.87x, 64 x 4096 x 4096 0.90 /
+#:   0.97 / 0.55x).
+#: * Neither pays at 768-1024 per side (1000^3 0.86 / 0.81 / 0.81x, 1024^3 0.97 / 0.91 / 0.92x)
+#:   nor with N = 1024 (256 x 1024 x 4096 1.00 / 0.95 / 0.80x).
+#: Few rows or columns go to the row-streaming kernel, which reads K-major operands well.
 COPY_B_MIN_M = 1536
 COPY_B_MIN_N = 128
+COPY_A_MIN_M = 32
+COPY_A_MIN_N = 2048
 
 
 def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int,
                    readable: tuple[bool, bool] = (True, True)) -> tuple[str | None, str | None]:
     """Which of (A, B) the kernel reads through a copy of ours (``kernels/tf32_prep.py``, one
-    part, values unchanged), and each copy's major; None: read as it is.  With both operands
-    K-major, A is copied M-major when M >= ``COPY_A_MIN_M`` and N >= ``COPY_A_MIN_N`` (the copy
-    costs ~60 / N of the product); else a K-major B is copied N-major when M >=
-    ``COPY_B_MIN_M`` and N >= ``COPY_B_MIN_N`` (~60 / M).  An operand the kernel cannot read is
-    staged by the caller instead, row-major (``launch.Staging``)."""
+    part, values unchanged), and each copy's major; None: read as it is.  A K-major B is copied
+    N-major when M >= ``COPY_B_MIN_M`` and N >= ``COPY_B_MIN_N`` (the copy costs ~60 / M of
+    the product); else, with both operands K-major, A is copied M-major when M >=
+    ``COPY_A_MIN_M`` and N >= ``COPY_A_MIN_N`` (~60 / N).  An operand the kernel cannot read
+    is staged by the caller instead, row-major (``launch.Staging``)."""
+    if b_major == "k" and readable[1] and m >= COPY_B_MIN_M and n >= COPY_B_MIN_N:
+        return None, "n"
     both_k = a_major == "k" and b_major == "k"
     if both_k and readable[0] and m >= COPY_A_MIN_M and n >= COPY_A_MIN_N:
         return "m", None
-    if b_major == "k" and readable[1] and m >= COPY_B_MIN_M and n >= COPY_B_MIN_N:
-        return None, "n"
     return None, None
 
 
