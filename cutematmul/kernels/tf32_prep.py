@@ -6,7 +6,7 @@ What it computes
     (rows is M for A, N for B).  D is ours: (rows, parts * kp, batch), K-major, rows ``ld_dst``
     apart, where ``kp`` = ``width // parts`` is K padded up (the host pads to the GEMM's K-tile).
     * ``parts = 1`` (precision "tf32"): D[r, c] = X[r, c], unchanged bits (the tensor cores read the
-      top 19 bits), for the operands ``configs.sm90.tf32_copies`` names: B of A^T B^T (the kernel
+      top 19 bits), for the operands ``configs.sm90.operand_copies`` names: B of A^T B^T (the kernel
       reads any other layout itself) and operands it cannot read as they are (unaligned).
     * ``parts = 2`` (precision "high"): D[r, c] = big = tf32_rna(x) and D[r, kp + c] = small =
       tf32_rna(x - big), both rounded to nearest (``cvt.rna.tf32.f32``).  x - big is exact in
