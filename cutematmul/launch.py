@@ -477,8 +477,8 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     otherwise: its staged copies are compact); operands it cannot read as they are get staged.
     A launch-bound product (``dispatch.problem_order``) tries sm80 first and keeps it only when
     it reads every operand as it is.
-    An operand the prep kernel rewrites (``_operand_prep``) needs only a unit
-    stride: the kernel then reads the K-major, aligned copy.
+    An operand the prep kernel rewrites (``_operand_prep``) needs only a unit stride: the
+    kernel then reads the aligned copy, in the copy's major.
     """
     order = problem_order(family_names, gemm.m, gemm.n, gemm.k, gemm.batch)
     if order != family_names:  # a launch-bound product: sm80 first, where it needs no staging
