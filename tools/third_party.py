@@ -34,7 +34,11 @@ Where the suites come from (they are not part of this repository)
         git clone --recurse-submodules https://github.com/data-apis/array-api-tests
         pip install ndindex pytest-json-report array-api-compat  # array-api-tests needs them
 
-    Seen with cupy 6b6d9563, array-api-tests 55fcc601 (its array-api submodule at 5f847a38).
+    Seen with cupy 6b6d9563, array-api-tests 55fcc601 (its array-api submodule at 5f847a38:
+    only ``spec/2025.12`` and ``src`` are needed).  On a GPU machine without a registry, unpack
+    the three packages' wheels (``pip download --python-version 3.12 --only-binary=:all:``,
+    then ``python -m zipfile -e``) into a folder on ``PYTHONPATH``; their dist-info folders
+    register the pytest plugin.
 
 Usage (on a GPU machine)::
 
