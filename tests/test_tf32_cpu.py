@@ -315,3 +315,20 @@ def test_tf32_kernel_that_swaps_is_scheduled_over_n_by_m(shape):
     # The unsplit (XLA) key follows the same orientation.
     unsplit = dispatch.kernel_key(family, HOPPER, 132, "tf32", "k", "n", (16, 16, 16), m, n, k, 1)
     assert unsplit.config == sm90.choose_config(n, m, k, 1, 132, math="tf32")
+
+
+def test_precompile_builds_the_fp32_copies_and_the_kernels_that_read_them():
+    """A precompiled x @ w.T ("kk") fp32 product has what its process will load: the prep
+    kernel of its copy and the GEMM over the copy's majors (not the K-major one)."""
+    from cutematmul import aot
+
+    for (m, n, k), copied in (((4096, 4096, 4096), (None, "n")), ((128, 8192, 8192), ("m", None)),
+                              ((1000, 1000, 1000), (None, None))):
+        keys = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float32",),
+                                           layouts=("kk",), alignments="aligned",
+                                           shapes=((m, n, k),)))
+        preps = [key for key in keys if isinstance(key, dispatch.PrepKey)]
+        majors = tuple(c or "k" for c in copied)
+        assert preps == [dispatch.copy_key(HOPPER, "float32", "k", c) for c in copied if c]
+        gemms = [key for key in keys if isinstance(key, dispatch.KernelKey)]
+        assert {(g.a_major, g.b_major) for g in gemms} == {majors}, gemms
