@@ -34,7 +34,7 @@ from . import device as _device
 from .cache import get_compiled, on_change, tuned_choice
 from .configs.sm90 import TF32_TILE_K, streamk_workspace
 from .dispatch import (
-    FAMILIES, TF32_MATH, KernelKey, ReduceKey, choose_families,
+    FAMILIES, KernelKey, ReduceKey, choose_families,
     copy_key, math_type, output_dtype, problem_order, reduce_key, schedule, operand_copies,
 )
 from .dispatch import problem as dispatch_problem
@@ -53,7 +53,8 @@ class Launch(NamedTuple):
     """A resolved product: the kernel key and, per launch, byte offsets of (A, B, C) and sizes.
 
     With ``prep`` set, A and/or B are first rewritten into workspaces of ours (K-major in the
-    TF32 modes, an N-major B for the fp32 SIMT kernel).  With ``reduce`` set the kernel writes fp32 partial sums (``splits`` per batch in the one
+    TF32 modes; for the fp32 SIMT kernel a K-major operand transposed, A M-major or B N-major).
+    With ``reduce`` set the kernel writes fp32 partial sums (``splits`` per batch in the one
     call's sizes) to a workspace of ours and the reduction adds them into C; with ``transposed``
     too, the kernel computes C^T = B^T A^T (``key`` is that kernel's) and the reduction
     transposes.  ``calls`` always describe C = A B, as the launch proof checks them.
@@ -65,7 +66,7 @@ class Launch(NamedTuple):
     transposed: bool = False
     #: Per operand (A, B), None or the ``PrepKey`` of the kernel that first copies it into a
     #: workspace (``kernels/tf32_prep.py``): K-major in the TF32 modes (3xTF32 splits it), or,
-    #: for the fp32 SIMT kernel, a K-major B transposed N-major (``dispatch.operand_copies``).
+    #: for the fp32 SIMT kernel, a K-major operand transposed (``dispatch.operand_copies``).
     prep: tuple | None = None
     #: The ``dispatch.Problem`` the schedule was chosen for (None: one of several launches, or a
     #: family without schedules): the key under which ``cutematmul.tune`` records a winner.
@@ -544,7 +545,7 @@ def _operand_prep(family, capability, math: str, gemm: Gemm, readable: tuple[boo
     kernel could read as they are.  The family's rule (``dispatch.operand_copies``) decides
     which and in what major: "tf32" copies B K-major (values unchanged) when neither operand is
     K-major, "tf32x3" splits both into TF32 (big | small) parts, the fp32 SIMT kernel copies a
-    K-major B N-major on large products.
+    K-major A M-major or a K-major B N-major on large products.
     """
     if math == "tf32x3" and gemm.k > _TF32X3_MAX_K:
         raise ValueError(

@@ -280,7 +280,8 @@ def _simt_copies(gen, quick: bool, poison: bool) -> int:
                  else _randn(a_batch + (m, k), "float32", gen))
             b = _randn(b_batch + (n, k), "float32", gen).transpose(-1, -2)
             work = launch.planned_launch(adapter_for(a), a, b, precision="highest", kernel="simt")
-            what = f"simt {'AB'[which]} copy {m}x{n}x{k} {batch} {'shared ' if shared else ''}{layout}"
+            shared_text = "shared " if shared else ""
+            what = f"simt {'AB'[which]} copy {m}x{n}x{k} {batch} {shared_text}{layout}"
             if work.prep is None or work.prep[which] is None or work.prep[which].to_major != major:
                 raise AssertionError(f"{what}: not read through a {major}-major copy")
             out = _out(torch.matmul(a.to("meta"), b.to("meta")).shape, a.dtype, poison)

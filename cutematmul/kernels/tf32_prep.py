@@ -15,8 +15,8 @@ What it computes
       big = x and small = 0, so an Inf stays an Inf instead of becoming Inf - Inf = NaN.
     Columns K..kp-1 of every part are written as zeros: the GEMM runs whole K-tiles per part.
     * ``parts = 1`` also serves fp32 "highest" (``configs.simt.operand_copies``): the host hands
-      it X = the transpose (K, N) of a K-major B, so D is B stored N-major, the layout the SIMT
-      kernel reads fastest (``PrepKey.to_major``).
+      it X = the transpose (K, rows) of a K-major A or B, so D is that operand stored M- or
+      N-major, the layouts the SIMT kernel reads fastest (``PrepKey.to_major``).
 
 How
     One CTA of 32 x 8 threads per 32 x 32 block of (rows, K), a 1-D grid over blocks x batch.
