@@ -27,6 +27,7 @@ def _dtype_names() -> dict:
 
 
 _NAMES = _dtype_names()  # dtype object -> name; `dtype.name` is slow on the hot path
+_DTYPES = {name: dtype for dtype, name in _NAMES.items()}
 
 
 class _StreamHandle:
@@ -101,6 +102,9 @@ class CupyAdapter(ArrayAdapter):
         runtime = cupy.cuda.runtime
         runtime.memcpy2DAsync(dst.data.ptr, dst_pitch, src.data.ptr, src_pitch, width, height,
                               runtime.memcpyDeviceToDevice, cupy.cuda.get_current_stream().ptr)
+
+    def astype(self, x, dtype: str):
+        return x.astype(_DTYPES[dtype])
 
     def fill_zero(self, x) -> None:
         x.fill(0)

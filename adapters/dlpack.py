@@ -9,7 +9,8 @@
   piece of state here is ``_CURRENT_STREAM``, a ContextVar: the stream ``on_stream`` makes
   current for this thread or task, the analogue of CuPy's and PyTorch's current stream.
 * ``empty`` allocates through the producer's Array API namespace when ``like`` has one (the
-  result comes back in that library), else a ``DeviceArray``.
+  result comes back in that library), else a ``DeviceArray``; ``astype`` (mixed dtypes) needs
+  that namespace.
 * ``copy`` and ``fill_zero`` are ``cudaMemcpy2DAsync``/``cudaMemsetAsync`` over the described
   memory.  A copy moves whole rows (or whole columns) when both arrays have unit stride along
   them; otherwise it goes column by column, one element per row (the slow path: correct for any
@@ -94,6 +95,15 @@ class DlpackAdapter(ArrayAdapter):
         zeros = DeviceArray(d.shape, d.dtype, device=d.device, stream=stream)
         _device.memset_async(zeros.ptr, zeros.size * zeros.itemsize, stream)
         self.copy(x, zeros)
+
+    def astype(self, x, dtype: str):
+        """The producer's Array API ``astype`` (on its current stream; ``describe`` then orders
+        it before ours through DLPack's stream argument); refused without a namespace."""
+        namespace = getattr(x, "__array_namespace__", None)
+        if namespace is None:
+            return super().astype(x, dtype)
+        xp = namespace()
+        return xp.astype(x, getattr(xp, dtype))
 
     def shape_of(self, x) -> tuple[int, ...]:
         """The shape, read through the protocols (``x`` may have no ``shape``)."""

@@ -19,8 +19,10 @@ into autograd, ``torch.compile``, ``torch.export`` and ``torch.func``.
 With the operator, ``out=`` is written by copying the result into it (refused when the result
 needs a gradient, as ``torch.matmul`` refuses it), and ``stream=`` is made the current stream
 around the call (refused under ``torch.compile``/``torch.export``: a compiled graph runs on the
-current stream).  CPU tensors are refused with the same TypeError on every path: cutematmul
-stages NumPy arrays, not CPU tensors.
+current stream).  Mixed dtypes are promoted on both ways (``operand.result_dtype``): the plain
+route casts through ``astype``, the operator's caller with ``Tensor.to`` (so autograd and
+compiled graphs see the cast).  CPU tensors are refused with the same TypeError on every path:
+cutematmul stages NumPy arrays, not CPU tensors.
 
 Imports: ``torch``, ``cutematmul.operand``, ``cutematmul.streams``, ``torch_ops``.
 """
@@ -33,11 +35,11 @@ import torch
 import torch.autograd.forward_ad as _fwad
 from torch.compiler import is_compiling, is_dynamo_compiling
 
-from cutematmul.operand import ArrayAdapter, Operand
+from cutematmul.operand import ArrayAdapter, Operand, result_dtype
 from cutematmul.streams import explicit_handle
 
 from . import torch_ops
-from .torch_ops import dtype_name, not_on_cuda
+from .torch_ops import dtype_name, not_on_cuda, torch_dtype
 
 # The raw handle of the current stream without building a torch.cuda.Stream (CUDA builds only).
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -82,6 +84,9 @@ class TorchAdapter(ArrayAdapter):
                 "under torch.no_grad()."
             )
         with self._stream_scope(stream, a):
+            if a.dtype != b.dtype:  # promoted as the plain route does, the casts in the graph
+                dtype = torch_dtype(result_dtype(dtype_name(a.dtype), dtype_name(b.dtype)))
+                a, b = a.to(dtype), b.to(dtype)
             result = torch_ops.product(a, b, precision, kernel)
             if out is None:
                 return result
@@ -161,6 +166,9 @@ class TorchAdapter(ArrayAdapter):
 
     def copy(self, dst, src) -> None:
         dst.copy_(src)
+
+    def astype(self, x, dtype: str):
+        return x.to(torch_dtype(dtype))
 
     def fill_zero(self, x) -> None:
         x.zero_()

@@ -52,6 +52,11 @@ def dtype_name(dtype: torch.dtype) -> str:
     return _DTYPE_NAMES.get(dtype) or str(dtype).removeprefix("torch.")
 
 
+def torch_dtype(name: str) -> torch.dtype:
+    """The torch dtype of a supported dtype name (``cutematmul.operand.DTYPES``)."""
+    return next(dtype for dtype, n in _DTYPE_NAMES.items() if n == name)
+
+
 # ----------------------------------------------------------------------------- implementations
 
 

@@ -22,8 +22,10 @@ def matmul(a, b, /, out=None, *, stream=None, precision="highest", kernel="auto"
     ----------
     a, b : arrays of one library: CuPy, PyTorch (CUDA), NumPy, JAX, or any array in GPU memory
         that speaks DLPack (``__dlpack__``) or ``__cuda_array_interface__``; dtype float32,
-        float16 or bfloat16 (both the same).  1-D operands are promoted and the added dimension
-        removed; N-D operands are stacks of matrices whose batch dimensions broadcast.
+        float16 or bfloat16.  Mixed dtypes promote as in NumPy (float32 with a 16-bit dtype, or
+        float16 with bfloat16: a float32 product of the library's casts).  1-D operands are
+        promoted and the added dimension removed; N-D operands are stacks of matrices whose
+        batch dimensions broadcast.
     out : optional array of the result's shape, dtype, library and device, written in place
         (positional or keyword, as in ``numpy.matmul``).
         It must be writable, must not overlap itself, and (GPU arrays) must not overlap ``a`` or

@@ -4,7 +4,8 @@
 ``__cuda_array_interface__`` array:
 
 1. describe the operands (adapter), check dtypes, shapes, devices, ``out`` and every byte span
-   (``validate``), before any CUDA call;
+   (``validate``), before any CUDA call; operands of two dtypes are cast by their library
+   (``ArrayAdapter.astype``, to ``operand.result_dtype``) and the product of the casts runs;
 2. plan the product (``plan.plan_gemm``), pick the kernel family and configuration
    (``dispatch``), stage what the kernel cannot read (copies by the library, on the stream);
 3. prove every launch stays inside its operands (``validate.check_launches``), then call the
@@ -38,7 +39,7 @@ from .dispatch import (
     copy_key, math_type, output_dtype, problem_order, reduce_key, schedule, operand_copies,
 )
 from .dispatch import problem as dispatch_problem
-from .operand import Operand
+from .operand import Operand, result_dtype
 from .plan import (
     Gemm, MatrixLayout, alignment, pieces, plan_gemm, problem_size, round_up, row_major_strides,
 )
@@ -105,6 +106,8 @@ def run_device(adapter, a, b, *, out, stream, kernel, precision="highest"):
     da = adapter.describe(a, "a", named)
     db = adapter.describe(b, "b", named)
     dout = None if out is None else adapter.describe(out, "out", named)
+    if da.dtype != db.dtype:
+        return _run_promoted(adapter, da, db, dout, stream, named, precision, kernel)
     call = _prepare_call(da, db, dout, precision, kernel)
     # What depends on the pointers themselves: the absolute spans, and out against the inputs.
     check_pointers(da, call.rel_a, db, call.rel_b, dout, call.rel_c)
@@ -123,6 +126,28 @@ def run_device(adapter, a, b, *, out, stream, kernel, precision="highest"):
         else:
             gemm_on_device(adapter, families, info, da, db, dout, stream.handle)
     return out
+
+
+def _run_promoted(adapter, da: Operand, db: Operand, dout: Operand | None, stream, named,
+                  precision: str, kernel: str):
+    """A product of two dtypes (``operand.result_dtype``): every check the operands' pointers
+    do not change, then the library casts the 16-bit operand(s) to the result dtype on the
+    call's stream, and the product of the casts runs as any other (its own checks again)."""
+    dtype = result_dtype(da.dtype, db.dtype)
+    shape = check_operands(da.shape, db.shape, dtype, dtype)
+    for name, d in (("a", da), ("b", db)):
+        span(d.shape, element_strides(d.strides, d.itemsize, name), d.itemsize, name)
+    if da.device != db.device:
+        raise ValueError(
+            f"matmul: a and b must be on the same GPU; a is on device {da.device} "
+            f"and b on device {db.device}."
+        )
+    if dout is not None:
+        check_out(dout, shape, dtype, da.device)
+    with adapter.scope(da.device, resolve_stream(named, adapter, da.device)):
+        a, b = (d.array if d.dtype == dtype else adapter.astype(d.array, dtype) for d in (da, db))
+    return run_device(adapter, a, b, out=None if dout is None else dout.array, stream=stream,
+                      kernel=kernel, precision=precision)
 
 
 class _Repeat(NamedTuple):
@@ -182,9 +207,12 @@ def _run_repeat(adapter, repeat: _Repeat, a, b, out):
 def planned_launch(adapter, a, b, *, precision: str = "highest", kernel: str = "auto"):
     """The ``Launch`` ``run_device`` makes for a fresh result of ``a @ b`` (all checks included),
     or None when the product is not one kernel reading the caller's operands (empty, K = 0,
-    operands staged into copies).  Nothing is launched."""
+    operands staged into copies or cast to a common dtype).  Nothing is launched."""
     da = adapter.describe(a, "a")
     db = adapter.describe(b, "b")
+    if da.dtype != db.dtype:
+        result_dtype(da.dtype, db.dtype)  # the dtype checks; a mixed product casts first
+        return None
     call = _prepare_call(da, db, None, precision, kernel)
     work = _device_plan(call, ((da.ptr & 15) == 0, (db.ptr & 15) == 0, True))[2][1]
     return work if isinstance(work, Launch) else None

@@ -25,14 +25,26 @@ DTYPES = ("float32", "float16", "bfloat16")
 ROUTES = ("device", "host", "xla")
 
 
-def check_dtypes(a_dtype: str, b_dtype: str) -> None:
-    """TypeError unless both dtype names are supported and equal (shared by every route)."""
+def result_dtype(a_dtype: str, b_dtype: str) -> str:
+    """The dtype of ``a @ b`` for dtype names ``a_dtype`` and ``b_dtype`` (every route's rule).
+
+    TypeError unless both are supported.  Equal dtypes give that dtype; mixed ones promote as
+    NumPy, CuPy, JAX and the Array API do over these three: float32 with a 16-bit dtype, and
+    float16 with bfloat16, give float32.  A mixed product is computed in float32 (``precision``
+    applies) after the library casts the 16-bit operand(s): ``ArrayAdapter.astype``.
+    """
     for name, d in (("a", a_dtype), ("b", b_dtype)):
         if d not in DTYPES:
             raise TypeError(f"matmul: {name} must have dtype float32, float16 or bfloat16; got {d}.")
-    if a_dtype != b_dtype:
+    return a_dtype if a_dtype == b_dtype else "float32"
+
+
+def check_dtypes(a_dtype: str, b_dtype: str) -> None:
+    """TypeError unless both dtype names are supported and equal: what a kernel entry takes
+    after the route promoted mixed operands (``result_dtype``)."""
+    if result_dtype(a_dtype, b_dtype) != a_dtype or a_dtype != b_dtype:
         raise TypeError(
-            f"matmul: a and b must have the same dtype; got a {a_dtype} and b {b_dtype} "
+            f"matmul: a and b must have the same dtype here; got a {a_dtype} and b {b_dtype} "
             "(cast one of them first)."
         )
 
@@ -128,6 +140,15 @@ class ArrayAdapter:
     def copy(self, dst, src) -> None:
         """dst[...] = src, on the library's current stream."""
         raise NotImplementedError
+
+    def astype(self, x, dtype: str):
+        """A new array of ``x``'s values in ``dtype`` (a ``DTYPES`` name), cast by the library on
+        its current stream (mixed-dtype products, ``result_dtype``).  The default refuses: an
+        array no library owns has no cast of its own here."""
+        raise TypeError(
+            f"matmul: a and b of different dtypes are promoted by their library's cast, and "
+            f"{self.name} arrays have none here; cast one of them to {dtype} first."
+        )
 
     def fill_zero(self, x) -> None:
         raise NotImplementedError

@@ -20,7 +20,7 @@ import numpy
 from . import device as _device
 from .dispatch import math_type
 from .launch import families_for, gemm_on_device
-from .operand import ArrayAdapter, Operand
+from .operand import ArrayAdapter, Operand, result_dtype
 from .plan import problem_size, round_up
 from .streams import explicit_handle, resolve_stream
 from .validate import check_operands, check_out
@@ -71,8 +71,10 @@ def _upload(x: numpy.ndarray, device: int, stream: int, buffers: list) -> Operan
     return Operand(None, ptr, x.shape, _device_strides(x.shape, pitch // isz), x.dtype.name, isz, device)
 
 
-def _native(x: numpy.ndarray) -> numpy.ndarray:
-    """``x`` C-contiguous in native byte order (no copy when it already is)."""
+def _native(x: numpy.ndarray, dtype: str) -> numpy.ndarray:
+    """``x`` C-contiguous, in native byte order and of ``dtype`` (no copy when it already is)."""
+    if x.dtype.name != dtype:  # a mixed product's 16-bit operand (result_dtype: float32)
+        return numpy.ascontiguousarray(x, dtype=numpy.float32)
     return numpy.ascontiguousarray(x, dtype=x.dtype.newbyteorder("="))
 
 
@@ -85,12 +87,14 @@ def run_host(adapter, a, b, *, out, stream, kernel, precision="highest"):
     """``matmul`` for host (NumPy) arrays; returns a NumPy array, or a scalar for 1-D @ 1-D."""
     named = None if stream is None else explicit_handle(stream, adapter)
     da, db = adapter.describe(a, "a"), adapter.describe(b, "b")
-    shape = check_operands(da.shape, db.shape, da.dtype, db.dtype)
+    dtype = result_dtype(da.dtype, db.dtype)
+    shape = check_operands(da.shape, db.shape, dtype, dtype)
     if out is not None:
         dout = adapter.describe(out, "out")
-        check_out(dout, shape, da.dtype, -1)
+        check_out(dout, shape, dtype, -1)
         out = dout.array
-    x, y = _native(da.array), _native(db.array)
+    # Mixed dtypes are promoted on the host (NumPy's cast, ``numpy.matmul``'s result dtype).
+    x, y = _native(da.array, dtype), _native(db.array, dtype)
     if out is not None and _writable_directly(out):
         result = out
     else:

@@ -35,7 +35,7 @@ from .configs.sm90 import TF32_TILE_K
 from .dispatch import (
     KernelKey, build_kernel, choose_family, kernel_key, math_type, operand_copies,
 )
-from .operand import check_dtypes
+from .operand import check_dtypes, result_dtype
 from .plan import broadcast_shapes, dims_equal, round_up
 
 not_mapped = None  # how JAX marks an operand that vmap does not map
@@ -67,6 +67,9 @@ def matmul(a, b, *, kernel: str = "auto", precision: str = "highest"):
     ``precision`` is a static parameter of the primitive, so the backward and batched products
     of ``grad`` and ``vmap`` run in the same mode."""
     a, b = jnp.asarray(a), jnp.asarray(b)
+    if a.dtype != b.dtype:  # promoted (``operand.result_dtype``); XLA casts, fused with producers
+        dtype = result_dtype(np.dtype(a.dtype).name, np.dtype(b.dtype).name)
+        a, b = a.astype(dtype), b.astype(dtype)
     _check_dtypes(a.dtype, b.dtype)
     if a.ndim == 0 or b.ndim == 0:
         which = "a" if a.ndim == 0 else "b"
