@@ -23,7 +23,7 @@ def _a(*shape, dtype=F32):
     (np.ones((), dtype=F32), _a(3), ValueError, "at least 1 dimension"),
     (_a(3, 4, dtype=np.float64), _a(4, 5), TypeError, "must have dtype float32, float16 or bfloat16; got float64"),
     (_a(3, 4, dtype=np.int32), _a(4, 5, dtype=np.int32), TypeError, "got int32"),
-    (_a(3, 4), _a(4, 5, dtype=np.float16), TypeError, "same dtype"),
+    (_a(3, 4, dtype=np.float16), _a(4, 5, dtype=np.float64), TypeError, "b must have dtype float32, float16 or bfloat16; got float64"),
     ([[1.0]], _a(1, 1), TypeError, "a must be a CuPy, PyTorch, NumPy or JAX array, or any array with __dlpack__ or __cuda_array_interface__; got builtins.list"),
     (_a(1, 1), "x", TypeError, "b must be a CuPy, PyTorch, NumPy or JAX array"),
 ])
@@ -38,6 +38,9 @@ def test_bad_out():
         cutematmul.matmul(a, b, out=_a(5, 3))
     with pytest.raises(TypeError, match="out must have dtype float32; got float16"):
         cutematmul.matmul(a, b, out=_a(3, 5, dtype=np.float16))
+    # Mixed dtypes promote: float16 @ float32 (and float16 @ bfloat16) is a float32 product.
+    with pytest.raises(TypeError, match="out must have dtype float32; got float16"):
+        cutematmul.matmul(_a(3, 4, dtype=np.float16), b, out=_a(3, 5, dtype=np.float16))
     with pytest.raises(ValueError, match=r"out must have shape \(3, 5\); got \(5, 3\)"):
         cutematmul.matmul(a, b, _a(5, 3))  # positional, as numpy.matmul takes it
     ro = _a(3, 5)

@@ -34,10 +34,17 @@ def test_symbolic_batch():
     assert jax.eval_shape(cutematmul.matmul, _s((b, 4, 8)), _s((8, 5))).shape == (b, 4, 5)
 
 
+@pytest.mark.parametrize("da,db", [(F16, jnp.float32), (jnp.bfloat16, F16), (jnp.float32, jnp.bfloat16)])
+def test_mixed_dtypes_promote_to_float32(da, db):
+    """As ``jnp.matmul``: a 16-bit operand with float32, or float16 with bfloat16, is float32."""
+    out = jax.eval_shape(cutematmul.matmul, _s((4, 8), da), _s((3, 8, 5), db))
+    assert out.shape == (3, 4, 5) and out.dtype == jnp.float32
+
+
 @pytest.mark.parametrize("a,b,exc,msg", [
     (_s((4, 8)), _s((9, 5)), ValueError, "contracted dimensions differ"),
     (_s((2, 4, 8)), _s((3, 8, 5)), ValueError, "do not broadcast"),
-    (_s((4, 8)), _s((8, 5), jnp.float32), TypeError, "same dtype"),
+    (_s((4, 8)), _s((8, 5), jnp.int32), TypeError, "b must have dtype float32, float16 or bfloat16; got int32"),
     (_s((4, 8), jnp.int32), _s((8, 5), jnp.int32), TypeError, "got int32"),
 ])
 def test_trace_time_errors(a, b, exc, msg):

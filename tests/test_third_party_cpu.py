@@ -31,12 +31,15 @@ assert mm(*f32).shape == (3, 4) and mm(*f32).dtype == np.float32       # cutemat
 out = np.full((3, 4), 7, np.float32)
 assert mm(*f32, out) is out and not out.any()                          # positional out
 assert mm(np.ones((2, 3), np.int64), np.ones((3, 2), np.int64))[0, 0] == 3
-assert mm(np.ones((2, 3), np.float16), np.ones((3, 2), np.float32)).dtype == np.float32
+assert mm(np.ones((2, 3), np.float16), np.ones((3, 2), np.float64)).dtype == np.float64
 assert mm(*f32, casting="same_kind").shape == (3, 4)                   # keywords: the library's
+mixed = np.zeros((2, 0), np.float16), np.zeros((0, 5), np.float32)
+assert mm(*mixed).dtype == np.float32                                  # cutematmul promotes
+assert mm(*f32, np.zeros((3, 4), np.float16)).dtype == np.float16      # out cast: the library's
 """
 
 
-@pytest.mark.parametrize("mode,calls", [("routed", {"cutematmul": 3, "delegated": 3}),
+@pytest.mark.parametrize("mode,calls", [("routed", {"cutematmul": 4, "delegated": 4}),
                                         ("own", None)])
 def test_shim_routes_and_counts(tmp_path, mode, calls):
     (tmp_path / "shim.py").write_text(_tool().SHIM.format(own=_tool().OWN_DTYPES))

@@ -161,10 +161,22 @@ def test_fake_cuda_tensors_take_the_operator():
     assert result.dtype == torch.bfloat16 and result.stride() == (20, 4, 1)
 
 
+def test_fake_mixed_dtypes_promote():
+    """float16 @ float32 (and float16 @ bfloat16) trace to a float32 product, as in NumPy."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        for da, db in ((torch.float16, torch.float32), (torch.bfloat16, torch.float16)):
+            a = torch.empty(3, 5, 7, device="cuda", dtype=da)
+            b = torch.empty(7, 4, device="cuda", dtype=db)
+            result = cutematmul.matmul(a, b)
+            assert result.dtype == torch.float32 and tuple(result.shape) == (3, 5, 4)
+
+
 TRACE_ERRORS = [
     (((5, 7), (6, 3)), {}, ValueError, "contracted dimensions differ"),
     (((2, 5, 7), (3, 7, 3)), {}, ValueError, "do not broadcast"),
-    (((5, 7), (7, 3)), {"b_dtype": torch.float16}, TypeError, "same dtype"),
+    (((5, 7), (7, 3)), {"b_dtype": torch.float64}, TypeError, "b must have dtype float32, float16 or bfloat16; got float64"),
     (((5, 7), (7, 3)), {"dtype": torch.float64}, TypeError, "got float64"),
     (((5, 7), (7, 3)), {"dtype": torch.int32}, TypeError, "got int32"),
     (((), (7, 3)), {}, ValueError, "at least 1 dimension"),

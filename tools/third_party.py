@@ -21,7 +21,8 @@ What it runs
     * ``routed``: every dtype the suite tests; calls whose operands (and ``out``) all have a
       dtype cutematmul computes and no keywords beyond ``out`` go to cutematmul, the rest to
       the library's own function, as a caller using cutematmul as a backend would route them
-      (cutematmul takes two operands of one dtype: mixed dtypes are routed to the library).
+      (mixed float16/float32 operands go to cutematmul, which promotes them as NumPy does; an
+      ``out`` of another dtype than the result's, which NumPy casts into, goes to the library).
       The counts of both kinds are printed, so a run that never reached cutematmul shows.
 
     Tests of those classes that never call the replaced function (NumPy's checks of its own
@@ -86,9 +87,10 @@ COUNTS = {{"cutematmul": 0, "delegated": 0}}
 
 def routed(theirs):
     def matmul(a, b, /, out=None, **kwargs):
-        arrays = (a, b) if out is None else (a, b, out)
-        dtypes = set(str(getattr(x, "dtype", "")) for x in arrays)
-        ours = MODE == "own" or (not kwargs and len(dtypes) == 1 and dtypes <= OWN)
+        dtypes = set(str(getattr(x, "dtype", "")) for x in (a, b))
+        result = next(iter(dtypes)) if len(dtypes) == 1 else "float32"  # operand.result_dtype
+        ours = MODE == "own" or (not kwargs and dtypes <= OWN and (
+            out is None or str(getattr(out, "dtype", "")) == result))
         COUNTS["cutematmul" if ours else "delegated"] += 1
         if ours:
             return cutematmul.matmul(a, b, out, **kwargs)
