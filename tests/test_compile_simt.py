@@ -79,12 +79,14 @@ def test_simt_compiles_all_majors_and_alignments_sm80(tmp_path):
 
 def test_simt_compiles_for_sm90a(tmp_path):
     # The default tile (8 x 8 accumulators per thread) and the two 16 x 8 ones of the ladder
-    # (tile_m, tile_n, tile_k, stages, threads, raster_group, min_blocks).
-    combos = [("k", "n", 4), ("m", "k", 1), ("k", "n", 4, 128, 256, 16, 3, 256, 8, 1),
-              ("m", "k", 1, 128, 256, 16, 3, 256, 8, 1), ("k", "k", 4, 128, 128, 16, 3, 128, 8, 2)]
+    # (tile_m, tile_n, tile_k, stages, threads, raster_group, min_blocks): 128x256 in 8-deep
+    # k-tiles (configs/simt._K_TILING), both operands K-major too, and 128x128.
+    combos = [("k", "n", 4), ("m", "k", 1), ("k", "n", 4, 128, 256, 8, 6, 256, 8, 1),
+              ("m", "k", 1, 128, 256, 8, 6, 256, 8, 1), ("k", "k", 4, 128, 256, 8, 6, 256, 8, 1),
+              ("k", "k", 4, 128, 128, 16, 3, 128, 8, 2)]
     counts = compile_in_child("sm_90a", _CHILD, combos, tmp_path)
     assert len(counts) == len(combos)
-    assert counts["kn4_128_256_16_3_256_8_1"]["micro_tile"] == [16, 8]
+    assert counts["kn4_128_256_8_6_256_8_1"]["micro_tile"] == [16, 8]
     for name, c in counts.items():
         _check(name, c)
 

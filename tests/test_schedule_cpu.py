@@ -129,6 +129,17 @@ def test_the_simt_model_scales_the_tails_of_multi_warp_8x8_tiles_only():
         (16, 256)}
 
 
+def test_simt_ladder_k_tiling():
+    """The 128x256 tile streams 8-deep k-tiles through 6 stages (its copies in smaller bursts);
+    every other ladder tile keeps 16 x 3, and each configuration is valid."""
+    for tm, tn, threads in simt._LADDER:
+        config = simt._config(tm, tn, threads)
+        config.validate()
+        expected = (8, 6) if (tm, tn) == (128, 256) else (16, 3)
+        assert (config.tile_k, config.stages) == expected, config.name
+    assert simt.choose_schedule(4096, 4096, 4096, 1, 132)[0].name == "simt_128x256x8_s6_t256_g8_b1"
+
+
 def test_the_xla_key_is_never_split():
     family = dispatch.FAMILIES["sm90"]
     key = dispatch.kernel_key(family, *H200, "float16", "k", "n", (16, 16, 16), 16, 8192, 8192, 1)

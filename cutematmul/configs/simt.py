@@ -262,8 +262,22 @@ _MIN_K_TILES = 8
 _TAIL_SCALING = 0.65
 
 
+#: (tile_k, stages) of ladder tiles that differ from the default 16 x 3.  The 128x256 tile (256
+#: threads, 16 x 8 accumulators each) copies 24 elements per thread per 16-deep k-tile in one
+#: burst, which stalled its warps on the load/store queue (ncu, 4096^3 with both operands
+#: K-major: 61k and 74k cycles per warp of lg and mio throttle at 16 x 3, 0.2k and 0.5k at
+#: 8 x 6, the same 48 k-rows in flight).  8 x 6 against 16 x 3, x cuBLAS SGEMM (H200,
+#: 2026-12-02, copies off): K-major B 4096^3 0.96 / 0.92, 8192^3 0.96 / 0.93, 16 x 1024^3
+#: 0.97 / 0.92, 1024^3 0.95 / 0.92, 1000^3 0.88 / 0.87; N-major B 4096^3 1.02 / 1.00,
+#: 1000^3 0.92 / 0.90, 128 x 8192^2 0.98 / 0.97.  The 8 x 8 tiles lost with 8-deep k-tiles
+#: (N-major B at 1536^3, 64x128: 0.77 / 0.87) and the 128x128 tile was mixed (2048^3 N-major
+#: 0.95 / 0.93, K-major 0.86 / 0.88): they keep 16 x 3.
+_K_TILING = {(128, 256): (8, 6)}
+
+
 def _config(tm: int, tn: int, threads: int) -> Config:
-    cfg = Config(tile_m=tm, tile_n=tn, threads=threads)
+    tile_k, stages = _K_TILING.get((tm, tn), (Config.tile_k, Config.stages))
+    cfg = Config(tile_m=tm, tile_n=tn, tile_k=tile_k, stages=stages, threads=threads)
     return replace(cfg, min_blocks=_min_blocks(cfg))
 
 
