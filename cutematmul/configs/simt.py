@@ -23,10 +23,8 @@ _VEC = 4
 _MAX_RUNS = 8
 # Threads along K in the copy of a K-major operand (8 x 4 bytes = one 32-byte sector per row).
 _K_MAJOR_COPY_K = 8
-# Padding (floats) of every k-row of a shared tile of fewer than ``_SWIZZLE_MIN_ROWS`` rows
-# filled from a K-major operand; wider such tiles are XOR-swizzled instead (``simt_sgemm``).
+# Padding (floats) of every k-row of a shared tile filled from a K-major operand.
 _K_MAJOR_PAD = 4
-_SWIZZLE_MIN_ROWS = 32
 # Preferred shared-memory carveout (percent); passed explicitly so compiling needs no device query.
 _SMEM_CARVEOUT = 100
 # Per-SM limits of sm_80 / sm_90 that the occupancy hint must respect (shared memory: sm_90's).

@@ -38,15 +38,11 @@ How
           multiple of 4) is zero-filled instead of read past the end of the array.
         - K-major operand (the row-major A case): 4-byte ``cp.async.ca`` per element, a warp
           reading 4 rows x 8 consecutive k (full 32-byte sectors) and writing them transposed
-          into the M-major tile.  Tiles of 32 rows or more are XOR-swizzled (the 16-byte chunk
-          index inside each 128-byte line XORed with k mod 8), which makes those transposing
-          stores conflict-free while a warp's 128-bit reads of 16 or 32 consecutive rows stay
-          in one 128-byte line.  (The k-rows were padded by 4 floats before: conflict-free
-          stores too, but every other k-slice's reads straddled two lines; ncu counted 2.5x the
-          bank conflicts of an N-major B on 64x128 tiles.)  16-row tiles keep that padding.
-          This keeps the whole load path asynchronous and register-free; a 128-bit register
-          load plus four transposing shared stores would cost registers and a second software
-          pipeline.
+          into the M-major tile.  The tile's k-rows are padded by 4 floats, which makes those
+          transposing stores conflict-free while keeping every k-row 16-byte aligned.  This keeps
+          the whole load path asynchronous and register-free; a 128-bit register load plus four
+          transposing shared stores would cost registers and a second software pipeline for a
+          saving of a few load instructions per thread and k-tile (noise next to 1024 FMAs).
         - M-major A with ``align == 1``, and N-major B: 4-byte cp.async, a warp reading 32
           consecutive elements (one 128-byte line, its pairs swapped for B) per instruction.
     * Shared -> registers: the fragments of k-slice ``kb + 1`` are loaded while slice ``kb`` is
@@ -83,7 +79,7 @@ import cutlass.cute as cute
 
 from ..configs.simt import (
     _K_MAJOR_COPY_K, _K_MAJOR_PAD, _LANES_M, _LANES_N, _MAX_CTAS_PER_SM, _SMEM_CARVEOUT, _SMEM_PER_SM,
-    _SWIZZLE_MIN_ROWS, _VEC, Config, _copy_lanes, choose_config, supports,
+    _VEC, Config, _copy_lanes, choose_config, supports,
 )
 
 SimtConfig = Config  # the name the tests and docs use
@@ -115,27 +111,10 @@ class SimtSgemm:
     # ---------------------------------------------------------------- host-side building blocks
 
     def _smem_layout(self, rows: int, k_major_source: bool):
-        """(rows, tile_k, stages) shared tile, unit stride along rows; the k-rows of a tile
-        filled from a K-major operand are padded when it has fewer than 32 rows (wider ones
-        are swizzled instead: ``_allocate``)."""
+        """(rows, tile_k, stages) shared tile, unit stride along rows, padded k-rows if needed."""
         cfg = self.config
-        ld = rows + (_K_MAJOR_PAD if k_major_source and rows < _SWIZZLE_MIN_ROWS else 0)
+        ld = rows + (_K_MAJOR_PAD if k_major_source else 0)
         return cute.make_layout((rows, cfg.tile_k, cfg.stages), stride=(1, ld, ld * cfg.tile_k))
-
-    @staticmethod
-    def _allocate(smem, layout: cute.Layout, rows: int, k_major_source: bool) -> cute.Tensor:
-        """The shared tile of ``layout``; one filled from a K-major operand with at least 32
-        rows is seen through an XOR swizzle: the 16-byte chunk index inside each 128-byte line
-        (address bits 4..6) is XORed with k mod 8 (the bits just above one k-row of
-        ``4 * rows`` <= 1024 bytes; the tile is 1024-byte aligned so they are k's own).  A
-        warp's transposing copy (4 rows x 8 consecutive k) then writes 32 distinct banks, and
-        its 128-bit reads of 16 or 32 consecutive rows stay inside one 128-byte line."""
-        if not k_major_source or rows < _SWIZZLE_MIN_ROWS:
-            return smem.allocate_tensor(cutlass.Float32, layout, byte_alignment=16)
-        tile = smem.allocate_tensor(cutlass.Float32, layout, byte_alignment=1024)
-        shift = (4 * rows).bit_length() - 1 - 4  # log2(bytes per k-row) - log2(16)
-        swizzle = cute.make_swizzle(3, 4, shift)
-        return cute.make_tensor(cute.recast_ptr(tile.iterator, swizzle_=swizzle), tile.layout)
 
     def _g2s_copy(self, rows: int, k_major_source: bool, vectorized: bool):
         """Tiled cp.async copy of a (rows, tile_k) tile; threads follow the global unit stride."""
@@ -333,8 +312,8 @@ class SimtSgemm:
         cB = cute.domain_offset((0, residue, 0), cB)
 
         smem = cutlass.memory.SmemAllocator()
-        sA = self._allocate(smem, sA_layout, cfg.tile_m, self._a_k_major)
-        sB = self._allocate(smem, sB_layout, cfg.tile_n, self._b_k_major)
+        sA = smem.allocate_tensor(cutlass.Float32, sA_layout, byte_alignment=16)
+        sB = smem.allocate_tensor(cutlass.Float32, sB_layout, byte_alignment=16)
 
         thr_copy_a = copy_a.get_slice(tid)
         thr_copy_b = copy_b.get_slice(tid)
