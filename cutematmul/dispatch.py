@@ -296,8 +296,8 @@ def operand_copies(family: Family, math: str, a_major: str, b_major: str, m: int
     operand prep (``kernels/tf32_prep.py``), and each copy's major (None: read as it is): the
     rule of the family (``operand_copies`` in its configs module; none: no copies).  TF32 reads
     K-major copies (``configs.sm90``), the fp32 SIMT kernel on large products an M-major copy
-    of a K-major A or an N-major copy of a K-major B (``configs.simt``).  ``readable`` says which operands the kernel could read
-    as they are."""
+    of a K-major A or an N-major copy of a K-major B (``configs.simt``).  ``readable`` says
+    which operands the kernel could read as they are."""
     rule = getattr(family.configs(), "operand_copies", None)
     return (None, None) if rule is None else rule(math, a_major, b_major, m, n, readable)
 

@@ -45,7 +45,7 @@ from .plan import (
 )
 from .streams import explicit_handle, resolve_stream
 from .validate import (
-    check_launches, check_operands, check_out, check_pointers,
+    check_launches, check_operands, check_out, check_pointers, check_same_device,
     element_strides, pointers_ok, span,
 )
 
@@ -137,11 +137,7 @@ def _run_promoted(adapter, da: Operand, db: Operand, dout: Operand | None, strea
     shape = check_operands(da.shape, db.shape, dtype, dtype)
     for name, d in (("a", da), ("b", db)):
         span(d.shape, element_strides(d.strides, d.itemsize, name), d.itemsize, name)
-    if da.device != db.device:
-        raise ValueError(
-            f"matmul: a and b must be on the same GPU; a is on device {da.device} "
-            f"and b on device {db.device}."
-        )
+    check_same_device(da.device, db.device)
     if dout is not None:
         check_out(dout, shape, dtype, da.device)
     with adapter.scope(da.device, resolve_stream(named, adapter, da.device)):
@@ -257,11 +253,7 @@ def _prepare(a_shape, a_strides, b_shape, b_strides, a_dtype: str, b_dtype: str,
     shape = check_operands(a_shape, b_shape, a_dtype, b_dtype)
     rel_a, rel_b = (span(s, element_strides(st, itemsize, name), itemsize, name)
                     for name, s, st in (("a", a_shape, a_strides), ("b", b_shape, b_strides)))
-    if a_device != b_device:
-        raise ValueError(
-            f"matmul: a and b must be on the same GPU; a is on device {a_device} "
-            f"and b on device {b_device}."
-        )
+    check_same_device(a_device, b_device)
     rel_c = None
     c_strides = row_major_strides(shape)
     if out is not None:

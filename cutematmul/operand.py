@@ -42,7 +42,8 @@ def result_dtype(a_dtype: str, b_dtype: str) -> str:
 def check_dtypes(a_dtype: str, b_dtype: str) -> None:
     """TypeError unless both dtype names are supported and equal: what a kernel entry takes
     after the route promoted mixed operands (``result_dtype``)."""
-    if result_dtype(a_dtype, b_dtype) != a_dtype or a_dtype != b_dtype:
+    result_dtype(a_dtype, b_dtype)  # both supported
+    if a_dtype != b_dtype:
         raise TypeError(
             f"matmul: a and b must have the same dtype here; got a {a_dtype} and b {b_dtype} "
             "(cast one of them first)."

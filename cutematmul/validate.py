@@ -186,6 +186,15 @@ def check_operands(a_shape, b_shape, a_dtype: str, b_dtype: str) -> tuple[int, .
     return shape
 
 
+def check_same_device(a_device: int, b_device: int) -> None:
+    """a and b (device route) must be on one GPU."""
+    if a_device != b_device:
+        raise ValueError(
+            f"matmul: a and b must be on the same GPU; a is on device {a_device} "
+            f"and b on device {b_device}."
+        )
+
+
 def check_contraction(k: int) -> None:
     """K must fit the kernels' int32 index (M, N and the batch are split into launches instead)."""
     if k > INT32_MAX:
