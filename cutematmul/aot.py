@@ -261,13 +261,19 @@ def tuned_keys(directory: Path) -> list:
             FAMILIES[problem.family], capability, problem.num_sms, problem.math, problem.a_major,
             problem.b_major, (problem.align_a, problem.align_b, problem.align_c), problem.m,
             problem.n, problem.k, problem.batch, tuned=choice)
-        # An operand the kernel reads M- or N-major may have been a K-major one, copied.
-        # (A's copy is asked of two K-major operands, B's of an M-major A: each rule's case.)
+        # An operand the kernel reads M- or N-major may have been a K-major one, copied, and a
+        # B it reads K-major an N-major one.  (A's copy is asked of two K-major operands, B's
+        # of an M-major or a K-major A: each rule's case.)
         family, m, n = FAMILIES[problem.family], problem.m, problem.n
-        copied = [copy_key(capability, problem.math, "k", major) for major, read in (
-            (operand_copies(family, problem.math, "k", "k", m, n)[0], problem.a_major),
-            (operand_copies(family, problem.math, "m", "k", m, n)[1], problem.b_major))
-            if major is not None and major == read]
+        copied = [copy_key(capability, problem.math, source, major)
+                  for source, major, read in (
+                      ("k", operand_copies(family, problem.math, "k", "k", m, n)[0],
+                       problem.a_major),
+                      ("k", operand_copies(family, problem.math, "m", "k", m, n)[1],
+                       problem.b_major),
+                      ("n", operand_copies(family, problem.math, "k", "n", m, n)[1],
+                       problem.b_major))
+                  if major is not None and major == read]
         for k in (key, *_reduce_keys(capability, problem.math, splits, transposed),
                   *_prep_keys(capability, problem.math), *copied):
             keys.setdefault(replace(k, arch=problem.arch), None)

@@ -291,15 +291,19 @@ class Problem(NamedTuple):
 
 
 def operand_copies(family: Family, math: str, a_major: str, b_major: str, m: int, n: int,
-                   readable: tuple[bool, bool] = (True, True)) -> tuple[str | None, str | None]:
+                   readable: tuple[bool, bool] = (True, True),
+                   transposable: bool = True) -> tuple[str | None, str | None]:
     """Which of (A, B) ``family``'s kernel reads through a copy of ours, made first by the
     operand prep (``kernels/tf32_prep.py``), and each copy's major (None: read as it is): the
     rule of the family (``operand_copies`` in its configs module; none: no copies).  TF32 reads
     K-major copies (``configs.sm90``), the fp32 SIMT kernel on large products an M-major copy
-    of a K-major A or an N-major copy of a K-major B (``configs.simt``).  ``readable`` says
-    which operands the kernel could read as they are."""
+    of a K-major A or an N-major copy of a K-major B (``configs.simt``), or a K-major copy of
+    a few-column N-major B for its row-streaming kernel.  ``readable`` says which operands the
+    kernel could read as they are; ``transposable`` False: the product may not run as C^T (the
+    XLA route)."""
     rule = getattr(family.configs(), "operand_copies", None)
-    return (None, None) if rule is None else rule(math, a_major, b_major, m, n, readable)
+    return (None, None) if rule is None else rule(math, a_major, b_major, m, n, readable,
+                                                  transposable)
 
 
 def problem(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,

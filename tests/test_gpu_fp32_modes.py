@@ -197,6 +197,26 @@ def test_highest_reads_k_major_operands_through_copies(torch, copy, batch, share
     _check(*_errors(torch, a, b, "highest"), "highest")
 
 
+@pytest.mark.parametrize("m,n,k", [(simt.COPY_B_GEMV_MIN_M, 8, 1000), (1027, 3, 4099),
+                                   (4096, 2, 64), (300, 5, 7)])
+@pytest.mark.parametrize("batch,shared", [((), False), ((3,), False), ((3,), True)],
+                         ids=["single", "batched", "broadcast"])
+def test_highest_few_columns_of_n_major_b(torch, m, n, k, batch, shared):
+    """fp32 "highest" of ``a @ x`` with x of shape (K, 2..8) stored row-major: B is copied
+    K-major and the row-streaming kernel computes C^T = B^T A^T (``configs.simt
+    .operand_copies``); tails in M, N and K, a batch and one x shared by the batch."""
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    a, b = _operands(torch, m, n, k, "nn", 31, batch=batch)
+    if shared:
+        b = b[0]
+    work = launch.planned_launch(adapter_for(a), a, b, precision="highest", kernel="simt")
+    assert work.prep is not None and work.prep[0] is None and work.prep[1].to_major == "k", work
+    assert work.transposed and work.key.config.gemv, work
+    _check(*_errors(torch, a, b, "highest"), "highest")
+
+
 @pytest.mark.parametrize("precision", ["high", "tf32"])
 def test_batched_and_broadcast(torch, precision):
     a, b = _operands(torch, 96, 80, 300, "nn", 3, batch=(3,))

@@ -166,6 +166,35 @@ def test_highest_copies_k_major_operands_on_large_products(capability, m, n, a_m
         None, None)
 
 
+@pytest.mark.parametrize("m,n,a_major,copied", [
+    (simt.COPY_B_GEMV_MIN_M, 8, "k", True),  # a @ x, x (K, 8) row-major: x copied K-major
+    (8192, 2, "k", True),
+    (simt.COPY_B_GEMV_MIN_M - 1, 8, "k", False),  # too few rows to earn the copy back
+    (8192, 9, "k", False),  # past the row-streaming kernel's rows
+    (8, 8, "k", False),  # at most 8 rows: the row-streaming kernel reads B as it is
+    (8192, 8, "m", False),  # B^T of a transposed product under an N-major A^T: read as is
+])
+def test_highest_copies_few_columns_k_major(m, n, a_major, copied):
+    """fp32 "highest" of a K-major A and an N-major B of at most 8 columns: B is copied K-major
+    so that the row-streaming kernel computes C^T = B^T A^T (``configs.simt.operand_copies``);
+    not where the product may not run transposed (the XLA route)."""
+    k = 1000
+    gemm = plan_gemm((m, k), (k, 1) if a_major == "k" else (1, m), (k, n), (n, 1), (n, 1))
+    spans = [(0, m * k * 4), (0, k * n * 4), (0, m * n * 4)]
+    resolved = launch._resolve(("simt",), HOPPER, 132, gemm, "float32", 4,
+                               (True, True, True), spans, (False, False, False))
+    prep = resolved.prep or (None, None)
+    assert prep[0] is None
+    if copied:
+        assert prep[1] == dispatch.prep_key(HOPPER, 1, False, "k")
+        assert resolved.transposed and resolved.key.config.gemv
+        assert (resolved.key.a_major, resolved.key.b_major) == ("k", "k")
+    else:
+        assert prep[1] is None
+    assert dispatch.operand_copies(SIMT, "float32", a_major, "n", m, n,
+                                   transposable=False) == (None, None)
+
+
 def test_run_prep_transposes_a_k_major_b(monkeypatch):
     """The N-major copy of a K-major B: the prep reads B's transpose (K, N), writes K rows of
     N padded to 16 bytes, and the GEMM reads that; a broadcast B is copied once."""

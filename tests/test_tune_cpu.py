@@ -229,3 +229,18 @@ def test_precompile_builds_the_kernels_of_tuned_schedules_too(fresh):
     assert dispatch.reduce_key(H200[0], "float16") in tuned  # the split needs its reduction
     assert set(tuned) <= set(listed) and set(aot.plan_keys(selection)) <= set(listed)
     assert aot.tuned_keys(fresh / "nowhere") == []
+
+
+def test_precompile_builds_the_copy_of_a_tuned_few_column_product(fresh):
+    """A tuned fp32 schedule whose kernel reads B K-major, on a few-column product whose B the
+    device route copies K-major (``configs.simt.operand_copies``): precompile builds that copy's
+    prep kernel (N-major to K-major) beside the GEMM."""
+    from cutematmul import aot
+
+    m, n, k = 8192, 8, 1000
+    choice = simt.choose_schedule(m, n, k, 1, 132, majors=("k", "k"))
+    problem = dispatch.Problem("simt", "sm_90a", "float32", "k", "k", 16, 16, 16, m, n, k, 1, 132)
+    cache.record_tuned(problem, choice)
+    tuned = aot.tuned_keys(fresh)
+    assert dispatch.copy_key(H200[0], "float32", "n", "k") in tuned, tuned
+    assert dispatch.copy_key(H200[0], "float32", "k", "n") not in tuned  # B is read K-major

@@ -259,9 +259,9 @@ def _simt_gemv(gen, quick: bool, poison: bool) -> int:
 
 def _simt_copies(gen, quick: bool, poison: bool) -> int:
     """fp32 "highest" reading K-major operands through copies (``configs.simt.operand_copies``,
-    the prep kernel transposing): A M-major (both operands K-major), B N-major; M and N not
-    multiples of 4 (the copies' padded rows), a K tail, one matrix, a batch and a broadcast
-    copied operand."""
+    the prep kernel transposing): A M-major (both operands K-major), B N-major; and an N-major
+    B of 5 columns copied K-major for the row-streaming kernel (C^T); M and N not multiples of
+    4 (the copies' padded rows), a K tail, one matrix, a batch and a broadcast copied operand."""
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
     from cutematmul.configs import simt
@@ -269,7 +269,8 @@ def _simt_copies(gen, quick: bool, poison: bool) -> int:
     k = 37
     copies = [("nt", simt.COPY_A_MIN_M + 3, simt.COPY_A_MIN_N + 5, 0, "m"),
               ("nt", simt.COPY_B_MIN_M + 3, simt.COPY_B_MIN_N + 5, 1, "n"),
-              ("tt", simt.COPY_B_MIN_M + 3, simt.COPY_B_MIN_N + 5, 1, "n")]
+              ("tt", simt.COPY_B_MIN_M + 3, simt.COPY_B_MIN_N + 5, 1, "n"),
+              ("nn", simt.COPY_B_GEMV_MIN_M + 3, 5, 1, "k")]
     batches = [((), False), ((2,), False), ((2,), True)]
     count = 0
     for layout, m, n, which, major in copies:
@@ -278,7 +279,8 @@ def _simt_copies(gen, quick: bool, poison: bool) -> int:
             b_batch = () if shared and which == 1 else batch
             a = (_randn(a_batch + (k, m), "float32", gen).transpose(-1, -2) if layout[0] == "t"
                  else _randn(a_batch + (m, k), "float32", gen))
-            b = _randn(b_batch + (n, k), "float32", gen).transpose(-1, -2)
+            b = (_randn(b_batch + (n, k), "float32", gen).transpose(-1, -2) if layout[1] == "t"
+                 else _randn(b_batch + (k, n), "float32", gen))
             work = launch.planned_launch(adapter_for(a), a, b, precision="highest", kernel="simt")
             shared_text = "shared " if shared else ""
             what = f"simt {'AB'[which]} copy {m}x{n}x{k} {batch} {shared_text}{layout}"

@@ -320,20 +320,33 @@ def schedule_options(math: str, a_major: str, b_major: str) -> dict:
 #: * Neither pays at 768-1024 per side (1000^3 0.86 / 0.81 / 0.81x, 1024^3 0.97 / 0.91 / 0.92x)
 #:   nor with N = 1024 (256 x 1024 x 4096 1.00 / 0.95 / 0.80x).
 #: Few rows or columns go to the row-streaming kernel, which reads K-major operands well.
+#:
+#: A product of at most 8 columns (``GEMV_ROWS``) whose A is K-major and whose B is N-major
+#: (``a @ x`` with x of shape (K, 1..8)) would give that kernel, as C^T = B^T A^T, an M-major
+#: B^T, which it cannot read well (``gemv_reads``), so B is copied K-major first: N K floats
+#: against A's M K, for M >= ``COPY_B_GEMV_MIN_M``.
 COPY_B_MIN_M = 1536
 COPY_B_MIN_N = 128
 COPY_A_MIN_M = 32
 COPY_A_MIN_N = 2048
+COPY_B_GEMV_MIN_M = 64
 
 
 def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int,
-                   readable: tuple[bool, bool] = (True, True)) -> tuple[str | None, str | None]:
+                   readable: tuple[bool, bool] = (True, True),
+                   transposable: bool = True) -> tuple[str | None, str | None]:
     """Which of (A, B) the kernel reads through a copy of ours (``kernels/tf32_prep.py``, one
     part, values unchanged), and each copy's major; None: read as it is.  A K-major B is copied
     N-major when M >= ``COPY_B_MIN_M`` and N >= ``COPY_B_MIN_N`` (the copy costs ~60 / M of
     the product); else, with both operands K-major, A is copied M-major when M >=
     ``COPY_A_MIN_M`` and N >= ``COPY_A_MIN_N`` (~60 / N).  An operand the kernel cannot read
-    is staged by the caller instead, row-major (``launch.Staging``)."""
+    is staged by the caller instead, row-major (``launch.Staging``).  An N-major B of at most
+    8 columns under a K-major A is copied K-major for the row-streaming kernel when M >=
+    ``COPY_B_GEMV_MIN_M`` and the product may run transposed (``transposable``: not on the
+    XLA route, whose kernel writes C directly); the copy needs only a unit stride."""
+    if (transposable and (a_major, b_major) == ("k", "n") and _gemv_rows(n) and not _gemv_rows(m)
+            and m >= COPY_B_GEMV_MIN_M):
+        return None, "k"
     if b_major == "k" and readable[1] and m >= COPY_B_MIN_M and n >= COPY_B_MIN_N:
         return None, "n"
     both_k = a_major == "k" and b_major == "k"
