@@ -352,6 +352,9 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
     else:
         config, splits = configs.choose_config(m, n, k, batch, num_sms, math=dtype,
                                                **orientation), 1
+    adapt = getattr(configs, "for_capability", None)  # what the GPU lacks (SIMT: PDL before sm_90)
+    if adapt is not None:
+        config = adapt(config, capability)
     if transposed:
         from .plan import transposed_majors
 

@@ -27,6 +27,8 @@ PATTERNS = {
     "tf32": r"tf32",
     "mma": r"\b(wg)?mma\.",
     "local": r"\.local\b",
+    "pdl_wait": r"\bgriddepcontrol\.wait\b",
+    "pdl_launch": r"\bgriddepcontrol\.launch_dependents\b",
 }
 out = {}
 for a_major, b_major, align, *tile in json.loads(sys.argv[1]):
@@ -36,6 +38,7 @@ for a_major, b_major, align, *tile in json.loads(sys.argv[1]):
     counts = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
     counts["micro_tile"] = config.micro_tile
     counts["tile_k"] = config.tile_k
+    counts["pdl"] = config.pdl
     out[f"{a_major}{b_major}{align}" + "".join(f"_{v}" for v in tile)] = counts
 print("COUNTS=" + json.dumps(out))
 """
@@ -68,6 +71,10 @@ def _check(name: str, counts: dict) -> None:
     else:
         assert counts["st_global_v4"] == 0, f"{name}: 128-bit stores without alignment"
     assert counts["local"] == 0, f"{name}: local memory in the PTX"
+    # A programmatic dependent launch waits once before its first global access and lets the
+    # next kernel launch once, after its last k-tile landed.
+    want = 1 if counts["pdl"] else 0
+    assert counts["pdl_wait"] == counts["pdl_launch"] == want, f"{name}: grid dependency {counts}"
 
 
 def test_simt_compiles_all_majors_and_alignments_sm80(tmp_path):
@@ -83,7 +90,8 @@ def test_simt_compiles_for_sm90a(tmp_path):
     # k-tiles (configs/simt._K_TILING), both operands K-major too, and 128x128.
     combos = [("k", "n", 4), ("m", "k", 1), ("k", "n", 4, 128, 256, 8, 6, 256, 8, 1),
               ("m", "k", 1, 128, 256, 8, 6, 256, 8, 1), ("k", "k", 4, 128, 256, 8, 6, 256, 8, 1),
-              ("k", "k", 4, 128, 128, 16, 3, 128, 8, 2)]
+              ("k", "k", 4, 128, 128, 16, 3, 128, 8, 2),
+              ("k", "k", 4, 128, 256, 8, 6, 256, 8, 1, False, True)]  # PDL (sm_90 only)
     counts = compile_in_child("sm_90a", _CHILD, combos, tmp_path)
     assert len(counts) == len(combos)
     assert counts["kn4_128_256_8_6_256_8_1"]["micro_tile"] == [16, 8]
@@ -166,7 +174,7 @@ def test_simt_sixteen_row_tiles_compile_for_sm90a(tmp_path):
 
 # Runs in the child: compile the row-streaming kernel for each (rows, a_major, b_major, align).
 _CHILD_GEMV = r"""
-import json, re, sys
+import dataclasses, json, re, sys
 from cutematmul.configs import simt
 from cutematmul.kernels.compile import compile_gemm
 from cutematmul.kernels.simt_sgemm import Kernel
@@ -182,13 +190,17 @@ PATTERNS = {
     "mma": r"\b(wg)?mma\.",
     "cp_async": r"\bcp\.async\b",
     "local": r"\.local\b",
+    "pdl_wait": r"\bgriddepcontrol\.wait\b",
+    "pdl_launch": r"\bgriddepcontrol\.launch_dependents\b",
 }
 out = {}
-for rows, a_major, b_major, align in json.loads(sys.argv[1]):
-    kernel = Kernel(simt.gemv_config(rows), "float32", a_major, b_major, align, align, align, 132)
+for rows, a_major, b_major, align, pdl in json.loads(sys.argv[1]):
+    config = dataclasses.replace(simt.gemv_config(rows), pdl=pdl)
+    kernel = Kernel(config, "float32", a_major, b_major, align, align, align, 132)
     assert isinstance(kernel, SimtGemv)
     ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
-    out[f"{rows}{a_major}{b_major}{align}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
+    out[f"{rows}{a_major}{b_major}{align}{'p' if pdl else ''}"] = {
+        k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
 print("COUNTS=" + json.dumps(out))
 """
 
@@ -197,15 +209,18 @@ def test_simt_gemv_compiles_every_variant(tmp_path):
     """The row-streaming kernel for each row count, both B majors (N-major: lanes along N,
     sums through shared memory; K-major: lanes along K, butterfly shuffles) and A majors, 16-byte
     and 4-byte aligned: fp32 FMA only, 128-bit loads exactly where alignment allows, no local
-    memory."""
-    combos = [[1, "k", "n", 4], [2, "m", "n", 1], [4, "k", "k", 4], [8, "m", "k", 1],
-              [8, "k", "n", 4], [1, "k", "k", 1]]
+    memory; as a programmatic dependent launch (the schedule's default on sm_90) one
+    ``griddepcontrol.wait`` and one ``launch_dependents``, and none without."""
+    combos = [[1, "k", "n", 4, True], [2, "m", "n", 1, True], [4, "k", "k", 4, True],
+              [8, "m", "k", 1, True], [8, "k", "n", 4, False], [1, "k", "k", 1, False]]
     counts = compile_in_child("sm_90a", _CHILD_GEMV, combos, tmp_path)
     assert len(counts) == len(combos)
     for name, c in counts.items():
         b_major, align = name[2], int(name[3])
         assert c["fma"] > 0 and c["tf32"] == 0 and c["mma"] == 0, (name, c)
         assert c["cp_async"] == 0 and c["local"] == 0, (name, c)
+        want = 1 if name.endswith("p") else 0
+        assert c["pdl_wait"] == c["pdl_launch"] == want, (name, c)
         assert (c["ld_global_v4"] > 0) == (align == 4), (name, c)
         if b_major == "n":
             assert c["bar"] > 0 and c["ld_shared"] > 0 and c["shfl"] == 0, (name, c)

@@ -26,9 +26,12 @@ pytestmark = pytest.mark.gpu
 STEPS = 6
 # (M, N, dtype) of x_{i+1} = x_i @ b, b N x N: one wave, a tail in every mode, a clustered
 # large product; small M computed transposed into the workspace, whose reduction is a
-# dependent launch too (``dispatch.reduce_key``), split and unsplit.
+# dependent launch too (``dispatch.reduce_key``), split and unsplit.  float32: the SIMT
+# family's tiled kernel (one wave with tails, several waves) and its row-streaming kernel
+# split along K (a reduction after it).
 CASES = [(512, 512, "float16"), (1000, 1000, "bfloat16"), (2048, 2048, "float16"),
-         (24, 4096, "float16"), (8, 8192, "bfloat16")]
+         (24, 4096, "float16"), (8, 8192, "bfloat16"), (1000, 1000, "float32"),
+         (2048, 2048, "float32"), (4, 4096, "float32")]
 
 
 def _forced(torch, x, b, pdl: bool):
@@ -37,7 +40,7 @@ def _forced(torch, x, b, pdl: bool):
     from cutematmul.adapters import adapter_for
 
     work = launch.planned_launch(adapter_for(x), x, b)
-    assert work is not None and work.problem is not None, "the product is not one sm90 launch"
+    assert work is not None and work.problem is not None, "the product is not one launch"
     splits = work.splits
     config = dataclasses.replace(work.key.config, pdl=pdl)
     return work.problem, (config, splits, work.transposed)

@@ -137,7 +137,7 @@ def test_simt_ladder_k_tiling():
         config.validate()
         expected = (8, 6) if (tm, tn) == (128, 256) else (16, 3)
         assert (config.tile_k, config.stages) == expected, config.name
-    assert simt.choose_schedule(4096, 4096, 4096, 1, 132)[0].name == "simt_128x256x8_s6_t256_g8_b1"
+    assert simt.choose_schedule(4096, 4096, 4096, 1, 132)[0].name == "simt_128x256x8_s6_t256_g8_b1_pdl"
 
 
 def test_the_xla_key_is_never_split():
@@ -489,7 +489,7 @@ def test_simt_gemv_configs_refuse_what_the_kernel_cannot_run():
                 replace(good, threads=96), replace(good, min_blocks=9)):
         with pytest.raises(ValueError, match=r"gemv|min_blocks|threads"):
             bad.validate()
-    assert good.name == "simtv_4x128_t256_b2"
+    assert good.name == "simtv_4x128_t256_b2_pdl"
 
 
 def test_a_transposed_row_streaming_launch_carries_the_reduction():
@@ -503,3 +503,27 @@ def test_a_transposed_row_streaming_launch_carries_the_reduction():
     assert isinstance(resolved, launch.Launch)
     assert resolved.key.config.gemv and resolved.transposed and resolved.reduce is not None
     assert (resolved.key.a_major, resolved.key.b_major) == ("k", "k")
+
+
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (4096, 4, 4096), (1000, 1000, 1000),
+                                   (16, 8192, 8192), (8192, 8192, 8192)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_simt_kernels_are_dependent_launches_on_sm90_only(shape):
+    """Every SIMT schedule (tiled and row-streaming, split or not, and the XLA route's) is a
+    programmatic dependent launch on sm_90 and none on sm_80, which lacks griddepcontrol
+    (``configs.simt.for_capability``, applied by ``dispatch.schedule``)."""
+    family = dispatch.FAMILIES["simt"]
+    m, n, k = shape
+    for capability, num_sms, want in (((9, 0), 132, True), ((8, 0), 108, False)):
+        key, _, _ = dispatch.schedule(family, capability, num_sms, "float32", "k", "n",
+                                      (16, 16, 16), m, n, k, 1)
+        assert key.config.pdl == want and key.config.name.endswith("_pdl") == want, key
+        key = dispatch.kernel_key(family, capability, num_sms, "float32", "k", "n",
+                                  (16, 16, 16), m, n, k, 1)
+        assert key.config.pdl == want, key
+    # A recorded schedule keeps what it was timed with, but never PDL before sm_90.
+    config = simt.gemv_config(1)
+    for capability, want in (((9, 0), True), ((8, 0), False)):
+        key, _, _ = dispatch.schedule(family, capability, 108, "float32", "k", "n", (16, 16, 16),
+                                      1, 4096, 4096, 1, tuned=(config, 4, False))
+        assert key.config.pdl == want and key.config.tile_m == 1, key

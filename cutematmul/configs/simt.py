@@ -62,7 +62,9 @@ class Config:
 
     ``gemv`` selects the row-streaming kernel: ``tile_m`` rows (``GEMV_ROWS``) by ``tile_n``
     (128) columns per CTA of ``threads`` threads, ``min_blocks`` CTAs per SM; it has no shared
-    k-tile ring, so ``tile_k``, ``stages`` and ``raster_group`` keep their defaults there."""
+    k-tile ring, so ``tile_k``, ``stages`` and ``raster_group`` keep their defaults there.
+    ``pdl``: launched as a programmatic dependent launch (sm_90 and newer; ``for_capability``).
+    """
 
     tile_m: int = 128
     tile_n: int = 128
@@ -72,14 +74,16 @@ class Config:
     raster_group: int = 8
     min_blocks: int = 2
     gemv: bool = False
+    pdl: bool = False
 
     @property
     def name(self) -> str:
+        pdl = "_pdl" if self.pdl else ""
         if self.gemv:
-            return f"simtv_{self.tile_m}x{self.tile_n}_t{self.threads}_b{self.min_blocks}"
+            return f"simtv_{self.tile_m}x{self.tile_n}_t{self.threads}_b{self.min_blocks}{pdl}"
         return (
             f"simt_{self.tile_m}x{self.tile_n}x{self.tile_k}_s{self.stages}"
-            f"_t{self.threads}_g{self.raster_group}_b{self.min_blocks}"
+            f"_t{self.threads}_g{self.raster_group}_b{self.min_blocks}{pdl}"
         )
 
     @property
@@ -275,9 +279,23 @@ _TAIL_SCALING = 0.65
 _K_TILING = {(128, 256): (8, 6)}
 
 
+#: Every schedule of the family is a programmatic dependent launch where the GPU has it
+#: (``for_capability``): its launch and set-up overlap the end of the kernel before it on the
+#: stream, and the split-K reduction after it may launch once its CTAs have issued their last
+#: loads.  The fixed cost it hides is about 1 us per product (the sm90 kernel's measurement,
+#: docs/performance.md, ninth session).
+_PDL = True
+
+
+def for_capability(config: Config, capability: tuple[int, int]) -> Config:
+    """``config`` as it runs on a GPU of ``capability`` (``dispatch.schedule``): without the
+    programmatic dependent launch before sm_90, whose ``griddepcontrol`` it lacks."""
+    return replace(config, pdl=False) if config.pdl and capability < (9, 0) else config
+
+
 def _config(tm: int, tn: int, threads: int) -> Config:
     tile_k, stages = _K_TILING.get((tm, tn), (Config.tile_k, Config.stages))
-    cfg = Config(tile_m=tm, tile_n=tn, tile_k=tile_k, stages=stages, threads=threads)
+    cfg = Config(tile_m=tm, tile_n=tn, tile_k=tile_k, stages=stages, threads=threads, pdl=_PDL)
     return replace(cfg, min_blocks=_min_blocks(cfg))
 
 
@@ -288,7 +306,7 @@ def gemv_config(rows: int) -> Config:
     registers = 64 if rows <= 2 else 128
     blocks = _REGISTER_FILE // (_GEMV_THREADS * registers)
     return Config(tile_m=rows, tile_n=_GEMV_TILE_N, threads=_GEMV_THREADS, min_blocks=blocks,
-                  gemv=True)
+                  gemv=True, pdl=_PDL)
 
 
 def _gemv_rows(extent: int) -> int | None:

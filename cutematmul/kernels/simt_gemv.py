@@ -27,6 +27,10 @@ How
       512-byte run per column and step; A's rows likewise when A is K-major).  The lanes' sums
       are added by butterfly shuffles.
 
+    With ``Config.pdl`` (sm_90 and newer) the kernel is a programmatic dependent launch:
+    every thread executes ``griddepcontrol.wait`` before its first global access, then
+    ``griddepcontrol.launch_dependents``.
+
     Loads are 128-bit where the operand's alignment allows and the four elements lie inside
     the array, else four scalar loads.  Rows of A past M and columns of B past N are read at
     M - 1 and N - 1 instead (in bounds, their results never stored), so the main loops carry no
@@ -95,6 +99,7 @@ class SimtGemv:
             stream=stream,
             min_blocks_per_mp=cfg.min_blocks,
             preferred_smem_carveout=_SMEM_CARVEOUT,
+            use_pdl=cfg.pdl,
         )
 
     # ---------------------------------------------------------------- device-side helpers
@@ -158,6 +163,13 @@ class SimtGemv:
         batch = batch_split // splits
         k_lo, k_hi, per_split = self._k_range(k_size, splits, batch_split - batch * splits)
 
+        if cutlass.const_expr(cfg.pdl):
+            # Launched early (programmatic dependent launch): no global access before the
+            # kernel ahead on the stream has finished.  Then the next kernel (the split-K
+            # reduction) may launch at once: its threads wait for this grid to finish, and the
+            # scheduler sizes this grid to one wave, so none of its CTAs waits for a slot.
+            cute.arch.griddepcontrol_wait()
+            cute.arch.griddepcontrol_launch_dependents()
         gA = mA[None, None, batch]  # (M, K)
         gB = mB[None, None, batch]  # (N, K)
         gC = mC[None, None, batch_split]  # (M, N)

@@ -56,6 +56,9 @@ How
     * Epilogue: straight from registers to global memory.  With ``align_c == 4`` each 4-wide run
       is one 128-bit store when it lies fully inside N, else (and with ``align_c == 1``) scalar
       predicated stores.
+    * Programmatic dependent launch (``Config.pdl``, sm_90 and newer): every thread executes
+      ``griddepcontrol.wait`` before its first global access, and
+      ``griddepcontrol.launch_dependents`` once its last k-tile has landed.
     * Occupancy: ``min_blocks`` CTAs per SM are requested from ptxas (``.minnctapersm``); the
       default 2 x 256 threads caps registers at 128 per thread.  A 16 x 8 micro-tile needs ~240
       (``configs/simt._min_blocks``): 256 threads per SM, like cuBLAS's SGEMM on Hopper
@@ -178,6 +181,7 @@ class SimtSgemm:
             stream=stream,
             min_blocks_per_mp=cfg.min_blocks,
             preferred_smem_carveout=_SMEM_CARVEOUT,
+            use_pdl=cfg.pdl,
         )
 
     # ---------------------------------------------------------------- device-side helpers
@@ -340,6 +344,11 @@ class SimtSgemm:
         acc = tiled_mma.make_fragment_C(tCgC)
         acc.fill(0.0)
 
+        if cutlass.const_expr(cfg.pdl):
+            # Launched early (programmatic dependent launch): no global access before the
+            # kernel ahead on the stream has finished and flushed.
+            cute.arch.griddepcontrol_wait()
+
         # Prologue: the split's first stages-1 k-tiles into stages 0 .. stages-2, one commit
         # group each.  Only global k-tile 0 (split 0's first) is the partial one.
         for s in cutlass.range_constexpr(stages - 1):
@@ -405,6 +414,10 @@ class SimtSgemm:
                     if write_stage == stages:
                         write_stage = cutlass.Int32(0)
         cute.arch.cp_async_wait_group(0)
+        if cutlass.const_expr(cfg.pdl):
+            # Every load of this CTA has landed: the next kernel may launch (it waits for this
+            # one to finish before touching memory).
+            cute.arch.griddepcontrol_launch_dependents()
 
         self._store_c(acc, tCgC, thr_mma.partition_C(cC), m_size, n_size)
 
