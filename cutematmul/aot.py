@@ -202,7 +202,7 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
                         else choose_family(math, capability, shape=(m, n, k, count)))
                 # The majors the kernel reads once the prep has copied what it copies, and
                 # the copies' prep kernels (TF32's are all in _prep_keys already).
-                copies = operand_copies(runs, math, *LAYOUTS[layout], m, n)
+                copies = operand_copies(runs, math, *LAYOUTS[layout], m, n, k)
                 a_major, b_major = (c or x for c, x in zip(copies, LAYOUTS[layout]))
                 keys += [copy_key(capability, math, source, major)
                          for source, major in zip(LAYOUTS[layout], copies) if major]
@@ -264,14 +264,14 @@ def tuned_keys(directory: Path) -> list:
         # An operand the kernel reads M- or N-major may have been a K-major one, copied, and a
         # B it reads K-major an N-major one.  (A's copy is asked of two K-major operands, B's
         # of an M-major or a K-major A: each rule's case.)
-        family, m, n = FAMILIES[problem.family], problem.m, problem.n
+        family, m, n, k = FAMILIES[problem.family], problem.m, problem.n, problem.k
         copied = [copy_key(capability, problem.math, source, major)
                   for source, major, read in (
-                      ("k", operand_copies(family, problem.math, "k", "k", m, n)[0],
+                      ("k", operand_copies(family, problem.math, "k", "k", m, n, k)[0],
                        problem.a_major),
-                      ("k", operand_copies(family, problem.math, "m", "k", m, n)[1],
+                      ("k", operand_copies(family, problem.math, "m", "k", m, n, k)[1],
                        problem.b_major),
-                      ("n", operand_copies(family, problem.math, "k", "n", m, n)[1],
+                      ("n", operand_copies(family, problem.math, "k", "n", m, n, k)[1],
                        problem.b_major))
                   if major is not None and major == read]
         for k in (key, *_reduce_keys(capability, problem.math, splits, transposed),

@@ -291,7 +291,7 @@ class Problem(NamedTuple):
 
 
 def operand_copies(family: Family, math: str, a_major: str, b_major: str, m: int, n: int,
-                   readable: tuple[bool, bool] = (True, True),
+                   k: int, readable: tuple[bool, bool] = (True, True),
                    transposable: bool = True) -> tuple[str | None, str | None]:
     """Which of (A, B) ``family``'s kernel reads through a copy of ours, made first by the
     operand prep (``kernels/tf32_prep.py``), and each copy's major (None: read as it is): the
@@ -302,7 +302,7 @@ def operand_copies(family: Family, math: str, a_major: str, b_major: str, m: int
     kernel could read as they are; ``transposable`` False: the product may not run as C^T (the
     XLA route)."""
     rule = getattr(family.configs(), "operand_copies", None)
-    return (None, None) if rule is None else rule(math, a_major, b_major, m, n, readable,
+    return (None, None) if rule is None else rule(math, a_major, b_major, m, n, k, readable,
                                                   transposable)
 
 

@@ -572,7 +572,7 @@ def _operand_prep(family, capability, math: str, gemm: Gemm, readable: tuple[boo
             f"matmul: precision='high' takes K up to {_TF32X3_MAX_K} (its split operands are "
             f"twice as long along K); got K={gemm.k}. Use precision='highest'."
         )
-    copies = operand_copies(family, math, gemm.a.major, gemm.b.major, gemm.m, gemm.n,
+    copies = operand_copies(family, math, gemm.a.major, gemm.b.major, gemm.m, gemm.n, gemm.k,
                             readable)
     if copies == (None, None):
         return copies

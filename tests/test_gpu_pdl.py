@@ -69,7 +69,9 @@ def test_a_chain_reads_each_product_after_it_is_written(case):
     with cache.trial_tuned(problem, choice):
         work = launch.planned_launch(adapter_for(x), x, b)
         assert work.key.config.pdl
-        assert (work.reduce is not None) == (m < 32), "small M goes through the reduction"
+        assert (work.reduce is not None) == (work.splits > 1 or work.transposed), work
+        if dtype != "float32":
+            assert (work.reduce is not None) == (m < 32), "small M goes through the reduction"
         assert work.reduce is None or work.reduce.pdl, "the reduction is no dependent launch"
         torch.cuda.synchronize()
         for i in range(STEPS):

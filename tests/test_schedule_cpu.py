@@ -506,21 +506,26 @@ def test_a_transposed_row_streaming_launch_carries_the_reduction():
 
 
 @pytest.mark.parametrize("shape", [(1, 4096, 4096), (4096, 4, 4096), (1000, 1000, 1000),
-                                   (16, 8192, 8192), (8192, 8192, 8192)],
+                                   (16, 8192, 8192), (8192, 8192, 8192), (512, 512, 512)],
                          ids=lambda s: "x".join(map(str, s)))
-def test_simt_kernels_are_dependent_launches_on_sm90_only(shape):
-    """Every SIMT schedule (tiled and row-streaming, split or not, and the XLA route's) is a
-    programmatic dependent launch on sm_90 and none on sm_80, which lacks griddepcontrol
-    (``configs.simt.for_capability``, applied by ``dispatch.schedule``)."""
+def test_simt_dependent_launches_on_sm90_only(shape):
+    """The row-streaming kernel and tiles of one CTA per SM are programmatic dependent launches
+    on sm_90 (``configs.simt._pdl``), split or not and on the XLA route too; nothing is before
+    sm_90, which lacks griddepcontrol (``configs.simt.for_capability``, applied by
+    ``dispatch.schedule``)."""
     family = dispatch.FAMILIES["simt"]
     m, n, k = shape
-    for capability, num_sms, want in (((9, 0), 132, True), ((8, 0), 108, False)):
-        key, _, _ = dispatch.schedule(family, capability, num_sms, "float32", "k", "n",
-                                      (16, 16, 16), m, n, k, 1)
-        assert key.config.pdl == want and key.config.name.endswith("_pdl") == want, key
-        key = dispatch.kernel_key(family, capability, num_sms, "float32", "k", "n",
-                                  (16, 16, 16), m, n, k, 1)
-        assert key.config.pdl == want, key
+    for capability, num_sms in (((9, 0), 132), ((8, 0), 108)):
+        for key in (dispatch.schedule(family, capability, num_sms, "float32", "k", "n",
+                                      (16, 16, 16), m, n, k, 1)[0],
+                    dispatch.kernel_key(family, capability, num_sms, "float32", "k", "n",
+                                        (16, 16, 16), m, n, k, 1)):
+            config = key.config
+            want = capability >= (9, 0) and (config.gemv or config.min_blocks == 1)
+            assert config.pdl == want and config.name.endswith("_pdl") == want, key
+    assert simt.choose_schedule(8192, 8192, 8192, 1, 132)[0].pdl  # the 128x256 tile
+    assert simt.choose_schedule(1, 4096, 4096, 1, 132)[0].pdl  # row-streaming
+    assert not simt.choose_schedule(512, 512, 512, 1, 132)[0].pdl  # 4 CTAs per SM
     # A recorded schedule keeps what it was timed with, but never PDL before sm_90.
     config = simt.gemv_config(1)
     for capability, want in (((9, 0), True), ((8, 0), False)):

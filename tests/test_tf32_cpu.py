@@ -71,14 +71,14 @@ def test_tf32_copies_an_operand_it_cannot_read(a_major, b_major):
     layout as far as the kernel can read it."""
     for which in (0, 1):
         readable = (which != 0, which != 1)
-        copies = dispatch.operand_copies(SM90, "tf32", a_major, b_major, 64, 64, readable)
+        copies = dispatch.operand_copies(SM90, "tf32", a_major, b_major, 64, 64, 64, readable)
         assert copies[which] == "k"
         majors = tuple(c or major for c, major in zip(copies, (a_major, b_major)))
         assert sm90.supports(64, 64, 64, 1, "tf32", *majors, 4, 4, 4) is None
         if (a_major, b_major) != ("m", "n"):
             assert copies[1 - which] is None  # the other operand is read as it is
-    assert dispatch.operand_copies(SM90, "tf32x3", a_major, b_major, 64, 64) == ("k", "k")
-    assert dispatch.operand_copies(SM90, "float16", a_major, b_major, 8192, 8192) == (None, None)
+    assert dispatch.operand_copies(SM90, "tf32x3", a_major, b_major, 64, 64, 64) == ("k", "k")
+    assert dispatch.operand_copies(SM90, "float16", a_major, b_major, 8192, 8192, 8192) == (None, None)
     refused = sm90.supports(64, 64, 64, 1, "tf32x3", a_major, b_major, 4, 4, 4)
     assert (refused is None) == ((a_major, b_major) == ("k", "k"))
 
@@ -159,26 +159,30 @@ def test_highest_copies_k_major_operands_on_large_products(capability, m, n, a_m
             assert got is None
         else:
             assert got == dispatch.prep_key(capability, 1, False, want) and read == want
-    assert dispatch.operand_copies(SIMT, "float32", "m", b_major, m, n,
+    assert dispatch.operand_copies(SIMT, "float32", "m", b_major, m, n, k,
                                    (True, False)) == (None, None)  # unreadable: staged instead
     # Few columns: the row-streaming kernel reads a K-major B as C^T = B^T A^T.
-    assert dispatch.operand_copies(SIMT, "float32", "k", "k", 8192, simt.COPY_B_MIN_N - 1) == (
+    assert dispatch.operand_copies(SIMT, "float32", "k", "k", 8192, simt.COPY_B_MIN_N - 1, k) == (
         None, None)
 
 
-@pytest.mark.parametrize("m,n,a_major,copied", [
-    (simt.COPY_B_GEMV_MIN_M, 8, "k", True),  # a @ x, x (K, 8) row-major: x copied K-major
-    (8192, 2, "k", True),
-    (simt.COPY_B_GEMV_MIN_M - 1, 8, "k", False),  # too few rows to earn the copy back
-    (8192, 9, "k", False),  # past the row-streaming kernel's rows
-    (8, 8, "k", False),  # at most 8 rows: the row-streaming kernel reads B as it is
-    (8192, 8, "m", False),  # B^T of a transposed product under an N-major A^T: read as is
+GEMV_K = simt.COPY_B_GEMV_MIN_K
+GEMV_M = -(-simt.COPY_B_GEMV_MIN_MK // GEMV_K)  # the fewest rows of A that earn the copy back
+
+
+@pytest.mark.parametrize("m,n,k,a_major,copied", [
+    (GEMV_M, 8, GEMV_K, "k", True),  # a @ x, x (K, 8) row-major: x copied K-major
+    (8192, 2, 8192, "k", True),
+    (GEMV_M - 1, 8, GEMV_K, "k", False),  # A too small to earn the copy back
+    (4 * GEMV_M, 8, GEMV_K - 1, "k", False),  # K too short for the row-streaming kernel
+    (8192, 9, 8192, "k", False),  # past the row-streaming kernel's rows
+    (8, 8, 8192, "k", False),  # at most 8 rows: the row-streaming kernel reads B as it is
+    (8192, 8, 8192, "m", False),  # B^T of a transposed product under an N-major A^T: read as is
 ])
-def test_highest_copies_few_columns_k_major(m, n, a_major, copied):
+def test_highest_copies_few_columns_k_major(m, n, k, a_major, copied):
     """fp32 "highest" of a K-major A and an N-major B of at most 8 columns: B is copied K-major
     so that the row-streaming kernel computes C^T = B^T A^T (``configs.simt.operand_copies``);
     not where the product may not run transposed (the XLA route)."""
-    k = 1000
     gemm = plan_gemm((m, k), (k, 1) if a_major == "k" else (1, m), (k, n), (n, 1), (n, 1))
     spans = [(0, m * k * 4), (0, k * n * 4), (0, m * n * 4)]
     resolved = launch._resolve(("simt",), HOPPER, 132, gemm, "float32", 4,
@@ -191,7 +195,7 @@ def test_highest_copies_few_columns_k_major(m, n, a_major, copied):
         assert (resolved.key.a_major, resolved.key.b_major) == ("k", "k")
     else:
         assert prep[1] is None
-    assert dispatch.operand_copies(SIMT, "float32", a_major, "n", m, n,
+    assert dispatch.operand_copies(SIMT, "float32", a_major, "n", m, n, k,
                                    transposable=False) == (None, None)
 
 

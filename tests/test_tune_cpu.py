@@ -237,7 +237,7 @@ def test_precompile_builds_the_copy_of_a_tuned_few_column_product(fresh):
     prep kernel (N-major to K-major) beside the GEMM."""
     from cutematmul import aot
 
-    m, n, k = 8192, 8, 1000
+    m, n, k = 8192, 8, 8192
     choice = simt.choose_schedule(m, n, k, 1, 132, majors=("k", "k"))
     problem = dispatch.Problem("simt", "sm_90a", "float32", "k", "k", 16, 16, 16, m, n, k, 1, 132)
     cache.record_tuned(problem, choice)

@@ -266,14 +266,14 @@ def _simt_copies(gen, quick: bool, poison: bool) -> int:
     from cutematmul.adapters import adapter_for
     from cutematmul.configs import simt
 
-    k = 37
-    copies = [("nt", simt.COPY_A_MIN_M + 3, simt.COPY_A_MIN_N + 5, 0, "m"),
-              ("nt", simt.COPY_B_MIN_M + 3, simt.COPY_B_MIN_N + 5, 1, "n"),
-              ("tt", simt.COPY_B_MIN_M + 3, simt.COPY_B_MIN_N + 5, 1, "n"),
-              ("nn", simt.COPY_B_GEMV_MIN_M + 3, 5, 1, "k")]
+    gemv_k = simt.COPY_B_GEMV_MIN_K + 37
+    copies = [("nt", simt.COPY_A_MIN_M + 3, simt.COPY_A_MIN_N + 5, 37, 0, "m"),
+              ("nt", simt.COPY_B_MIN_M + 3, simt.COPY_B_MIN_N + 5, 37, 1, "n"),
+              ("tt", simt.COPY_B_MIN_M + 3, simt.COPY_B_MIN_N + 5, 37, 1, "n"),
+              ("nn", -(-simt.COPY_B_GEMV_MIN_MK // gemv_k) + 3, 5, gemv_k, 1, "k")]
     batches = [((), False), ((2,), False), ((2,), True)]
     count = 0
-    for layout, m, n, which, major in copies:
+    for layout, m, n, k, which, major in copies:
         for batch, shared in batches[:1] if quick else batches:
             a_batch = () if shared and which == 0 else batch
             b_batch = () if shared and which == 1 else batch

@@ -279,12 +279,22 @@ _TAIL_SCALING = 0.65
 _K_TILING = {(128, 256): (8, 6)}
 
 
-#: Every schedule of the family is a programmatic dependent launch where the GPU has it
-#: (``for_capability``): its launch and set-up overlap the end of the kernel before it on the
-#: stream, and the split-K reduction after it may launch once its CTAs have issued their last
-#: loads.  The fixed cost it hides is about 1 us per product (the sm90 kernel's measurement,
-#: docs/performance.md, ninth session).
+#: Programmatic dependent launch where the GPU has it (``for_capability``): the launch and
+#: set-up overlap the end of the kernel before it on the stream, and the split-K reduction
+#: after it may launch early.  Taken by the row-streaming kernel and by tiles of one CTA per
+#: SM; measured (H200, 2026-12-02, 20 products back to back, us with / without, same
+#: schedule): row-streaming 1x4096x4096 19.5 / 20.9, 1x1024x4096 with a K-major B 7.7 / 8.2,
+#: 1x14336x4096 55.6 / 57.0, 4x4096x4096 21.1 / 21.9, 8192x8x8192 (C^T) 115.0 / 115.9; the
+#: 128x256 tile (one CTA per SM) 768^3 33.7 / 34.6, 1000^3 54.2 / 55.3, 1000^3 with a
+#: K-major B 56.4 / 57.2, 4096^3 2612 / 2630, 128x8192x8192 339.9 / 343.4.  Tiles of four
+#: CTAs per SM lost, for a reason not yet found: 512^3 (128x32, 4 splits) 21.3 / 15.4 and
+#: 16x4096x4096 (16x256, 16 splits) 41.7 / 30.4; 1536^3 (64x128) 194.7 / 195.6.
 _PDL = True
+
+
+def _pdl(cfg: Config) -> bool:
+    """Whether ``cfg`` is a programmatic dependent launch (``_PDL``)."""
+    return _PDL and (cfg.gemv or cfg.min_blocks == 1)
 
 
 def for_capability(config: Config, capability: tuple[int, int]) -> Config:
@@ -295,8 +305,9 @@ def for_capability(config: Config, capability: tuple[int, int]) -> Config:
 
 def _config(tm: int, tn: int, threads: int) -> Config:
     tile_k, stages = _K_TILING.get((tm, tn), (Config.tile_k, Config.stages))
-    cfg = Config(tile_m=tm, tile_n=tn, tile_k=tile_k, stages=stages, threads=threads, pdl=_PDL)
-    return replace(cfg, min_blocks=_min_blocks(cfg))
+    cfg = Config(tile_m=tm, tile_n=tn, tile_k=tile_k, stages=stages, threads=threads)
+    cfg = replace(cfg, min_blocks=_min_blocks(cfg))
+    return replace(cfg, pdl=_pdl(cfg))
 
 
 def gemv_config(rows: int) -> Config:
@@ -305,8 +316,9 @@ def gemv_config(rows: int) -> Config:
     accumulators and 32 values of A per thread)."""
     registers = 64 if rows <= 2 else 128
     blocks = _REGISTER_FILE // (_GEMV_THREADS * registers)
-    return Config(tile_m=rows, tile_n=_GEMV_TILE_N, threads=_GEMV_THREADS, min_blocks=blocks,
-                  gemv=True, pdl=_PDL)
+    cfg = Config(tile_m=rows, tile_n=_GEMV_TILE_N, threads=_GEMV_THREADS, min_blocks=blocks,
+                 gemv=True)
+    return replace(cfg, pdl=_pdl(cfg))
 
 
 def _gemv_rows(extent: int) -> int | None:
@@ -341,16 +353,24 @@ def schedule_options(math: str, a_major: str, b_major: str) -> dict:
 #:
 #: A product of at most 8 columns (``GEMV_ROWS``) whose A is K-major and whose B is N-major
 #: (``a @ x`` with x of shape (K, 1..8)) would give that kernel, as C^T = B^T A^T, an M-major
-#: B^T, which it cannot read well (``gemv_reads``), so B is copied K-major first: N K floats
-#: against A's M K, for M >= ``COPY_B_GEMV_MIN_M``.
+#: B^T, which it cannot read well (``gemv_reads``), so B is copied K-major first (N K floats
+#: against A's M K) where A is large: M K >= ``COPY_B_GEMV_MIN_MK`` and K >= ``COPY_B_GEMV_MIN_K``.
+#: Measured (H200, 2026-12-02, x cuBLAS SGEMM, tiled kernel as before / copy and
+#: row-streaming): 8192 x 8 x 8192 1.02 / 1.19x, 8192 x 4 x 8192 1.01 / 1.66x, 8192 x 2 x 8192
+#: 1.83 / 2.91x, 16384 x 8 x 4096 1.29 / 1.52x, 4096 x 3 x 14336 1.21 / 1.96x; below the
+#: bounds the row-streaming grid (M / 128 columns of C^T times the splits) is too small or
+#: its K-major runs too short: 4096 x 8 x 4096 1.07 / 0.91x, 65536 x 8 x 512 0.98 / 0.77x,
+#: 1024 x 8 x 1024 2.00 / 0.73x, M = 16-128 with K = 8192 0.51-0.57 / 0.38-0.41x (both lose to
+#: cuBLAS there), 1024 x 8 x 8192 0.92 / 1.09x (left out).
 COPY_B_MIN_M = 1536
 COPY_B_MIN_N = 128
 COPY_A_MIN_M = 32
 COPY_A_MIN_N = 2048
-COPY_B_GEMV_MIN_M = 64
+COPY_B_GEMV_MIN_MK = 1 << 25
+COPY_B_GEMV_MIN_K = 2048
 
 
-def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int,
+def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int,
                    readable: tuple[bool, bool] = (True, True),
                    transposable: bool = True) -> tuple[str | None, str | None]:
     """Which of (A, B) the kernel reads through a copy of ours (``kernels/tf32_prep.py``, one
@@ -359,11 +379,11 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int,
     the product); else, with both operands K-major, A is copied M-major when M >=
     ``COPY_A_MIN_M`` and N >= ``COPY_A_MIN_N`` (~60 / N).  An operand the kernel cannot read
     is staged by the caller instead, row-major (``launch.Staging``).  An N-major B of at most
-    8 columns under a K-major A is copied K-major for the row-streaming kernel when M >=
-    ``COPY_B_GEMV_MIN_M`` and the product may run transposed (``transposable``: not on the
+    8 columns under a K-major A is copied K-major for the row-streaming kernel when A is large
+    (``COPY_B_GEMV_MIN_MK``, ``COPY_B_GEMV_MIN_K``) and the product may run transposed (``transposable``: not on the
     XLA route, whose kernel writes C directly); the copy needs only a unit stride."""
     if (transposable and (a_major, b_major) == ("k", "n") and _gemv_rows(n) and not _gemv_rows(m)
-            and m >= COPY_B_GEMV_MIN_M):
+            and m * k >= COPY_B_GEMV_MIN_MK and k >= COPY_B_GEMV_MIN_K):
         return None, "k"
     if b_major == "k" and readable[1] and m >= COPY_B_MIN_M and n >= COPY_B_MIN_N:
         return None, "n"

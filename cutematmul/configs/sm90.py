@@ -150,13 +150,13 @@ TF32_TILE_K = 32
 TF32_READS = {"tf32": (("k", "k"), ("m", "k"), ("k", "n")), "tf32x3": (("k", "k"),)}
 
 
-def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int,
+def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int,
                    readable: tuple[bool, bool] = (True, True),
                    transposable: bool = True) -> tuple[str | None, str | None]:
     """Which of (A, B) the TF32 operand prep (``kernels/tf32_prep.py``) rewrites first, and the
     copy's major ("k" here; None: read as it is; ``dispatch.operand_copies``).  ``readable``
-    says which the kernel could read as they are (aligned, one unit stride); ``m``, ``n`` and
-    ``transposable`` are unused.
+    says which the kernel could read as they are (aligned, one unit stride); ``m``, ``n``,
+    ``k`` and ``transposable`` are unused.
 
     TF32 wgmma reads shared tiles K-major only, but takes A from registers: the kernel loads an
     M-major A into registers itself, and with B N-major it computes C^T = B^T A^T, so that B is
