@@ -198,7 +198,7 @@ def test_highest_reads_k_major_operands_through_copies(torch, copy, batch, share
 
 
 @pytest.mark.parametrize("m,n,k", [(-(-simt.COPY_B_GEMV_MIN_MK // 4099), 8, 4099),
-                                   (1027, 3, 32771), (8191, 2, simt.COPY_B_GEMV_MIN_K)])
+                                   (1027, 3, 32771), (16411, 2, simt.COPY_B_GEMV_MIN_K)])
 @pytest.mark.parametrize("batch,shared", [((), False), ((3,), False), ((3,), True)],
                          ids=["single", "batched", "broadcast"])
 def test_highest_few_columns_of_n_major_b(torch, m, n, k, batch, shared):
