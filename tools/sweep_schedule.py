@@ -29,7 +29,8 @@ SHAPES = [(16, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 819
 # (tile_m, tile_n, transposed) candidates per family; splits are crossed with them.
 CANDIDATES = {
     "float16": (sm90, [(128, 256, False), (128, 192, False), (128, 128, False), (64, 128, False),
-                       (128, 16, True), (128, 32, True), (128, 64, True)], [1, 2, 4]),
+                       (128, 16, True), (128, 32, True), (128, 64, True), (64, 16, True),
+                       (64, 32, True)], [1, 2, 4]),
     "float32": (simt, [(128, 256, False), (128, 128, False), (64, 128, False), (32, 128, False),
                        (32, 32, False), (16, 256, False), (16, 128, False), (16, 64, False)]
                 + [(rows, 128, tr) for rows in simt.GEMV_ROWS for tr in (False, True)],
