@@ -354,7 +354,8 @@ def schedule_options(math: str, a_major: str, b_major: str) -> dict:
 #: A product of at most 8 columns (``GEMV_ROWS``) whose A is K-major and whose B is N-major
 #: (``a @ x`` with x of shape (K, 1..8)) would give that kernel, as C^T = B^T A^T, an M-major
 #: B^T, which it cannot read well (``gemv_reads``), so B is copied K-major first (N K floats
-#: against A's M K) where A is large: M K >= ``COPY_B_GEMV_MIN_MK`` and K >= ``COPY_B_GEMV_MIN_K``.
+#: against A's M K) where A is large: M K >= ``COPY_B_GEMV_MIN_MK`` and K >=
+#: ``COPY_B_GEMV_MIN_K``.
 #: Measured (H200, 2026-12-02, x cuBLAS SGEMM, tiled kernel as before / copy and
 #: row-streaming): 8192 x 8 x 8192 1.02 / 1.19x, 8192 x 4 x 8192 1.01 / 1.66x, 8192 x 2 x 8192
 #: 1.83 / 2.91x, 16384 x 8 x 4096 1.29 / 1.52x, 4096 x 3 x 14336 1.21 / 1.96x; below the
@@ -380,8 +381,9 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
     ``COPY_A_MIN_M`` and N >= ``COPY_A_MIN_N`` (~60 / N).  An operand the kernel cannot read
     is staged by the caller instead, row-major (``launch.Staging``).  An N-major B of at most
     8 columns under a K-major A is copied K-major for the row-streaming kernel when A is large
-    (``COPY_B_GEMV_MIN_MK``, ``COPY_B_GEMV_MIN_K``) and the product may run transposed (``transposable``: not on the
-    XLA route, whose kernel writes C directly); the copy needs only a unit stride."""
+    (``COPY_B_GEMV_MIN_MK``, ``COPY_B_GEMV_MIN_K``) and the product may run transposed
+    (``transposable``: not on the XLA route, whose kernel writes C directly); the copy needs
+    only a unit stride."""
     if (transposable and (a_major, b_major) == ("k", "n") and _gemv_rows(n) and not _gemv_rows(m)
             and m * k >= COPY_B_GEMV_MIN_MK and k >= COPY_B_GEMV_MIN_K):
         return None, "k"

@@ -166,8 +166,9 @@ class SimtGemv:
         if cutlass.const_expr(cfg.pdl):
             # Launched early (programmatic dependent launch): no global access before the
             # kernel ahead on the stream has finished.  Then the next kernel (the split-K
-            # reduction) may launch at once: its threads wait for this grid to finish, and the
-            # scheduler sizes this grid to one wave, so none of its CTAs waits for a slot.
+            # reduction) may launch at once: its threads wait for this grid to finish, and it
+            # launches only once every CTA of this grid has started, so it takes no slot one
+            # of ours still needs.
             cute.arch.griddepcontrol_wait()
             cute.arch.griddepcontrol_launch_dependents()
         gA = mA[None, None, batch]  # (M, K)
