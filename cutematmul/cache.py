@@ -284,8 +284,11 @@ def _load_tuned() -> dict:
 
 def tuned_table(directory: Path) -> dict:
     """{``dispatch.Problem``: (config, splits, transposed)} recorded in ``directory`` in this
-    environment; records that no longer make a valid configuration are skipped."""
-    from .dispatch import FAMILIES, Problem
+    environment.  A record is kept only if it names a schedule the tuner could have timed for its
+    problem (``dispatch.tunable``): a stale or edited record of a valid configuration in a
+    combination the kernels are not built for (fp32 partials into a 16-bit C, say) would
+    otherwise reach the launch."""
+    from .dispatch import EVERY_CANDIDATE, FAMILIES, Problem, tunable
 
     table = {}
     for row in cache_disk.read_tuned(Path(directory)):
@@ -296,6 +299,8 @@ def tuned_table(directory: Path) -> dict:
             splits, transposed = int(row["splits"]), bool(row["transposed"])
             if splits < 1:
                 raise ValueError(f"splits {splits}")
+            if (config, splits, transposed) not in tunable(problem, EVERY_CANDIDATE):
+                continue
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
         table[problem] = (config, splits, transposed)

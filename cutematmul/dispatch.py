@@ -377,6 +377,25 @@ def schedule_options(family: Family, dtype: str, a_major: str, b_major: str) -> 
     return {} if options is None else options(dtype, a_major, b_major)
 
 
+#: ``tunable``'s limit when it lists every schedule a tuned record may name.
+EVERY_CANDIDATE = 1 << 16
+
+
+def tunable(problem: Problem, limit: int) -> list[tuple[Any, int, bool]]:
+    """The schedules (config, splits, transposed) ``cutematmul.tune`` times for ``problem``: its
+    family's ``candidates`` (the wave model's pick first, then up to ``limit`` more), none for a
+    family without schedules.  With ``EVERY_CANDIDATE``, the only schedules a tuned record may
+    name (``cache.tuned_table``): each is a combination the kernels are built and tested in
+    (e.g. fp32 partials exactly when the product splits or runs transposed)."""
+    family = FAMILIES[problem.family]
+    configs = family.configs()
+    if not family.split_k or not hasattr(configs, "candidates"):
+        return []
+    orientation = schedule_options(family, problem.math, problem.a_major, problem.b_major)
+    return configs.candidates(problem.m, problem.n, problem.k, problem.batch, problem.num_sms,
+                              math=problem.math, limit=limit, **orientation)
+
+
 def kernel_key(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,
                a_major: str, b_major: str, align_bytes: tuple[int, int, int],
                m: int, n: int, k: int, batch: int) -> KernelKey:

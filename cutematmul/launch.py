@@ -553,6 +553,13 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         calls.append((tuple(o * itemsize for o in offsets), sizes))
     check_launches([(o, s, (gemm.a.major, gemm.b.major)) for o, s in calls], spans, itemsize)
     workspace = splits > 1 or transposed
+    if getattr(key.config, "partials", workspace) != workspace:  # an sm90 kernel's C: see above
+        raise RuntimeError(
+            f"cutematmul internal error: schedule {key.config.name} with {splits} K-split(s)"
+            f"{', transposed' if transposed else ''} would write "
+            f"{'fp32 partials into C' if key.config.partials else 'C into the fp32 workspace'}; "
+            "refusing to launch it."
+        )
     streamk = (streamk_workspace(key.config, num_sms) if getattr(key.config, "streamk", False)
                else None)
     return Launch(key, tuple(calls),

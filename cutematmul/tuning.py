@@ -44,7 +44,7 @@ import numpy
 from . import cache, device, launch
 from .adapters import adapter_for
 from .api import matmul
-from .dispatch import FAMILIES, check_kernel, check_precision, schedule_options
+from .dispatch import check_kernel, check_precision, tunable
 
 #: Largest relative Frobenius difference between a candidate's product and the model pick's.
 AGREEMENT = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-5, "tf32": 1e-2, "tf32x3": 1e-5}
@@ -115,11 +115,7 @@ def tune(a, b, *, precision: str = "highest", kernel: str = "auto", limit: int =
         return TuneResult(note="nothing to tune: the product is empty, has K = 0, reads staged "
                                "copies, takes several launches or its family has no schedules")
     problem = work.problem
-    family = FAMILIES[problem.family]
-    configs = family.configs()
-    orientation = schedule_options(family, problem.math, problem.a_major, problem.b_major)
-    choices = configs.candidates(problem.m, problem.n, problem.k, problem.batch,
-                                 problem.num_sms, math=problem.math, limit=limit, **orientation)
+    choices = tunable(problem, limit)
     result = TuneResult(problem, [Trial(*choice) for choice in choices])
     dev = adapter.describe(a, "a").device
     with adapter.on_device(dev), device.using_device(dev):

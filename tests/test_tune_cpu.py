@@ -131,6 +131,43 @@ def test_records_of_another_environment_or_invalid_ones_are_ignored(fresh):
     assert cache.tuned_choice(work.problem) is None
 
 
+def test_records_naming_schedules_the_tuner_never_offers_are_ignored(fresh):
+    """A valid configuration in a combination the kernels are not built for (fp32 partials but
+    no workspace, a 16-bit C written into the workspace, a narrow tile untransposed) never
+    reaches the launch from ``tuned.json``."""
+    work, _ = _plan()
+    other = sm90.candidates(1000, 1000, 1000, 1, 132)[1]
+    cache.record_tuned(work.problem, other)
+    path = fresh / cache_disk.TUNED
+    doc = json.loads(path.read_text())
+    row = doc["entries"][0]
+    wrong = [({"tile_m": 128, "tile_n": 128, "partials": True}, 1, False),
+             ({"tile_m": 128, "tile_n": 128}, 2, False),
+             ({"tile_m": 128, "tile_n": 16, "epi_n": 16, "partials": True}, 2, False),
+             ({"tile_m": 128, "tile_n": 128}, 1, True)]
+    doc["entries"] = []
+    for i, (config, splits, transposed) in enumerate(wrong):
+        sm90.Config(**config).validate()  # each is a valid configuration on its own
+        problem = list(work.problem._replace(m=2000 + i))
+        doc["entries"].append(dict(row, problem=problem, config=config, splits=splits,
+                                   transposed=transposed))
+    doc["entries"].append(row)
+    path.write_text(json.dumps(doc))
+    cache.cache_clear()
+    assert cache.tuned_choice(work.problem) == other
+    for i in range(len(wrong)):
+        assert cache.tuned_choice(work.problem._replace(m=2000 + i)) is None
+
+
+def test_the_launch_refuses_a_schedule_whose_partials_do_not_match_its_workspace(fresh):
+    work, _ = _plan()
+    for choice in ((sm90.Config(tile_m=128, tile_n=128, partials=True), 1, False),
+                   (sm90.Config(tile_m=128, tile_n=128), 2, False)):
+        with cache.trial_tuned(work.problem, choice):
+            with pytest.raises(RuntimeError, match="refusing to launch"):
+                _plan()
+
+
 def test_tune_refuses_bad_options_and_host_arrays_before_any_gpu_work():
     import numpy
 
