@@ -31,7 +31,7 @@ from pathlib import Path
 from . import cache
 from .dispatch import (
     FAMILIES, PRECISIONS, TF32_MATH, choose_families, choose_family, itemsize, math_type,
-    copy_key, output_dtype, operand_copies, prep_key, reduce_key, schedule,
+    copy_key, output_dtype, operand_copies, prep_key, reduce_key, schedule, through_workspace,
 )
 
 #: SM counts of the usual GPU of each target, for machines without one (``--num-sms`` overrides).
@@ -208,7 +208,7 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
                          for source, major in zip(LAYOUTS[layout], copies) if major]
                 key, splits, transposed = schedule(runs, capability, num_sms, math, a_major,
                                                    b_major, aligns, m, n, k, count)
-                keys += [key, *_reduce_keys(capability, math, splits, transposed)]
+                keys += [key, *_reduce_keys(capability, math, key.config, splits, transposed)]
     return list(dict.fromkeys(keys))
 
 
@@ -221,9 +221,10 @@ def _prep_keys(capability, math: str) -> list:
     return [prep_key(capability, parts, k_major) for k_major in (True, False)]
 
 
-def _reduce_keys(capability, math: str, splits: int, transposed: bool) -> list:
-    """The reduction a split or transposed product writes its partial sums through."""
-    return [reduce_key(capability, output_dtype(math))] if splits > 1 or transposed else []
+def _reduce_keys(capability, math: str, config, splits: int, transposed: bool) -> list:
+    """The reduction a schedule writes its partial sums through (``through_workspace``)."""
+    return [reduce_key(capability, output_dtype(math))] if through_workspace(
+        config, splits, transposed) else []
 
 
 def _alignments(which: str, family, dtype: str) -> list[tuple[int, int, int]]:
@@ -274,7 +275,7 @@ def tuned_keys(directory: Path) -> list:
                       ("n", operand_copies(family, problem.math, "k", "n", m, n, k)[1],
                        problem.b_major))
                   if major is not None and major == read]
-        for k in (key, *_reduce_keys(capability, problem.math, splits, transposed),
+        for k in (key, *_reduce_keys(capability, problem.math, key.config, splits, transposed),
                   *_prep_keys(capability, problem.math), *copied):
             keys.setdefault(replace(k, arch=problem.arch), None)
     return list(keys)

@@ -360,11 +360,19 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
 
         a_major, b_major = transposed_majors(a_major, b_major)
         aligns[0], aligns[1] = aligns[1], aligns[0]
-    if splits > 1 or transposed:  # C is the workspace: ours, rows padded to 32 bytes
+    if through_workspace(config, splits, transposed):  # C: ours, rows padded to 32 bytes
         aligns[2] = vector
     key = KernelKey(family.name, target_arch(capability), dtype, a_major, b_major, *aligns,
                     config, num_sms)
     return key, splits, transposed
+
+
+def through_workspace(config, splits: int, transposed: bool) -> bool:
+    """Whether a schedule's kernel writes fp32 partial sums into a workspace of ours, which the
+    reduction (``reduce_key``) then adds (and, transposed, transposes) into C: a K-split, a
+    transposed product, or a configuration that always writes partials (the sm90 narrow tiles
+    of small-N products, ``Config.partials`` unsplit).  The one place this is decided."""
+    return splits > 1 or transposed or getattr(config, "partials", False)
 
 
 def schedule_options(family: Family, dtype: str, a_major: str, b_major: str) -> dict:

@@ -37,6 +37,7 @@ from .configs.sm90 import TF32_TILE_K, streamk_workspace
 from .dispatch import (
     FAMILIES, KernelKey, ReduceKey, choose_families,
     copy_key, math_type, output_dtype, problem_order, reduce_key, schedule, operand_copies,
+    through_workspace,
 )
 from .dispatch import problem as dispatch_problem
 from .operand import Operand, result_dtype
@@ -552,7 +553,7 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
                  gemm.b.batch_stride, gemm.c.ld, gemm.c.batch_stride)
         calls.append((tuple(o * itemsize for o in offsets), sizes))
     check_launches([(o, s, (gemm.a.major, gemm.b.major)) for o, s in calls], spans, itemsize)
-    workspace = splits > 1 or transposed
+    workspace = through_workspace(key.config, splits, transposed)
     if getattr(key.config, "partials", workspace) != workspace:  # an sm90 kernel's C: see above
         raise RuntimeError(
             f"cutematmul internal error: schedule {key.config.name} with {splits} K-split(s)"

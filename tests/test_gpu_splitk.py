@@ -1,5 +1,5 @@
-"""Split-K and transposed small-M products on the GPU: correct against float64, bitwise
-deterministic, every layout and tail.
+"""Split-K, transposed small-M and narrow small-N products on the GPU: correct against float64,
+bitwise deterministic, every layout and tail.
 
 Each case first asks the dispatcher (``dispatch.schedule``, no GPU time) whether the problem is
 split, and fails if it is not: a shape that stopped splitting after a heuristic change would
@@ -90,6 +90,53 @@ def test_split_k_is_bitwise_deterministic(mk, dtype):
                            first.view(torch.int16 if dtype != "float32" else torch.int32)), \
             f"run {i} differs bitwise from run 0"
     check_matmul(first, a, b, dtype)
+
+
+#: (M, N, K) of 16-bit small-N products (``configs.sm90.narrow_n``): N <= 32 on the narrow tiles
+#: through the workspace, tails in M, N and K, unsplit and split; 32 < N <= 64 on 64 x 64 tiles.
+SMALL_N_SHAPES = [(4096, 8, 4096), (1000, 7, 4100), (2056, 31, 3001), (8192, 16, 1024),
+                  (4100, 24, 8192), (300, 1, 5000), (3000, 48, 2048), (1030, 64, 1000)]
+
+
+@pytest.mark.parametrize("shape", SMALL_N_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_small_n_products_are_correct(mk, dtype, layout, shape):
+    m, n, k = shape
+    _, key, splits, transposed = dispatched(dtype, m, n, k)
+    assert not transposed
+    if n <= 32:
+        assert key.config.partials and key.config.tile_n < 64, f"{shape}: not a narrow tile"
+    else:
+        assert (key.config.tile_m, key.config.tile_n) == (64, 64), f"{shape}: {key.config.name}"
+    a, b = layout_operands(mk, m, n, k, layout, dtype)
+    out = mk.poisoned((m, n), dtype)
+    check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_small_n_with_a_broadcast_batch_a_strided_out_and_bitwise_repeats(mk, dtype):
+    """A stack of 3 against one shared few-column B, into a view of a wider buffer (nothing
+    outside it written) and into a column-major ``out``; the same inputs give bitwise-identical
+    outputs run to run."""
+    import torch
+
+    m, n, k = 2000, 24, 4096
+    _, key, _, _ = dispatched(dtype, m, n, k, 3)
+    assert key.config.partials and key.config.tile_n == 32
+    a = mk.randn((3, m, k), dtype)
+    b = mk.randn((k, n), dtype)
+    wide = mk.poisoned((3, m, n + 40), dtype)
+    out = wide[..., 8:n + 8]
+    first = cutematmul.matmul(a, b, out=out)
+    check_matmul(first, a, b, dtype)
+    assert torch.isnan(wide[..., :8]).all() and torch.isnan(wide[..., n + 8:]).all(), \
+        "a small-N product wrote outside the out view"
+    for _ in range(3):
+        again = cutematmul.matmul(a, b)
+        assert torch.equal(again.view(torch.int16), first.view(torch.int16))
+    col = mk.poisoned((3, n, m), dtype).transpose(-1, -2)
+    check_matmul(cutematmul.matmul(a, b, out=col), a, b, dtype)
 
 
 @pytest.mark.parametrize("lib", ["cupy", "numpy"])

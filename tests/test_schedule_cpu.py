@@ -157,6 +157,58 @@ def test_sm80_never_splits():
     assert splits == 1 and not transposed
 
 
+@pytest.mark.parametrize("math", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [1, 8, 9, 16, 24, 32])
+@pytest.mark.parametrize("m, k", [(1000, 4100), (4096, 4096), (8192, 8192), (14336, 4096)])
+def test_small_n_16bit_products_run_untransposed_on_one_narrow_tile_column(math, m, n, k):
+    """N <= 32 (M >= 4 N): the narrow tiles untransposed, all of N in the tile's width, never
+    more than twice the narrowest such width, always through the workspace; with B N-major
+    (its K-tiles rows of a few dozen bytes) 128-row tiles only.  Not on the XLA route."""
+    for majors in (("k", "n"), ("k", "k"), ("m", "n")):
+        config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132, math=math,
+                                                          majors=majors)
+        assert not transposed and config.partials and config.cluster_m == 1, (majors, config)
+        narrowest = 16 if n <= 16 else 32
+        assert n <= config.tile_n <= 2 * narrowest, f"N = {n} on a {config.tile_n}-wide tile"
+        if majors[1] == "n" and config.tile_n < 64:
+            assert config.tile_m == 128, (majors, config)
+    xla = sm90.choose_config(m, n, k, 1, 132, math=math)
+    assert not xla.partials and (xla.tile_m, xla.tile_n) == (64, 64), xla
+
+
+@pytest.mark.parametrize("math", ["tf32", "tf32x3"])
+def test_small_n_narrow_tiles_are_16bit_only(math):
+    config, _, transposed = sm90.choose_schedule(4096, 16, 4096, 1, 132, math=math)
+    assert not transposed and config.tile_n >= 128, config
+
+
+@pytest.mark.parametrize("n", [40, 64])
+def test_small_n_up_to_64_takes_the_64x64_tile_unsplit_and_unclustered(n):
+    config, splits, transposed = sm90.choose_schedule(4096, n, 4096, 1, 132)
+    assert (config.tile_m, config.tile_n, config.cluster_m, transposed) == (64, 64, 1, False)
+    assert config.partials == (splits > 1)
+
+
+def test_small_m_stored_m_major_runs_on_128_row_narrow_tiles():
+    """A transposed small-M product whose A is M-major: the 64-row narrow tiles are left out."""
+    for m, n, k in ((8, 4096, 4096), (24, 4096, 14336), (16, 8192, 8192), (1, 4096, 4096)):
+        config, _, transposed = sm90.choose_schedule(m, n, k, 1, 132, majors=("m", "n"))
+        assert transposed and config.tile_m == 128 and config.tile_n <= 64, (m, n, k, config)
+        k_major, _, _ = sm90.choose_schedule(m, n, k, 1, 132, majors=("k", "n"))
+        assert k_major.tile_n <= 32
+
+
+def test_a_small_n_launch_goes_through_the_workspace_unsplit_too():
+    for m, n, k in ((4096, 8, 4096), (14336, 16, 4096)):
+        gemm = plan_gemm((m, k), (k, 1), (k, n), (n, 1), (n, 1))
+        spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
+        resolved = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, "float16", 2,
+                                   (True, True, True), spans, (False, False, False))
+        assert resolved.key.config.partials and resolved.reduce is not None
+        assert not resolved.transposed and resolved.key.align_c == 8
+        assert dispatch.through_workspace(resolved.key.config, 1, False)
+
+
 @pytest.mark.parametrize("dtype,itemsize", [("float16", 2), ("float32", 4)])
 def test_a_split_launch_carries_its_reduction_and_passes_the_launch_proof(dtype, itemsize):
     m, n, k = 130, 2040, 6000

@@ -159,10 +159,15 @@ def test_records_naming_schedules_the_tuner_never_offers_are_ignored(fresh):
         assert cache.tuned_choice(work.problem._replace(m=2000 + i)) is None
 
 
-def test_the_launch_refuses_a_schedule_whose_partials_do_not_match_its_workspace(fresh):
+def test_the_launch_gives_partials_a_workspace_and_refuses_a_split_without_them(fresh):
     work, _ = _plan()
-    for choice in ((sm90.Config(tile_m=128, tile_n=128, partials=True), 1, False),
-                   (sm90.Config(tile_m=128, tile_n=128), 2, False)):
+    assert work.reduce is None
+    unsplit = (sm90.Config(tile_m=128, tile_n=128, partials=True), 1, False)
+    with cache.trial_tuned(work.problem, unsplit):  # partials, unsplit: through the reduction
+        planned, _ = _plan()
+        assert planned.key.config.partials and planned.reduce is not None
+    for choice in ((sm90.Config(tile_m=128, tile_n=128), 2, False),
+                   (sm90.Config(tile_m=128, tile_n=128), 1, True)):
         with cache.trial_tuned(work.problem, choice):
             with pytest.raises(RuntimeError, match="refusing to launch"):
                 _plan()

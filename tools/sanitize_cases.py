@@ -349,7 +349,11 @@ def run(families, quick: bool, poison: bool = True) -> int:
                              (_randn((1000, 5), dtype, gen).T, _randn((300, 1000), dtype, gen).T),
                              (_randn((2, 5, 1000), dtype, gen), _randn((1000, 300), dtype, gen)),
                              # 17 <= M <= 32: transposed on a 32-wide tile (sm90).
-                             (_randn((27, 1000), dtype, gen), _randn((1000, 304), dtype, gen))):
+                             (_randn((27, 1000), dtype, gen), _randn((1000, 304), dtype, gen)),
+                             # Small N: narrow tiles untransposed, unsplit or split (sm90),
+                             # B N-major and K-major, tails in M, N and K.
+                             (_randn((700, 1000), dtype, gen), _randn((1000, 9), dtype, gen)),
+                             (_randn((301, 333), dtype, gen), _randn((27, 333), dtype, gen).T)):
                     out = _out(torch.matmul(a.to("meta"), b.to("meta")).shape, a.dtype, poison)
                     _check(product(a, b, out), a, b, mode,
                            f"{family} {dtype} split-K")

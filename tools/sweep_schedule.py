@@ -30,7 +30,8 @@ SHAPES = [(16, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 819
 CANDIDATES = {
     "float16": (sm90, [(128, 256, False), (128, 192, False), (128, 128, False), (64, 128, False),
                        (128, 16, True), (128, 32, True), (128, 64, True), (64, 16, True),
-                       (64, 32, True)], [1, 2, 4]),
+                       (64, 32, True), (128, 16, False), (128, 32, False), (128, 64, False),
+                       (64, 16, False), (64, 32, False), (64, 64, False)], [1, 2, 4]),
     "float32": (simt, [(128, 256, False), (128, 128, False), (64, 128, False), (32, 128, False),
                        (32, 32, False), (16, 256, False), (16, 128, False), (16, 64, False)]
                 + [(rows, 128, tr) for rows in simt.GEMV_ROWS for tr in (False, True)],
@@ -65,7 +66,7 @@ CLUSTERS = ((1, 1), (2, 1), (1, 2))
 def _config(module, tm: int, tn: int, transposed: bool, splits: int, cluster=(1, 1)):
     if module is sm90:
         return sm90.Config(tile_m=tm, tile_n=tn, epi_n=min(32, tn), cluster_m=cluster[0],
-                           cluster_n=cluster[1], partials=splits > 1 or transposed)
+                           cluster_n=cluster[1], partials=splits > 1 or transposed or tn < 64)
     if tm in simt.GEMV_ROWS:  # the row-streaming kernel (transposed: on C^T)
         return simt.gemv_config(tm)
     return simt._config(tm, tn, _SIMT_THREADS[(tm, tn)])
@@ -90,6 +91,8 @@ def candidates(dtype: str, m: int, n: int, clusters: bool):
                 continue
         elif tr and (m > 64 or c != (1, 1)):
             continue
+        elif module is sm90 and not tr and tn < 128 and not (tn >= n and c == (1, 1)):
+            continue  # narrow tiles untransposed: small-N products (all of N in the tile)
         yield _config(module, tm, tn, tr, s, c), s, tr, _label(tm, tn, s, tr, c)
 
 
@@ -104,7 +107,8 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn")
             b = b.t().contiguous().t()
         out = torch.empty(m, n, device="cuda", dtype=a.dtype)
         cublas = time_us(lambda: torch.matmul(a, b, out=out))
-        cfg, splits, transposed = module.choose_schedule(m, n, k, 1, 132)
+        majors = ("m" if layout[0] == "t" else "k", "k" if layout[1] == "t" else "n")
+        cfg, splits, transposed = module.choose_schedule(m, n, k, 1, 132, majors=majors)
         picked = time_us(lambda: cutematmul.matmul(a, b, out=out))
         cluster = (getattr(cfg, "cluster_m", 1), getattr(cfg, "cluster_n", 1))  # sm90 only
         row = [f"pick {_label(cfg.tile_m, cfg.tile_n, splits, transposed, cluster)} "

@@ -183,8 +183,12 @@ def swaps(math: str, a_major: str, b_major: str) -> bool:
 
 def schedule_options(math: str, a_major: str, b_major: str) -> dict:
     """The schedule functions' keyword arguments for these majors (``dispatch.schedule_options``):
-    ``swapped`` where the kernel computes C^T = B^T A^T itself (``swaps``)."""
-    return {"swapped": True} if swaps(math, a_major, b_major) else {}
+    the majors (the narrow tiles' choice, ``_narrow_tiles``), and ``swapped`` where the kernel
+    computes C^T = B^T A^T itself (``swaps``)."""
+    options = {"majors": (a_major, b_major)}
+    if swaps(math, a_major, b_major):
+        options["swapped"] = True
+    return options
 
 
 def supports(m, n, k, batch, dtype, a_major, b_major, align_a, align_b, align_c) -> str | None:
@@ -246,6 +250,26 @@ SMALL_M = 32
 #: 14336 (112 of them) 24x14336x4096 ran 35.7 / 35.4 and 32x14336x4096 34.9 / 36.9 above.
 NARROW_M = 16
 _UNTRANSPOSED_FILL = 0.75
+#: 16-bit products with N at most ``SMALL_M`` (and M at least 4x larger) run on the narrow tiles
+#: untransposed, through the workspace (``narrow_n``): the mirror image of the transposed small-M
+#: route, the long M along the tile's rows.  H200, 2026-12-02, fp16, L2-cold rotated inputs, us,
+#: the 64 x 128 (2x1) pick they replace / the best narrow tile forced / cuBLAS: nn 4096x8x4096
+#: 22.5 / 12.8 / 14.5, 8192x16x8192 67.1 / 36.2 / 38.3, 4096x32x14336 59.8 / 32.8 / 33.2,
+#: 14336x16x4096 44.6 (128 x 128) / 34.6 / 31.8; nt 4096x8x4096 21.7 / 12.0 / 14.3, 8192x8x8192
+#: 70.5 / 35.7 / 40.6.  Up to N = 64 the 64 x 64 tile joins the untransposed ones (as for one
+#: tile row of M; at N <= 32 that is the XLA route's, which has no workspace): 4096x64x4096 nn
+#: 21.0 / 12.9 (64 x 64 unsplit) / 13.8, 8192x64x8192 63.4 / 34.5 / 38.0; at N = 32 64 x 64
+#: unsplit took 14.8 us at 4096x32x4096 against 20.9.
+_NARROW_N_MATH = ("float16", "bfloat16")
+#: With the short operand stored along its short side (B N-major for small N, A M-major for
+#: small M), the narrow tiles of fewer rows than this are not offered: each K-tile of that
+#: operand is then rows of a few dozen bytes, and 128-row tiles (twice the work per such load)
+#: won in that layout.  Same runs, nn (B N-major), best 128-row / best 64-row narrow tile, us:
+#: 4096x8x4096 12.8 / 14.9, 8192x8x8192 37.0 / 44.8, 14336x16x4096 34.6 / 37.1, 4096x16x14336
+#: 32.2 / 33.0; the K-major B (nt) was within 3% either way (4096x8x4096 12.2 / 12.0).  And for
+#: small M stored M-major (tn; 2026-12-02): 24x4096x14336 128 x 32 in 4 splits 36.0 against 42.2
+#: for the 64 x 32 pick, 8x4096x4096 128 x 16 in 4 splits 10.5 against 13.0.
+_ACROSS_ROWS = 128
 #: The transposed products' rate: their narrow tiles keep few bytes in flight per CTA, so the
 #: bandwidth grows with every CTA of the wave.  H200, same runs, us, for 64 x 32 tiles at 1, 2
 #: and 4 splits (64, 128 and 256 CTAs over N = 4096): 24x4096x4096 15.7 / 14.6 / 15.7,
@@ -307,8 +331,9 @@ def gemm_k(k: int, math: str) -> int:
 
 
 def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
-                    max_splits: int = waves.MAX_SPLITS,
-                    math: str = "float16", swapped: bool = False) -> tuple[Config, int, bool]:
+                    max_splits: int = waves.MAX_SPLITS, math: str = "float16",
+                    swapped: bool = False,
+                    majors: tuple[str, str] = ("k", "n")) -> tuple[Config, int, bool]:
     """(configuration, K-splits, transposed) of least estimated time under the wave model.
 
     With persistent CTAs the last wave is what idles SMs: 128 tiles on 132 SMs use 97% of the
@@ -324,6 +349,11 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     instead of a tile that is mostly padding.  This needs the workspace, so ``max_splits=1``
     (the XLA route) never takes it.
 
+    Small-N 16-bit products (``narrow_n``: N <= ``SMALL_M``, M >= 4 N) run on the same narrow
+    tiles untransposed (rows along M, all of N in the tile's width), also through the workspace
+    (``Config.partials``, split or not).  ``majors`` (A's, B's) decide which narrow tiles are
+    offered (``_narrow_tiles``).
+
     ``swapped``: the kernel computes C^T = B^T A^T itself (``swaps``), so unless the product is
     computed transposed its tiles are chosen over (N, M) (a small-M product's transposed route
     runs in that orientation already).
@@ -331,14 +361,11 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     ``math`` (``MATH_TYPES``) sets the K-tile and the rate; 3xTF32 is scheduled as the three
     products it runs (``gemm_k``).
     """
-    m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped)
-    if space.transposed:
-        tile, splits = waves.best(n, m, space.k, batch, num_sms, space.tile_k, space.tiles,
-                                  max_splits, workspace=True, min_splits=space.fewest)
-        return _config(space, math, m, tile, splits), splits, True
-    tile, splits = waves.best(m, n, space.k, batch, num_sms, space.tile_k, space.tiles,
-                              max_splits, min_splits=space.fewest)
-    return _config(space, math, m, tile, splits), splits, False
+    m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped, majors)
+    rows, cols = (n, m) if space.transposed else (m, n)
+    tile, splits = waves.best(rows, cols, space.k, batch, num_sms, space.tile_k, space.tiles,
+                              max_splits, workspace=space.workspace, min_splits=space.fewest)
+    return _config(space, math, m, tile, splits), splits, space.transposed
 
 
 #: Math types with a stream-K schedule (3xTF32 keeps split-K, which bounds its promoted sums).
@@ -359,7 +386,7 @@ def _streamk_candidate(m: int, n: int, space: "_Space", batch: int, num_sms: int
     """The stream-K schedule the tuner times beside the others, or None: for products whose
     best tiles leave a partial last wave (``_STREAMK_WAVES``), the tile of least estimated
     stream-K time.  The kernel counts iterations (tiles x K-tiles) in 32 bits."""
-    if math not in _STREAMK_MATH or space.transposed:
+    if math not in _STREAMK_MATH or space.workspace:
         return None
     found = []
     for order, (tile, (efficiency, rate)) in enumerate(space.tiles.items()):
@@ -377,17 +404,18 @@ def _streamk_candidate(m: int, n: int, space: "_Space", batch: int, num_sms: int
 
 def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                max_splits: int = waves.MAX_SPLITS, math: str = "float16",
-               limit: int = 8, swapped: bool = False) -> list[tuple[Config, int, bool]]:
+               limit: int = 8, swapped: bool = False,
+               majors: tuple[str, str] = ("k", "n")) -> list[tuple[Config, int, bool]]:
     """What the autotuner times (``cutematmul.tune``): the ``limit`` schedules the wave model
     ranks best, each 16-bit clustered one but the wide tiles also unclustered, and a stream-K
     schedule where the tiles leave a partial wave (``_streamk_candidate``); ``choose_schedule``'s
-    pick first; ``swapped`` as there.
+    pick first; ``swapped`` and ``majors`` as there.
     Every one computes the same product (the 3xTF32 split floor for accuracy included)."""
-    found = [choose_schedule(m, n, k, batch, num_sms, max_splits, math, swapped)]
-    m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped)
+    found = [choose_schedule(m, n, k, batch, num_sms, max_splits, math, swapped, majors)]
+    m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped, majors)
     rows, cols = (n, m) if space.transposed else (m, n)
     scored = waves.ranked(rows, cols, space.k, batch, num_sms, space.tile_k, space.tiles,
-                          max_splits, workspace=space.transposed, min_splits=space.fewest)
+                          max_splits, workspace=space.workspace, min_splits=space.fewest)
     for _, splits, _, tile in scored[:limit]:
         config = _config(space, math, m, tile, splits)
         choices = [(config, splits, space.transposed)]
@@ -404,7 +432,8 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
 
 class _Space(NamedTuple):
     """What ``choose_schedule`` searches: tiles (``waves`` form), K as the kernel walks it, the
-    K-tile, the fewest splits, the configuration fields every candidate shares, orientation."""
+    K-tile, the fewest splits, the configuration fields every candidate shares, orientation,
+    and whether every candidate writes fp32 partials (split or not: the narrow tiles)."""
 
     tiles: dict
     k: int
@@ -412,6 +441,7 @@ class _Space(NamedTuple):
     fewest: int
     extra: dict
     transposed: bool
+    workspace: bool
 
 
 def transposes(m: int, n: int, batch: int, num_sms: int, max_splits: int) -> bool:
@@ -424,18 +454,26 @@ def transposes(m: int, n: int, batch: int, num_sms: int, max_splits: int) -> boo
     return m <= NARROW_M or -(-n // 128) * batch < _UNTRANSPOSED_FILL * num_sms
 
 
+def narrow_n(m: int, n: int, max_splits: int, math: str) -> bool:
+    """Whether a product runs on the narrow tiles untransposed, through the workspace: 16-bit
+    (``_NARROW_N_MATH``), N at most ``SMALL_M`` and M at least 4 N.  Never without the
+    workspace (``max_splits`` 1: the XLA route)."""
+    return max_splits > 1 and math in _NARROW_N_MATH and n <= SMALL_M and m >= 4 * n
+
+
 def _oriented_space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
-                    math: str, swapped: bool) -> tuple[int, int, _Space]:
+                    math: str, swapped: bool, majors: tuple[str, str]) -> tuple[int, int, _Space]:
     """(M, N, space) as the kernel covers the product: with ``swapped`` (``swaps``) and unless
     the product is computed transposed (small M), (N, M) and its space, never transposed."""
-    space = _space(m, n, k, batch, num_sms, max_splits, math)
+    space = _space(m, n, k, batch, num_sms, max_splits, math, majors)
     if swapped and not space.transposed:
-        return n, m, _space(n, m, k, batch, num_sms, max_splits, math, transposable=False)
+        return n, m, _space(n, m, k, batch, num_sms, max_splits, math, majors[::-1],
+                            transposable=False)
     return m, n, space
 
 
 def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
-           math: str, transposable: bool = True) -> _Space:
+           math: str, majors: tuple[str, str], transposable: bool = True) -> _Space:
     tf32 = math in TF32
     tile_k, rate = _RATES[32 if tf32 else 16]
     walked = gemm_k(k, math)
@@ -447,24 +485,40 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         fewest = -(-promoted_sums(k) // _PROMOTED_CHAIN) if max_splits > 1 else 1
     extra = {"tile_k": tile_k, "epi_stages": _TF32_EPI_STAGES} if tf32 else {}
     if transposable and transposes(m, n, batch, num_sms, max_splits):
-        # Tiles whose narrow side spans all of M (a narrower one would read B once per column
-        # of tiles), the narrowest first: on a tie the least padding decides.
-        every = {tile: eff for tile, eff in {**efficiency, **_NARROW_EFFICIENCY}.items()
-                 if tile[1] >= m}
-        order = sorted(every, key=lambda t: (t[1], -t[0]))
-        streaming = rate._replace(saturation=_TRANSPOSED_SATURATION)
-        return _Space({tile: (every[tile], streaming) for tile in order}, walked, tile_k, fewest,
-                      extra, True)
+        tiles = _narrow_tiles(efficiency, rate, m, majors[0] == "m")
+        return _Space(tiles, walked, tile_k, fewest, extra, True, True)
+    if narrow_n(m, n, max_splits, math):
+        tiles = _narrow_tiles(efficiency, rate, n, majors[1] == "n")
+        return _Space(tiles, walked, tile_k, fewest, extra, False, True)
     tiles = {}
     for tile, eff in efficiency.items():
-        if math in _CLUSTERED_MATH and _cluster_m(math, tile[0], m, 1) > 1:
+        if math in _CLUSTERED_MATH and _cluster_m(math, tile, m, 1) > 1:
             eff = _CLUSTERED_EFFICIENCY[tile]
         tiles[tile] = (eff, rate)
-    if math in _CLUSTERED_MATH and _cluster_m(math, 128, m, 1) > 1:
+    if math in _CLUSTERED_MATH and _cluster_m(math, (128, 256), m, 1) > 1:
         tiles.update((tile, (eff, rate)) for tile, eff in _WIDE_EFFICIENCY.items())
-    if math in _CLUSTERED_MATH and ONE_ROW_M < m <= _ONE_ROW_TILE[0][0]:
+    one_row = _ONE_ROW_TILE[0][0]
+    if math in _CLUSTERED_MATH and (ONE_ROW_M < m <= one_row or n <= one_row):
         tiles[_ONE_ROW_TILE[0]] = (_ONE_ROW_TILE[1], rate)
-    return _Space(tiles, walked, tile_k, fewest, extra, False)
+    return _Space(tiles, walked, tile_k, fewest, extra, False, False)
+
+
+def _narrow_tiles(efficiency: dict, rate: waves.Rate, short: int, across: bool) -> dict:
+    """The tiles of a transposed small-M or untransposed small-N product (``waves`` form): those
+    whose narrow side spans all of the short side (a narrower one would read the long operand
+    once per column of tiles) and is at most twice the narrowest such width (wider ones only
+    compute padding: the 64 x 128 tile took 21-67 us where a 16-wide one took 13-36, see
+    ``_NARROW_N_MATH``), the narrowest first, so on a tie the least padding decides; at the
+    streaming rate (``_TRANSPOSED_SATURATION``).  ``across``: the short operand is stored along
+    its short side (A M-major, B N-major), rows of a few dozen bytes; then the 64-row narrow
+    tiles are left out (``_ACROSS_ROWS``)."""
+    every = {tile: eff for tile, eff in {**efficiency, **_NARROW_EFFICIENCY}.items()
+             if tile[1] >= short and not (across and tile[0] < _ACROSS_ROWS and tile[1] < 64)}
+    narrowest = min(tile[1] for tile in every)
+    every = {tile: eff for tile, eff in every.items() if tile[1] <= 2 * narrowest}
+    order = sorted(every, key=lambda t: (t[1], -t[0]))
+    streaming = rate._replace(saturation=_TRANSPOSED_SATURATION)
+    return {tile: (every[tile], streaming) for tile in order}
 
 
 #: Why every schedule but stream-K is launched with programmatic dependent launch
@@ -481,35 +535,40 @@ def _config(space: _Space, math: str, m: int, tile: tuple[int, int], splits: int
             streamk: bool = False) -> Config:
     tm, tn = tile
     pdl = _PDL and not streamk
-    if space.transposed:
+    if space.workspace:
         return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn), partials=True,
+                      cluster_m=1 if space.transposed else _cluster_m(math, tile, m, splits),
                       pdl=pdl, **space.extra)
     return Config(tile_m=tm, tile_n=tn, raster_group=8, partials=splits > 1, streamk=streamk,
-                  cluster_m=_cluster_m(math, tm, m, splits), pdl=pdl, **space.extra)
+                  cluster_m=_cluster_m(math, tile, m, splits), pdl=pdl, **space.extra)
 
 
 #: Math types whose products run in 2x1 clusters whenever M spans two tiles or more.
 _CLUSTERED_MATH = ("float16", "bfloat16")
 
 
-def _cluster_m(math: str, tile_m: int, m: int, splits: int) -> int:
+def _cluster_m(math: str, tile: tuple[int, int], m: int, splits: int) -> int:
     """2 when an (untransposed) product runs in 2x1 clusters, the B tile multicast to the CTAs
     of two adjacent tile rows, else 1.
 
     16-bit: whenever M spans two tiles or more (a product of one tile row would leave the
     second CTA of every cluster idle; with an odd count the last cluster's second CTA has no
-    rows, its loads are zero-filled and its stores clipped by TMA).  One-pass TF32: unsplit
-    products of an even number of 128-row tiles (``_TF32_CLUSTER``).  3xTF32: never.
+    rows, its loads are zero-filled and its stores clipped by TMA), on tiles at least 128 wide:
+    a B tile of 64 columns or fewer (small-N products) is too small for its multicast to pay,
+    and these tiles were measured unclustered.  One-pass TF32: unsplit products of an even
+    number of 128-row tiles (``_TF32_CLUSTER``).  3xTF32: never.
     """
+    tile_m, tile_n = tile
     m_tiles = -(-m // tile_m)
     if math in _CLUSTERED_MATH:
-        return 2 if m_tiles >= 2 else 1
+        return 2 if m_tiles >= 2 and tile_n >= 128 else 1
     if math == "tf32" and splits == 1 and tile_m == 128 and m_tiles % 2 == 0:
         return _TF32_CLUSTER[0]
     return 1
 
 
-def choose_config(m: int, n: int, k: int, batch: int, num_sms: int,
-                  math: str = "float16", swapped: bool = False) -> Config:
+def choose_config(m: int, n: int, k: int, batch: int, num_sms: int, math: str = "float16",
+                  swapped: bool = False, majors: tuple[str, str] = ("k", "n")) -> Config:
     """The configuration of an unsplit product (the XLA route, which has no workspace)."""
-    return choose_schedule(m, n, k, batch, num_sms, max_splits=1, math=math, swapped=swapped)[0]
+    return choose_schedule(m, n, k, batch, num_sms, max_splits=1, math=math, swapped=swapped,
+                           majors=majors)[0]
