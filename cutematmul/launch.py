@@ -500,7 +500,9 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     A launch-bound product (``dispatch.problem_order``) tries sm80 first and keeps it only when
     it reads every operand as it is.
     An operand the prep kernel rewrites (``_operand_prep``) needs only a unit stride: the
-    kernel then reads the aligned copy, in the copy's major.
+    kernel then reads the aligned copy, in the copy's major.  So does C when the schedule goes
+    through the workspace (``dispatch.through_workspace``): the reduction writes it with scalar
+    stores, so an under-aligned C (a few columns, N = 3 or 12 in 16 bits) is not staged.
     """
     order = problem_order(family_names, gemm.m, gemm.n, gemm.k, gemm.batch)
     if order != family_names:  # a launch-bound product: sm80 first, where it needs no staging
@@ -531,7 +533,10 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
                 layouts[j].batch_stride >= 0)
     if not _fits(family, gemm, itemsize):  # compact copies of everything fit its limits
         usable = [False, False, False]
-    if not all(usable):
+    # Only C's alignment is wrong: a schedule through the workspace writes C with the
+    # reduction's scalar stores, which need only a unit stride along N (decided below).
+    c_by_reduction = usable[0] and usable[1] and not usable[2] and _usable(gemm.c, 16, 1)
+    if not all(usable) and not c_by_reduction:
         first, second = (usable[1], usable[0]) if gemm.swapped else (usable[0], usable[1])
         return Staging(not first, not second, not usable[2])
 
@@ -554,6 +559,8 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         calls.append((tuple(o * itemsize for o in offsets), sizes))
     check_launches([(o, s, (gemm.a.major, gemm.b.major)) for o, s in calls], spans, itemsize)
     workspace = through_workspace(key.config, splits, transposed)
+    if not usable[2] and not workspace:  # the kernel's own stores would write C: stage it
+        return Staging(False, False, True)
     if getattr(key.config, "partials", workspace) != workspace:  # an sm90 kernel's C: see above
         raise RuntimeError(
             f"cutematmul internal error: schedule {key.config.name} with {splits} K-split(s)"

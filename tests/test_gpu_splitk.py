@@ -139,6 +139,23 @@ def test_small_n_with_a_broadcast_batch_a_strided_out_and_bitwise_repeats(mk, dt
     check_matmul(cutematmul.matmul(a, b, out=col), a, b, dtype)
 
 
+@pytest.mark.parametrize("shape", [(4096, 4, 4096), (1000, 12, 3000), (257, 3, 999)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layout", ["nt", "tt"])
+def test_small_n_with_an_under_aligned_c_is_written_by_the_reduction(mk, layout, shape):
+    """C rows of 6-24 bytes (no TMA store can write them): with B K-major the product is not
+    staged, the reduction writes C in place; into a view of a wider buffer, nothing outside it
+    written."""
+    import torch
+
+    m, n, k = shape
+    a, b = layout_operands(mk, m, n, k, layout, "float16")
+    wide = mk.poisoned((m, n + 5), "float16")
+    out = wide[:, 1:n + 1]
+    check_matmul(cutematmul.matmul(a, b, out=out), a, b, "float16")
+    assert torch.isnan(wide[:, :1]).all() and torch.isnan(wide[:, n + 1:]).all()
+
+
 @pytest.mark.parametrize("lib", ["cupy", "numpy"])
 def test_split_k_through_other_libraries(lib):
     """CuPy (its memory pool) and NumPy (staged, stream-ordered workspace) take the split path."""

@@ -189,13 +189,16 @@ def test_small_n_up_to_64_takes_the_64x64_tile_unsplit_and_unclustered(n):
     assert config.partials == (splits > 1)
 
 
-def test_small_m_stored_m_major_runs_on_128_row_narrow_tiles():
-    """A transposed small-M product whose A is M-major: the 64-row narrow tiles are left out."""
-    for m, n, k in ((8, 4096, 4096), (24, 4096, 14336), (16, 8192, 8192), (1, 4096, 4096)):
+def test_small_m_stored_m_major_runs_on_128_row_narrow_tiles_where_rows_split_sectors():
+    """A transposed small-M product whose A is M-major, rows of A^T no whole number of 32-byte
+    sectors (M = 8, 24, 31 in 16 bits): the 64-row narrow tiles are left out; at M = 16 and 32
+    (32 and 64 bytes) they stay, as for a K-major A."""
+    for m, n, k in ((8, 4096, 4096), (24, 4096, 14336), (31, 8192, 8192), (24, 8192, 8192)):
         config, _, transposed = sm90.choose_schedule(m, n, k, 1, 132, majors=("m", "n"))
         assert transposed and config.tile_m == 128 and config.tile_n <= 64, (m, n, k, config)
-        k_major, _, _ = sm90.choose_schedule(m, n, k, 1, 132, majors=("k", "n"))
-        assert k_major.tile_n <= 32
+    for m, n, k in ((16, 4096, 4096), (32, 4096, 4096), (32, 8192, 8192)):
+        across = sm90.choose_schedule(m, n, k, 1, 132, majors=("m", "n"))
+        assert across == sm90.choose_schedule(m, n, k, 1, 132, majors=("k", "n")), (m, n, k)
 
 
 def test_a_small_n_launch_goes_through_the_workspace_unsplit_too():
@@ -207,6 +210,25 @@ def test_a_small_n_launch_goes_through_the_workspace_unsplit_too():
         assert resolved.key.config.partials and resolved.reduce is not None
         assert not resolved.transposed and resolved.key.align_c == 8
         assert dispatch.through_workspace(resolved.key.config, 1, False)
+
+
+def test_an_under_aligned_c_is_staged_only_where_the_kernel_itself_would_store_it():
+    """C rows of 8 or 24 bytes: a product through the workspace (a small-N narrow tile) has C
+    written by the reduction's scalar stores and takes C as it is; an unsplit product on a wide
+    tile (TMA stores) still stages C.  An N-major B of such rows is staged, and C with it (one
+    staging step: the staged product is not planned again)."""
+    def plan(m, n, k, b_k_major):
+        b_strides = (1, k) if b_k_major else (n, 1)
+        gemm = plan_gemm((m, k), (k, 1), (k, n), b_strides, (n, 1))
+        spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
+        return launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, "float16", 2,
+                               (True, True, True), spans, (False, False, False))
+    for n in (4, 12):
+        direct = plan(4096, n, 4096, True)
+        assert isinstance(direct, launch.Launch) and direct.reduce is not None, direct
+        assert dispatch.through_workspace(direct.key.config, 1, direct.transposed)
+        assert plan(4096, n, 4096, False) == launch.Staging(False, True, True)
+    assert plan(4096, 1001, 4096, True) == launch.Staging(False, False, True)
 
 
 @pytest.mark.parametrize("dtype,itemsize", [("float16", 2), ("float32", 4)])

@@ -267,9 +267,13 @@ _NARROW_N_MATH = ("float16", "bfloat16")
 #: won in that layout.  Same runs, nn (B N-major), best 128-row / best 64-row narrow tile, us:
 #: 4096x8x4096 12.8 / 14.9, 8192x8x8192 37.0 / 44.8, 14336x16x4096 34.6 / 37.1, 4096x16x14336
 #: 32.2 / 33.0; the K-major B (nt) was within 3% either way (4096x8x4096 12.2 / 12.0).  And for
-#: small M stored M-major (tn; 2026-12-02): 24x4096x14336 128 x 32 in 4 splits 36.0 against 42.2
-#: for the 64 x 32 pick, 8x4096x4096 128 x 16 in 4 splits 10.5 against 13.0.
+#: small M stored M-major (tn; 2026-12-02), only where a row of A^T is no whole number of 32-byte
+#: sectors (``_ACROSS_BYTES``): the 64 x 32 / 64 x 16 pick against 128-row tiles, us (cuBLAS):
+#: 24x8192x8192 49.0 / 40.8 (38.9), 24x4096x14336 42.5 / 36.3 (34.0), 8x8192x8192 46.4 / 37.4
+#: (42.0), 8x4096x4096 15.6 / 13.2 (15.4); but at M = 32 (64-byte rows) 14.5 / 16.7 (14.3) at
+#: 32x4096x4096 and 38.2 / 40.6 (35.4) at 32x8192x8192, and at M = 16 within 4% either way.
 _ACROSS_ROWS = 128
+_ACROSS_BYTES = 32
 #: The transposed products' rate: their narrow tiles keep few bytes in flight per CTA, so the
 #: bandwidth grows with every CTA of the wave.  H200, same runs, us, for 64 x 32 tiles at 1, 2
 #: and 4 splits (64, 128 and 256 CTAs over N = 4096): 24x4096x4096 15.7 / 14.6 / 15.7,
@@ -485,7 +489,9 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         fewest = -(-promoted_sums(k) // _PROMOTED_CHAIN) if max_splits > 1 else 1
     extra = {"tile_k": tile_k, "epi_stages": _TF32_EPI_STAGES} if tf32 else {}
     if transposable and transposes(m, n, batch, num_sms, max_splits):
-        tiles = _narrow_tiles(efficiency, rate, m, majors[0] == "m")
+        # A stored M-major: rows of M elements (``_ACROSS_ROWS``).
+        across = majors[0] == "m" and m * rate.in_bytes % _ACROSS_BYTES != 0
+        tiles = _narrow_tiles(efficiency, rate, m, across)
         return _Space(tiles, walked, tile_k, fewest, extra, True, True)
     if narrow_n(m, n, max_splits, math):
         tiles = _narrow_tiles(efficiency, rate, n, majors[1] == "n")
