@@ -3,7 +3,7 @@ each point costs.
 
 A shape is written ``MxNxK`` (``8192x8192x1024``) or, for a batch of products, ``BxMxNxK``
 (``64x1024x1024x1024``: 64 products of 1024^3).  ``parse_shapes`` also takes a named suite
-(``default``, ``full``, ``quick``, ``square``) and comma-separated mixes of both.
+(``default``, ``full``, ``quick``, ``square``, ``skinny``) and comma-separated mixes of both.
 
 ``default`` is what a plain ``python -m cutematmul.bench`` measures: one shape of each class, sized
 so that the first table comes within two minutes; ``full`` is docs/benchmarking.md's whole suite.
@@ -107,8 +107,17 @@ _DEFAULT = [
     Shape(1024, 1024, 1024, batch=16),  # batched
 ]
 
+# Skinny products of both kinds: few rows (M <= 32: activations against a weight) and few
+# columns (N <= 32: a matrix against a handful of vectors), each with a tail that is no whole
+# 16-byte row (24, and 3 or 12 columns) and long and short K.
+_SKINNY = [Shape(1, 4096, 4096), Shape(16, 8192, 8192), Shape(24, 4096, 14336),
+           Shape(32, 14336, 4096), Shape(4096, 1, 4096), Shape(4096, 8, 4096),
+           Shape(8192, 16, 8192), Shape(14336, 24, 4096), Shape(4096, 12, 14336),
+           Shape(16384, 3, 2048)]
+
 SUITES: dict[str, list[Shape]] = {
     "default": _DEFAULT,
+    "skinny": _SKINNY,
     "full": _squares(8, 14) + _OTHERS,
     "square": _squares(8, 14),
     "quick": [Shape(1024, 1024, 1024), Shape(4096, 4096, 4096), Shape(4097, 4095, 4093),
