@@ -606,3 +606,21 @@ def test_simt_dependent_launches_on_sm90_only(shape):
         key, _, _ = dispatch.schedule(family, capability, 108, "float32", "k", "n", (16, 16, 16),
                                       1, 4096, 4096, 1, tuned=(config, 4, False))
         assert key.config.pdl == want and key.config.tile_m == 1, key
+
+
+def test_deep_splits_only_where_16_splits_leave_sms_idle():
+    """A few output tiles and a long K split past ``waves.MAX_SPLITS`` (each deep split keeping
+    ``Rate.deep_k_tiles`` K-tiles); products whose 16-way splits already outnumber the SMs, the
+    XLA route and a capped call do not."""
+    assert simt.choose_schedule(64, 8, 65536, 1, 132)[1] == waves.DEEP_SPLITS
+    assert simt.choose_schedule(16, 8, 8192, 1, 132)[1] > waves.MAX_SPLITS
+    assert sm90.choose_schedule(64, 8, 65536, 1, 132)[1] > waves.MAX_SPLITS
+    assert sm90.choose_schedule(64, 8, 8192, 1, 132)[1] <= waves.MAX_SPLITS, "8 K-tiles a split"
+    assert simt.choose_schedule(32, 4096, 16384, 1, 132)[1] <= waves.MAX_SPLITS
+    assert simt.choose_schedule(64, 8, 65536, 1, 132, max_splits=8)[1] <= 8
+    for math in ("float16", "tf32"):
+        config, splits, _ = sm90.choose_schedule(64, 8, 65536, 1, 132, math=math)
+        k_tiles = -(-65536 // config.tile_k)
+        assert k_tiles // splits >= 8, (math, splits)
+    assert waves.split_choices(64, 8, 65536, 1, 64, sm90._RATES[16][1], tiles=200,
+                               num_sms=132)[-1] == waves.MAX_SPLITS

@@ -353,7 +353,9 @@ def run(families, quick: bool, poison: bool = True) -> int:
                              # Small N: narrow tiles untransposed, unsplit or split (sm90),
                              # B N-major and K-major, tails in M, N and K.
                              (_randn((700, 1000), dtype, gen), _randn((1000, 9), dtype, gen)),
-                             (_randn((301, 333), dtype, gen), _randn((27, 333), dtype, gen).T)):
+                             (_randn((301, 333), dtype, gen), _randn((27, 333), dtype, gen).T),
+                             # A few output tiles and a long K: many more than 16 splits.
+                             (_randn((64, 16384), dtype, gen), _randn((16384, 8), dtype, gen))):
                     out = _out(torch.matmul(a.to("meta"), b.to("meta")).shape, a.dtype, poison)
                     _check(product(a, b, out), a, b, mode,
                            f"{family} {dtype} split-K")

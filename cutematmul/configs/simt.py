@@ -474,7 +474,8 @@ def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_spl
     config = gemv_config(_gemv_rows(rows))
     tiles = -(-cols // config.tile_n) * batch
     rate = waves.Rate(_FLOPS_PER_SM, config.min_blocks, 4, 4, _GEMV_GRANULE // Config.tile_k)
-    choices = waves.split_choices(rows, cols, k, batch, Config.tile_k, rate, max_splits)
+    choices = waves.split_choices(rows, cols, k, batch, Config.tile_k, rate, max_splits,
+                                  tiles=tiles, num_sms=num_sms)
     slots = num_sms * config.min_blocks
     best = max((s for s in choices if tiles * s <= slots), default=choices[0])
     order = sorted(choices, key=lambda s: (abs(s - best), s))

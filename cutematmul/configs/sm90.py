@@ -285,11 +285,15 @@ _TRANSPOSED_SATURATION = 1.2
 # A 16-bit product through the workspace costs ~6 us beyond the partials' traffic (the reduction's
 # launch and latency): H200, 2026-12-01, 2 splits against none on 64x128 tiles: 768^3 +8.2 us,
 # 1000^3 +10.6, 1024^3 +10.8, 128x4096x4096 +3.1 (where halving each CTA's K saved the rest).
+# A deep split (``waves.DEEP_SPLITS``) keeps at least 8 K-tiles: at 4 the pipeline's fill and
+# the persistent CTA's set-up outweighed the added CTAs (fp16 64x8x8192 nt 5.4 us at 30 splits
+# against 4.5 at 16).
 _RATES = {
     16: (64, waves.Rate(flops_per_sm=5.0e12, slots=1, in_bytes=2, out_bytes=2, min_k_tiles=4,
-                        reduce_seconds=6e-6)),
+                        reduce_seconds=6e-6, deep_k_tiles=8)),
     32: (TF32_TILE_K,
-         waves.Rate(flops_per_sm=2.5e12, slots=1, in_bytes=4, out_bytes=4, min_k_tiles=4)),
+         waves.Rate(flops_per_sm=2.5e12, slots=1, in_bytes=4, out_bytes=4, min_k_tiles=4,
+                    deep_k_tiles=8)),
 }
 #: Tiles of the promoting kernel (3xTF32), whose wgmma and register accumulators share the
 #: consumer threads' 232 registers (so at most 192 wide).  H200, 2026-12-01, stages of both

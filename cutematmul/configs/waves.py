@@ -32,6 +32,17 @@ LAUNCH_SECONDS = 2.5e-6
 WAVE_SECONDS = 1.0e-6
 #: The most K-splits considered, and the 32-bit limit on the partial sums' element count.
 MAX_SPLITS = 16
+#: Deep splits: a product whose output tiles, split ``MAX_SPLITS`` ways, are still fewer than
+#: the SMs (a few output tiles and a long K: a 64 x 8 result of K = 65536, the weight gradient
+#: of a small layer) may split up to this many ways, each deep split keeping at least
+#: ``Rate.deep_k_tiles`` K-tiles.  H200, 2026-12-02, us, 64 splits
+#: allowed everywhere against the 16 cap (cuBLAS): fp32 64x8x8192 10.6 / 22.1 (11.7), 64x8x65536
+#: 42.9 / 147.9 (29.3), 1x512x16384 14.2 / 24.1 (15.8), 7x1000x8191 28.8 / 41.9 (31.3); fp16
+#: 64x8x65536 11.3 / 15.4 (10.3), 32x16x32768 7.3 / 8.1 (7.6).  Where 16 splits already made
+#: more CTAs than SMs it lost (fp32 32x4096x16384 131.7 / 122.3 at 28 splits), and so did
+#: sm90 splits of only 4 K-tiles (fp16 64x8x8192 nt 5.4 / 4.5 at 30 splits), where SIMT splits
+#: of 8 K-tiles of 16 won (fp32 64x8x8192 above).
+DEEP_SPLITS = 64
 #: Relative difference of estimates below which two candidates count as equally fast.
 TOLERANCE = 0.01
 _INT32_MAX = 2**31 - 1
@@ -46,7 +57,8 @@ class Rate(NamedTuple):
     1 / the fraction of a wave's CTAs that draw the whole device-memory bandwidth, and how a
     partial last wave's time scales with the CTAs it leaves on its busiest SM: a wave of ``r``
     of ``slots`` CTAs per SM takes ``(r / slots) ** tail_scaling`` of a full wave's time (0: as
-    long as a full wave, each CTA then running faster; 1: in proportion)."""
+    long as a full wave, each CTA then running faster; 1: in proportion), and the fewest
+    K-tiles of a deep split (``DEEP_SPLITS``; at most ``min_k_tiles`` counts)."""
 
     flops_per_sm: float
     slots: int
@@ -56,6 +68,7 @@ class Rate(NamedTuple):
     reduce_seconds: float = LAUNCH_SECONDS
     saturation: float = _SATURATION
     tail_scaling: float = 0.0
+    deep_k_tiles: int = 0
 
 
 def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile_n: int,
@@ -122,12 +135,18 @@ def _memory_seconds(m: int, n: int, k: int, batch: int, rate: Rate, ctas: float,
 
 
 def split_choices(m: int, n: int, k: int, batch: int, tile_k: int, rate: Rate,
-                  max_splits: int = MAX_SPLITS, min_splits: int = 1) -> range:
+                  max_splits: int = MAX_SPLITS, min_splits: int = 1,
+                  tiles: int | None = None, num_sms: int = 0) -> range:
     """The split counts worth trying: each split keeps at least ``rate.min_k_tiles`` K-tiles, and
     the partial sums stay within 32-bit element counts; at least ``min_splits`` where that fits
-    (a family's accuracy bound on the K-tiles one split sums in sequence)."""
+    (a family's accuracy bound on the K-tiles one split sums in sequence).  With the product's
+    output ``tiles`` (times the batch) and ``num_sms`` given, deep splits where ``max_splits``
+    of them leave SMs idle (``DEEP_SPLITS``)."""
     k_tiles = -(-k // tile_k)
     most = min(max_splits, max(1, k_tiles // rate.min_k_tiles))
+    if max_splits == MAX_SPLITS and tiles is not None and tiles * max_splits < num_sms:
+        deep = min(DEEP_SPLITS, k_tiles // max(rate.min_k_tiles, rate.deep_k_tiles))
+        most = max(most, deep)
     while most > 1 and (m * n * batch * most > _INT32_MAX or batch * most > _INT32_MAX):
         most -= 1
     return range(min(max(1, min_splits), most), most + 1)
@@ -141,7 +160,9 @@ def ranked(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles:
     batch = max(batch, 1)
     scored = []
     for order, ((tm, tn), (eff, rate)) in enumerate(tiles.items()):
-        for s in split_choices(m, n, k, batch, tile_k, rate, max_splits, min_splits):
+        count = -(-m // tm) * -(-n // tn) * batch
+        for s in split_choices(m, n, k, batch, tile_k, rate, max_splits, min_splits, count,
+                               num_sms):
             t = estimate(m, n, k, batch, num_sms, tm, tn, tile_k, s, eff, rate, workspace)
             scored.append((t, s, order, (tm, tn)))
     return sorted(scored)
