@@ -2,7 +2,7 @@
 
 DSL-free, so a configuration is chosen (and a cached kernel found) without importing the CuTe DSL.
 
-Imports: ``configs.waves``.
+Imports: ``configs.waves``, ``plan`` (the operand majors of a product computed transposed).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
+from ..plan import transposed_majors
 from . import waves
 
 # Shared memory a CTA may use on sm_90 (227 KiB), less what the barriers and alignment need.
@@ -475,8 +476,8 @@ def _oriented_space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     the product is computed transposed (small M), (N, M) and its space, never transposed."""
     space = _space(m, n, k, batch, num_sms, max_splits, math, majors)
     if swapped and not space.transposed:
-        return n, m, _space(n, m, k, batch, num_sms, max_splits, math, majors[::-1],
-                            transposable=False)
+        return n, m, _space(n, m, k, batch, num_sms, max_splits, math,
+                            transposed_majors(*majors), transposable=False)
     return m, n, space
 
 

@@ -27,7 +27,7 @@ Constraints
     its row and batch strides are runtime values, as are all of W's.
 
 Benchmark
-    python -m cutematmul.bench --shapes skinny --dtypes float16 float32 (split-K products)
+    python -m cutematmul.bench --shapes skinny --dtypes fp16,fp32 (split and narrow-tile products)
 """
 
 from __future__ import annotations
