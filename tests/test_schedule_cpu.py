@@ -624,3 +624,18 @@ def test_deep_splits_only_where_16_splits_leave_sms_idle():
         assert k_tiles // splits >= 8, (math, splits)
     assert waves.split_choices(64, 8, 65536, 1, 64, sm90._RATES[16][1], tiles=200,
                                num_sms=132)[-1] == waves.MAX_SPLITS
+
+
+def test_the_default_precompile_set_holds_the_small_n_narrow_kernels_and_their_reduction():
+    """The default shapes include few-column products (``aot.default_shapes``' tall ones): the
+    narrow untransposed kernel the launch takes for them, in both B majors, and the reduction
+    it writes through, are precompiled."""
+    from cutematmul import aot
+
+    keys = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",)))
+    for layout, majors in (("kn", ("k", "n")), ("kk", ("k", "k"))):
+        config, splits, transposed = sm90.choose_schedule(4096, 16, 4096, 1, 132, majors=majors)
+        assert config.partials and config.tile_n == 16 and not transposed
+        assert any(k.family == "sm90" and (k.a_major, k.b_major) == majors and k.config == config
+                   for k in keys), (layout, config)
+    assert dispatch.reduce_key((9, 0), "float16") in keys
