@@ -535,7 +535,7 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         usable = [False, False, False]
     # Only C's alignment is wrong: a schedule through the workspace writes C with the
     # reduction's scalar stores, which need only a unit stride along N (decided below).
-    c_by_reduction = usable[0] and usable[1] and not usable[2] and _usable(gemm.c, 16, 1)
+    c_by_reduction = usable[0] and usable[1] and not usable[2] and _usable(gemm.c, 1, 1)
     if not all(usable) and not c_by_reduction:
         first, second = (usable[1], usable[0]) if gemm.swapped else (usable[0], usable[1])
         return Staging(not first, not second, not usable[2])
@@ -561,11 +561,12 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     workspace = through_workspace(key.config, splits, transposed)
     if not usable[2] and not workspace:  # the kernel's own stores would write C: stage it
         return Staging(False, False, True)
-    if getattr(key.config, "partials", workspace) != workspace:  # an sm90 kernel's C: see above
+    # An sm90 kernel writes C's dtype unless it writes partials; ``through_workspace`` counts
+    # its partials, so only a split or transposed schedule without them can disagree.
+    if getattr(key.config, "partials", workspace) != workspace:
         raise RuntimeError(
             f"cutematmul internal error: schedule {key.config.name} with {splits} K-split(s)"
-            f"{', transposed' if transposed else ''} would write "
-            f"{'fp32 partials into C' if key.config.partials else 'C into the fp32 workspace'}; "
+            f"{', transposed' if transposed else ''} would write C into the fp32 workspace; "
             "refusing to launch it."
         )
     streamk = (streamk_workspace(key.config, num_sms) if getattr(key.config, "streamk", False)

@@ -58,7 +58,8 @@ class Rate(NamedTuple):
     partial last wave's time scales with the CTAs it leaves on its busiest SM: a wave of ``r``
     of ``slots`` CTAs per SM takes ``(r / slots) ** tail_scaling`` of a full wave's time (0: as
     long as a full wave, each CTA then running faster; 1: in proportion), and the fewest
-    K-tiles of a deep split (``DEEP_SPLITS``; at most ``min_k_tiles`` counts)."""
+    K-tiles of a deep split (``DEEP_SPLITS``; never fewer than ``min_k_tiles``, which 0
+    means)."""
 
     flops_per_sm: float
     slots: int
@@ -140,8 +141,9 @@ def split_choices(m: int, n: int, k: int, batch: int, tile_k: int, rate: Rate,
     """The split counts worth trying: each split keeps at least ``rate.min_k_tiles`` K-tiles, and
     the partial sums stay within 32-bit element counts; at least ``min_splits`` where that fits
     (a family's accuracy bound on the K-tiles one split sums in sequence).  With the product's
-    output ``tiles`` (times the batch) and ``num_sms`` given, deep splits where ``max_splits``
-    of them leave SMs idle (``DEEP_SPLITS``)."""
+    output ``tiles`` (times the batch) and ``num_sms`` given, and ``max_splits`` the default
+    ``MAX_SPLITS`` (a caller's own cap, such as the XLA route's 1, stands), deep splits where
+    ``max_splits`` of them leave SMs idle (``DEEP_SPLITS``)."""
     k_tiles = -(-k // tile_k)
     most = min(max_splits, max(1, k_tiles // rate.min_k_tiles))
     if max_splits == MAX_SPLITS and tiles is not None and tiles * max_splits < num_sms:
