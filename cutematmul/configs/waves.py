@@ -59,7 +59,10 @@ class Rate(NamedTuple):
     of ``slots`` CTAs per SM takes ``(r / slots) ** tail_scaling`` of a full wave's time (0: as
     long as a full wave, each CTA then running faster; 1: in proportion), and the fewest
     K-tiles of a deep split (``DEEP_SPLITS``; never fewer than ``min_k_tiles``, which 0
-    means)."""
+    means), what each wave but the last pays besides its math (``WAVE_SECONDS``; less where a
+    kernel overlaps one tile's epilogue with the next one's math; the last wave's epilogue has
+    nothing to hide behind and pays ``WAVE_SECONDS``), and the most K-splits the kernel is
+    offered with."""
 
     flops_per_sm: float
     slots: int
@@ -70,6 +73,8 @@ class Rate(NamedTuple):
     saturation: float = _SATURATION
     tail_scaling: float = 0.0
     deep_k_tiles: int = 0
+    wave_seconds: float = WAVE_SECONDS
+    max_splits: int = DEEP_SPLITS
 
 
 def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile_n: int,
@@ -86,10 +91,11 @@ def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile
     per_split = -(-k_tiles // splits)
     unit_seconds = 2.0 * tile_m * tile_n * per_split * tile_k * rate.slots / (
         rate.flops_per_sm * efficiency)
-    compute = full * (unit_seconds + WAVE_SECONDS)
+    compute = full * (unit_seconds + rate.wave_seconds)
     if rest:
         busiest = -(-rest // num_sms)
-        compute += unit_seconds * (busiest / rate.slots) ** rate.tail_scaling + WAVE_SECONDS
+        compute += unit_seconds * (busiest / rate.slots) ** rate.tail_scaling + rate.wave_seconds
+    compute += WAVE_SECONDS - rate.wave_seconds  # the last wave's epilogue stays exposed
     # The CTAs of the average wave (with the default saturation, a product of two waves or
     # more always draws the whole bandwidth).
     memory = _memory_seconds(m, n, k, batch, rate, units / waves, slots)
@@ -149,6 +155,7 @@ def split_choices(m: int, n: int, k: int, batch: int, tile_k: int, rate: Rate,
     if max_splits == MAX_SPLITS and tiles is not None and tiles * max_splits < num_sms:
         deep = min(DEEP_SPLITS, k_tiles // max(rate.min_k_tiles, rate.deep_k_tiles))
         most = max(most, deep)
+    most = min(most, rate.max_splits)
     while most > 1 and (m * n * batch * most > _INT32_MAX or batch * most > _INT32_MAX):
         most -= 1
     return range(min(max(1, min_splits), most), most + 1)
@@ -157,24 +164,26 @@ def split_choices(m: int, n: int, k: int, batch: int, tile_k: int, rate: Rate,
 def ranked(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles: dict,
            max_splits: int = MAX_SPLITS, workspace: bool = False,
            min_splits: int = 1) -> list[tuple[float, int, int, tuple[int, int]]]:
-    """Every (estimated seconds, splits, tile order, (tile_m, tile_n)) candidate, least first;
-    arguments as in ``best``."""
+    """Every (estimated seconds, splits, tile order, tile) candidate, least first; arguments as
+    in ``best``."""
     batch = max(batch, 1)
     scored = []
-    for order, ((tm, tn), (eff, rate)) in enumerate(tiles.items()):
+    for order, (tile, (eff, rate)) in enumerate(tiles.items()):
+        tm, tn = tile[:2]
         count = -(-m // tm) * -(-n // tn) * batch
         for s in split_choices(m, n, k, batch, tile_k, rate, max_splits, min_splits, count,
                                num_sms):
             t = estimate(m, n, k, batch, num_sms, tm, tn, tile_k, s, eff, rate, workspace)
-            scored.append((t, s, order, (tm, tn)))
+            scored.append((t, s, order, tile))
     return sorted(scored)
 
 
 def best(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles: dict,
          max_splits: int = MAX_SPLITS, workspace: bool = False,
          min_splits: int = 1) -> tuple[tuple[int, int], int]:
-    """((tile_m, tile_n), splits) of least estimated time; ``tiles`` maps (tile_m, tile_n) to
-    (efficiency, Rate), best first.  Estimates within ``TOLERANCE`` of the least count as equal
+    """(tile, splits) of least estimated time; ``tiles`` maps (tile_m, tile_n, ...) to
+    (efficiency, Rate), best first (a family may key a kernel variant of the same tile shape
+    by more fields, which this module passes through).  Estimates within ``TOLERANCE`` of the least count as equal
     (the model is coarse): of those, the fewest splits win, then the tile that computes the least
     padding, then the earlier one.  ``workspace`` as in ``estimate``, ``min_splits`` as in
     ``split_choices``."""
