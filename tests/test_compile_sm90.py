@@ -33,6 +33,10 @@ PATTERNS = {
     "pdl_launch": r"\bgriddepcontrol\.launch_dependents\b",
     "wgmma_n160": r"\bwgmma\.mma_async\.sync\.aligned\.m64n160k16\.",
     "wgmma_n224": r"\bwgmma\.mma_async\.sync\.aligned\.m64n224k16\.",
+    "wgmma_n128": r"\bwgmma\.mma_async\.sync\.aligned\.m64n128k16\.",
+    "wgmma_n256": r"\bwgmma\.mma_async\.sync\.aligned\.m64n256k16\.",
+    "barrier_by_register": r"\bbar\.sync\s+%r\d+,\s*128;",
+    "mbarrier_init": r"\bmbarrier\.init\.shared",
 }
 out = {}
 for dtype, a_major, b_major, cfg in json.loads(sys.argv[1]):
@@ -203,3 +207,44 @@ def test_sm90_programmatic_dependent_launch(tmp_path):
         assert c["setmaxnreg"] == 2 and c["local"] == 0, f"{name}: {c}"
     launch = compile_in_child("sm_90a", _LAUNCH_CHILD, None, tmp_path)
     assert launch == {"False": ["0"], "True": ["1"]}, launch
+
+
+#: Pingpong (configs.sm90._PINGPONG_TILE): the 128 x 128 tile the wave model picks, clustered and
+#: not, every operand major, 16-bit dtypes; the 64-row tiles the kernel also builds; and a split.
+_PINGPONG = [
+    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 128, "cluster_m": 2, "pingpong": True,
+                           "pdl": True}),
+    ("BFloat16", "m", "k", {"tile_m": 128, "tile_n": 128, "cluster_m": 2, "pingpong": True,
+                            "pdl": True}),
+    ("Float16", "m", "n", {"tile_m": 128, "tile_n": 128, "pingpong": True, "pdl": True}),
+    ("BFloat16", "k", "k", {"tile_m": 128, "tile_n": 128, "pingpong": True}),
+    ("Float16", "k", "n", {"tile_m": 64, "tile_n": 256, "pingpong": True}),
+    ("Float16", "k", "k", {"tile_m": 128, "tile_n": 128, "pingpong": True, "partials": True}),
+]
+
+
+def test_sm90_pingpong_runs_a_whole_tile_per_warpgroup(tmp_path):
+    """Each consumer warpgroup computes a whole tile: a 128-row tile issues two m64 wgmma per
+    k-block, each warpgroup meets at its own epilogue barrier (its id in a register) and the
+    turn passes through two more mbarriers; no spills (a whole tile's 128 fp32 accumulators per
+    thread)."""
+    counts = compile_in_child("sm_90a", _CHILD, _PINGPONG, tmp_path)
+    cooperative = compile_in_child("sm_90a", _CHILD, [
+        ("Float16", "k", "n", {"tile_m": 128, "tile_n": 128, "cluster_m": 2, "pdl": True})], tmp_path)
+    coop = next(iter(cooperative.values()))
+    assert len(counts) == len(_PINGPONG)
+    for name, c in counts.items():
+        assert "_pingpong" in name, name
+        width = int(name.split("-")[2].split("_")[1].split("x")[1])
+        assert c[f"wgmma_n{width}"] >= 4 and c["tma_load"] >= 2 and c["tma_store"] >= 1, name
+        assert c["setmaxnreg"] == 2 and c["local"] == 0, f"{name}: {c}"
+        assert c["barrier_by_register"] >= 1, f"{name}: no per-warpgroup epilogue barrier: {c}"
+        assert (c["multicast"] >= 1) == ("_c2x1_" in name), f"{name}: {c}"
+        if "_partials" in name:
+            assert c["stmatrix"] == 0, f"{name}: fp32 partials went through stmatrix: {c}"
+        else:
+            assert c["stmatrix"] >= 1, name
+    assert coop["barrier_by_register"] == 0, coop
+    c = counts[next(n for n in counts if n.startswith("Float16-kn-sm90_128x128x64_c2x1"))]
+    assert c["mbarrier_init"] == coop["mbarrier_init"] + 2, (c, coop)
+    assert c["wgmma_n128"] >= 2 * coop["wgmma_n128"], "two m64 wgmma rows per warpgroup"

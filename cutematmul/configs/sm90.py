@@ -49,6 +49,11 @@ class Config:
     #: the producer lets the next kernel launch once its last loads are issued.  The
     #: dispatcher sets it on every schedule but stream-K (``_config``, where it is measured).
     pdl: bool = False
+    #: Pingpong: the two consumer warpgroups take alternate work units, each computing a whole
+    #: tile (tile_m rows by 64-row wgmma), their mainloops in turn, so one's epilogue runs
+    #: while the other's wgmma do (``kernels/sm90_hgemm.py``).  At most 128 x 128 (the
+    #: accumulators of a whole tile in one warpgroup's registers); 16-bit only.
+    pingpong: bool = False
 
     @property
     def name(self) -> str:
@@ -56,11 +61,18 @@ class Config:
             f"sm90_{self.tile_m}x{self.tile_n}x{self.tile_k}_c{self.cluster_m}x{self.cluster_n}"
             f"_g{self.raster_group}_s{self.ab_stages(2)}" + ("_partials" if self.partials else "")
             + ("_streamk" if self.streamk else "") + ("_pdl" if self.pdl else "")
+            + ("_pingpong" if self.pingpong else "")
         )
 
     @property
     def consumer_warpgroups(self) -> int:
-        return self.tile_m // 64
+        return 2 if self.pingpong else self.tile_m // 64
+
+    @property
+    def epi_m(self) -> int:
+        """Rows of an epilogue sub-tile: the tile's, or 64 under pingpong (each warpgroup stores
+        its own tile, 64 rows at a time)."""
+        return 64 if self.pingpong else self.tile_m
 
     def ab_stages(self, itemsize: int, parts: int = 1) -> int:
         """Stages of the A/B ring: the requested count, or as many as fit.  ``parts``: tiles
@@ -86,7 +98,9 @@ class Config:
         """How many A/B stages fit in shared memory beside the epilogue ring."""
         per_stage = (self.tile_m + self.tile_n) * self.tile_k * itemsize * parts
         c_itemsize = 4 if self.partials else itemsize
-        epilogue = self.tile_m * self.epi_n * c_itemsize * self.epi_stages
+        # The epilogue ring, one per consumer warpgroup under pingpong.
+        rings = self.consumer_warpgroups if self.pingpong else 1
+        epilogue = rings * self.epi_m * self.epi_n * c_itemsize * self.epi_stages
         return (_SMEM_BYTES - _SMEM_RESERVED - epilogue) // per_stage
 
     def validate(self) -> None:
@@ -118,6 +132,10 @@ class Config:
             raise ValueError(f"Config.raster_group must be >= 1, got {self.raster_group}.")
         if self.streamk and self.partials:
             raise ValueError("Config.streamk sums its own partials: it cannot also write partials.")
+        if self.pingpong and (self.streamk or self.tile_m * self.tile_n > 128 * 128):
+            raise ValueError("Config.pingpong is built for data-parallel and split-K tiles of at most "
+                             f"128 x 128 elements; got {self.tile_m}x{self.tile_n}"
+                             + (", stream-K" if self.streamk else "") + ".")
         if self.pdl and self.streamk:
             # The host zeroes the flags with a memset right before a stream-K launch.
             raise ValueError("Config.pdl is built for data-parallel and split-K kernels only.")

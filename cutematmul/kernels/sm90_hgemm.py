@@ -42,6 +42,16 @@ How
       for two adjacent tile rows; with an odd row count the last cluster's second CTA has no
       rows: its loads are zero-filled and its stores clipped by TMA), and one-pass TF32
       products of an even number of 128-row tiles (``configs/sm90._cluster_m``).
+    * Pingpong (``Config.pingpong``, 16-bit, tiles of at most 128 x 128): the two consumer
+      warpgroups take alternate work units of the CTA, each computing a whole tile (two
+      m64 wgmma rows for a 128-row tile), so one warpgroup's epilogue runs while the other's
+      wgmma do.  The producer loads every unit's K-tiles in order; a warpgroup skips the
+      other's stages in its pipeline state.  An order barrier (two mbarriers) hands the turn
+      over once a warpgroup's last stage has landed and its wgmma are issued: the mainloops
+      run in turn, and no warpgroup waits on a stage whose previous fill is not yet complete
+      (the full barriers' phase parity could not tell those fills apart).  Each warpgroup has
+      its own epilogue barrier, store warp and ring of 64-row sub-tiles.  It wins where a
+      tile's mainloop is short (K up to ~512: ``configs/sm90._PINGPONG_TILE``).
     * Epilogue: the fp32 accumulators are converted to the output dtype, written to a ring of
       swizzled shared-memory sub-tiles with ``stmatrix``, and stored by TMA (``cp.async.bulk``).
       One named barrier per sub-tile: the storing warp waits for older stores with a lag of
@@ -85,11 +95,15 @@ Constraints
     {64, 128}, tile_n in {64, 128, 160, 192, 224, 256} (also 16 and 32 with ``partials``: the
     narrow tiles of transposed small-M products; an N-major B tile 160 or 224 wide is 64-byte
     swizzled, the shared-memory atom ``hopper_helpers`` picks for a width that is a multiple of
-    32 but not of 64), tile_k = 64, clusters of at most 2 CTAs.
+    32 but not of 64), tile_k = 64, clusters of at most 2 CTAs.  Pingpong: 16-bit inputs,
+    tile_m x tile_n <= 128 x 128 (a whole tile's fp32 accumulators in one warpgroup's
+    registers), no stream-K.
 
 Benchmark
     python -m cutematmul.bench --dtypes float16 bfloat16 --kernel sm90
     python -m cutematmul.bench --dtypes float32 --precision tf32     (or high)
+    pingpong: a short-K product (python -m cutematmul.bench --dtypes float16 --shapes
+    4096x4096x512), which the wave model runs pingpong; docs/performance.md has forced runs
     stream-K: cutematmul.tune(a, b) on a product whose tiles leave a partial wave (the tuner
     times it beside the data-parallel schedules; docs/performance.md has forced runs)
 """
@@ -161,6 +175,8 @@ class Sm90Hgemm:
         if self.promote and config.streamk:
             raise ValueError(f"Sm90Hgemm {dtype} keeps split-K (its promoted sums are bounded per split); "
                              "stream-K is not built for it.")
+        if config.pingpong and self.tf32:
+            raise ValueError(f"Sm90Hgemm {dtype}: pingpong is built for 16-bit inputs only.")
         if self.promote and config.tile_n > 192:
             raise ValueError(f"Sm90Hgemm {dtype} keeps two accumulators: tile_n <= 192, got {config.tile_n}.")
         self.a_major, self.b_major = a_major, b_major
@@ -171,11 +187,18 @@ class Sm90Hgemm:
         self.cluster_mn = (config.cluster_m, config.cluster_n)
         self.cluster_size = config.cluster_m * config.cluster_n
         self.consumers = config.consumer_warpgroups
+        self.pingpong = config.pingpong
+        #: Warpgroups that compute one tile together: both (cooperative), or one (pingpong).
+        self.tile_warpgroups = 1 if self.pingpong else self.consumers
         self.consumer_threads = self.consumers * _THREADS_PER_WARPGROUP
+        #: Threads that store one tile's epilogue (and meet at its barrier).
+        self.tile_threads = self.tile_warpgroups * _THREADS_PER_WARPGROUP
         self.threads = self.consumer_threads + _THREADS_PER_WARPGROUP
         self.c_dtype = cutlass.Float32 if config.partials or self.tf32 else self.dtype
         self.stages = config.stage_count(self.dtype.width // 8, self.parts)
-        self.epi_tile = (config.tile_m, config.epi_n)
+        self.epi_tile = (config.epi_m, config.epi_n)
+        #: Epilogue buffers: a ring of ``epi_stages``, one per consumer warpgroup under pingpong.
+        self.epi_buffers = config.epi_stages * (self.consumers if self.pingpong else 1)
         self.consumer_registers = 232 if self.consumers == 2 else 240
         # A tile is shared along the cluster's N extent, a B tile along its M extent.
         self.a_mcast = config.cluster_n
@@ -216,7 +239,7 @@ class Sm90Hgemm:
                 a_layout.sm90_mma_major_mode(),
                 b_layout.sm90_mma_major_mode(),
                 self.acc_dtype,
-                (self.consumers, 1, 1),
+                (self.tile_warpgroups, 1, 1),
                 tiler_mn=(64, self.tile_mnk[1]),
             )
         # One shared buffer per part and stage: stage s holds buffers s * parts + part.
@@ -224,7 +247,7 @@ class Sm90Hgemm:
         sA_layout = sm90_utils.make_smem_layout_a(a_layout, self.tile_mnk, self.dtype, buffers)
         sB_layout = sm90_utils.make_smem_layout_b(b_layout, self.tile_mnk, self.dtype, buffers)
         sC_layout = sm90_utils.make_smem_layout_epi(
-            self.c_dtype, c_layout, self.epi_tile, self.config.epi_stages
+            self.c_dtype, c_layout, self.epi_tile, self.epi_buffers
         )
 
         tma_a, gA_tma = self._tma_load(mA, sA_layout, (self.tile_mnk[0], self.tile_mnk[2]), self.a_mcast)
@@ -239,6 +262,8 @@ class Sm90Hgemm:
         @cute.struct
         class Storage:
             barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
+            # Pingpong: whose turn it is to run its mainloop (one mbarrier per warpgroup).
+            order: cute.struct.MemRange[cutlass.Int64, 2]
             sA: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sA_layout)], 1024]
             sB: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sB_layout)], 1024]
             sC: cute.struct.Align[cute.struct.MemRange[self.c_dtype, cute.cosize(sC_layout)], 1024]
@@ -497,12 +522,23 @@ class Sm90Hgemm:
             num_stages=self.stages,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
             consumer_group=pipeline.CooperativeGroup(
-                pipeline.Agent.Thread, mcast_peers * self.consumers * 4
+                pipeline.Agent.Thread, mcast_peers * self.tile_warpgroups * 4
             ),
             tx_count=stage_bytes,
             cta_layout_vmnk=cute.make_layout((1, *cluster_layout.shape)),
             defer_sync=True,
         )
+        warpgroup_idx = cute.arch.make_warp_uniform(tidx // _THREADS_PER_WARPGROUP)
+        # Pingpong: the consumer warpgroups run their mainloops in turn (the order barrier),
+        # warpgroup 0 first.  (The producer's warpgroup index is unused.)
+        wg = cutlass.max(warpgroup_idx - 1, 0)
+        order = None
+        if cutlass.const_expr(self.pingpong):
+            order = pipeline.PipelineOrder.create(
+                barrier_storage=storage.order.data_ptr(), depth=1, length=2, group_id=wg,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, _THREADS_PER_WARPGROUP),
+                defer_sync=True,
+            )
         pipeline.pipeline_init_arrive(cluster_shape_mn=self.cluster_mn, is_relaxed=True)
 
         # ---- global tiles: (tile, tile, rest_m/n, rest_k, l)
@@ -537,7 +573,6 @@ class Sm90Hgemm:
             # before the kernel ahead of this one on the stream has finished and flushed.
             cute.arch.griddepcontrol_wait()
 
-        warpgroup_idx = cute.arch.make_warp_uniform(tidx // _THREADS_PER_WARPGROUP)
         if warpgroup_idx == 0:
             # ================= producer warpgroup: one warp issues every TMA load
             cute.arch.setmaxregister_decrease(_PRODUCER_REGISTERS)
@@ -577,8 +612,10 @@ class Sm90Hgemm:
             # ================= consumer warpgroups: wgmma mainloop, then the epilogue
             cute.arch.setmaxregister_increase(self.consumer_registers)
             ctid = tidx - _THREADS_PER_WARPGROUP
-            thr_mma = tiled_mma.get_slice(ctid)
-            wg_mma = tiled_mma.get_slice((warpgroup_idx - 1) * _THREADS_PER_WARPGROUP)
+            # This thread within the warpgroups that compute a tile together.
+            mma_tid = ctid % self.tile_threads
+            thr_mma = tiled_mma.get_slice(mma_tid)
+            wg_mma = tiled_mma.get_slice(mma_tid - mma_tid % _THREADS_PER_WARPGROUP)
             tCsA = None  # A in registers: this thread's values of every A buffer in shared memory
             if cutlass.const_expr(self.a_regs):
                 tCsA = thr_mma.partition_A(sA)
@@ -606,24 +643,35 @@ class Sm90Hgemm:
                     tiled_mma,
                 ),
             )
-            thr_r2s = r2s.get_slice(ctid)
+            thr_r2s = r2s.get_slice(mma_tid)
             tRS_sC = thr_r2s.partition_D(sC)
             tRS_acc = r2s.retile(total)
             sub_shape = cute.shape(thr_r2s.partition_S(sC))[:3]
             sub_f32 = cute.make_rmem_tensor(sub_shape, self.acc_dtype)
             sub_out = cute.make_rmem_tensor(sub_shape, self.c_dtype)
             sub_size = cute.size(sub_f32)
-            epi_count = self.tile_mnk[1] // self.epi_tile[1]
+            epi_cols = self.tile_mnk[1] // self.epi_tile[1]
+            epi_count = self.tile_mnk[0] // self.epi_tile[0] * epi_cols
+            # One epilogue barrier and store warp (its first) per tile's warpgroups; under
+            # pingpong each warpgroup has its own, and its own ring of ``epi_stages`` buffers.
+            tile_group = wg if self.pingpong else 0
             epi_barrier = pipeline.NamedBarrier(
-                barrier_id=_EPILOGUE_BARRIER_ID, num_threads=self.consumer_threads
+                barrier_id=_EPILOGUE_BARRIER_ID + tile_group, num_threads=self.tile_threads
             )
             store_pipe = pipeline.PipelineTmaStore.create(
                 num_stages=self.config.epi_stages,
                 producer_group=pipeline.CooperativeGroup(
-                    pipeline.Agent.Thread, self.consumer_threads
+                    pipeline.Agent.Thread, self.tile_threads
                 ),
             )
-            is_store_warp = warp == 4
+            is_store_warp = warp == 4 + 4 * tile_group
+            ring = tile_group * self.config.epi_stages
+            # Pingpong: this warpgroup's turns (warpgroup 0 may start at once: phase 1 of a fresh
+            # mbarrier counts as done).  A loop-carried value must be assigned in the loop, so
+            # the state is reassigned there (and unused without pingpong).
+            order_state = pipeline.PipelineState(1, cutlass.Int32(0), cutlass.Int32(0),
+                                                 cutlass.Int32(1) - wg)
+            unit = cutlass.Int32(0)  # this CTA's work units so far (pingpong: whose turn)
             read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
             release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
             subtiles_done = cutlass.Int32(0)
@@ -633,92 +681,112 @@ class Sm90Hgemm:
                 t, k_first, k_count, nxt = self._unit(
                     it, end, num_clusters, cluster_tiles_m * cluster_tiles_n, splits, k_tiles,
                     k_tiles_per_split)
-                ctm, ctn, lc = self._tile_coord(t, cluster_tiles_m, cluster_tiles_n)
-                tile_m = ctm * self.cluster_mn[0] + cta_m
-                tile_n = ctn * self.cluster_mn[1] + cta_n
+                # Pingpong: units alternate between the consumer warpgroups; the other's
+                # stages are skipped (its K-tiles pass through the ring in between).
+                mine = True
+                if cutlass.const_expr(self.pingpong):
+                    mine = unit % 2 == wg
+                if mine:
+                    ctm, ctn, lc = self._tile_coord(t, cluster_tiles_m, cluster_tiles_n)
+                    tile_m = ctm * self.cluster_mn[0] + cta_m
+                    tile_n = ctn * self.cluster_mn[1] + cta_n
 
-                # ---- mainloop: one k-tile of wgmma stays in flight
-                acc.fill(0.0)
-                tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-                if cutlass.const_expr(self.promote):
-                    total.fill(0.0)
-                    for kt in range(k_count):
-                        # Each K-tile's three products from zero, then added in fp32
-                        # registers: the tensor cores' own accumulation is not rounded to
-                        # nearest.
-                        ab_pipe.consumer_wait(read)
-                        warpgroup.fence()
-                        tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
-                        for j in cutlass.range_constexpr(len(_PRODUCTS)):
-                            a_buf = read.index * self.parts + _PRODUCTS[j][0]
-                            b_buf = read.index * self.parts + _PRODUCTS[j][1]
+                    # ---- mainloop: one k-tile of wgmma stays in flight
+                    acc.fill(0.0)
+                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                    if cutlass.const_expr(self.promote):
+                        total.fill(0.0)
+                        for kt in range(k_count):
+                            # Each K-tile's three products from zero, then added in fp32
+                            # registers: the tensor cores' own accumulation is not rounded to
+                            # nearest.
+                            ab_pipe.consumer_wait(read)
+                            warpgroup.fence()
+                            tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
+                            for j in cutlass.range_constexpr(len(_PRODUCTS)):
+                                a_buf = read.index * self.parts + _PRODUCTS[j][0]
+                                b_buf = read.index * self.parts + _PRODUCTS[j][1]
+                                for kb in cutlass.range_constexpr(k_blocks):
+                                    cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, a_buf)],
+                                              tCrB[(None, None, kb, b_buf)], acc)
+                                    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                            warpgroup.commit_group()
+                            warpgroup.wait_group(0)
+                            ab_pipe.consumer_release(read)
+                            read.advance()
+                            release.advance()
+                            total.store(total.load() + acc.load())
+                    elif cutlass.const_expr(self.a_regs):
+                        read, release = self._mainloop_a_regs(
+                            tiled_mma, acc, tCsA, tCrA, tCrB, k_blocks, k_count, ab_pipe, read, release)
+                    else:
+                        if cutlass.const_expr(self.pingpong):
+                            order.wait(order_state)  # the other warpgroup's mainloop is issued
+                        for kt in range(k_count):
+                            ab_pipe.consumer_wait(read)
+                            warpgroup.fence()
                             for kb in cutlass.range_constexpr(k_blocks):
-                                cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, a_buf)],
-                                          tCrB[(None, None, kb, b_buf)], acc)
-                                tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-                        warpgroup.commit_group()
+                                cute.gemm(
+                                    tiled_mma,
+                                    acc,
+                                    tCrA[(None, None, kb, read.index)],
+                                    tCrB[(None, None, kb, read.index)],
+                                    acc,
+                                )
+                            warpgroup.commit_group()
+                            read.advance()
+                            if kt > 0:
+                                # The previous k-tile's wgmma has retired: hand its stage back.
+                                warpgroup.wait_group(1)
+                                ab_pipe.consumer_release(release)
+                                release.advance()
+                        if cutlass.const_expr(self.pingpong):
+                            # Every stage of this unit has landed and its wgmma are issued: the
+                            # other warpgroup's turn (its epilogue ran meanwhile).
+                            order_state = order.arrive(order_state)
                         warpgroup.wait_group(0)
-                        ab_pipe.consumer_release(read)
-                        read.advance()
-                        release.advance()
-                        total.store(total.load() + acc.load())
-                elif cutlass.const_expr(self.a_regs):
-                    read, release = self._mainloop_a_regs(
-                        tiled_mma, acc, tCsA, tCrA, tCrB, k_blocks, k_count, ab_pipe, read, release)
-                else:
-                    for kt in range(k_count):
-                        ab_pipe.consumer_wait(read)
-                        warpgroup.fence()
-                        for kb in cutlass.range_constexpr(k_blocks):
-                            cute.gemm(
-                                tiled_mma,
-                                acc,
-                                tCrA[(None, None, kb, read.index)],
-                                tCrB[(None, None, kb, read.index)],
-                                acc,
-                            )
-                        warpgroup.commit_group()
-                        read.advance()
-                        if kt > 0:
-                            # The previous k-tile's wgmma has retired: hand its stage back.
-                            warpgroup.wait_group(1)
+                        if k_count > 0:
                             ab_pipe.consumer_release(release)
                             release.advance()
-                    warpgroup.wait_group(0)
-                    if k_count > 0:
-                        ab_pipe.consumer_release(release)
-                        release.advance()
 
-                # ---- stream-K: a unit that starts inside its tile leaves its partial sums to
-                # the cluster that starts the tile, which adds them in cluster order and stores.
-                stores = True
-                if cutlass.const_expr(self.config.streamk):
-                    stores = self._streamk_fixup(
-                        total, mW, mFlags, k_first, it - k_first + k_tiles, cluster_id,
-                        cta_m, cta_n, ctid, share, rest, epi_barrier)
+                    # ---- stream-K: a unit that starts inside its tile leaves its partial sums to
+                    # the cluster that starts the tile, which adds them in cluster order and stores.
+                    stores = True
+                    if cutlass.const_expr(self.config.streamk):
+                        stores = self._streamk_fixup(
+                            total, mW, mFlags, k_first, it - k_first + k_tiles, cluster_id,
+                            cta_m, cta_n, ctid, share, rest, epi_barrier)
 
-                # ---- epilogue: sub-tiles through shared memory, stored by TMA
-                if stores:
-                    gC_tile = cute.zipped_divide(gC[(None, None, tile_m, tile_n, lc)], self.epi_tile)
-                    bSG_sC, bSG_gC = cpasync.tma_partition(
-                        tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_tile
-                    )
-                    for e in cutlass.range_constexpr(epi_count):
-                        for v in cutlass.range_constexpr(sub_size):
-                            sub_f32[v] = tRS_acc[e * sub_size + v]
-                        sub_out.store(sub_f32.load().to(self.c_dtype))
-                        buf = (subtiles_done + e) % self.config.epi_stages
-                        cute.copy(r2s, sub_out, tRS_sC[(None, None, None, buf)])
-                        # Make the generic-proxy smem writes visible to the TMA (async proxy).
-                        cute.arch.fence_proxy("async.shared", space="cta")
-                        epi_barrier.arrive_and_wait()
-                        if is_store_warp:
-                            cute.copy(tma_c, bSG_sC[(None, buf)], bSG_gC[(None, (0, e))])
-                            store_pipe.producer_commit()
-                            # Buffer (buf + 1) is written after the next barrier; its last
-                            # store was issued epi_stages - 1 sub-tiles ago.
-                            cute.arch.cp_async_bulk_wait_group(self.config.epi_stages - 2, read=True)
-                    subtiles_done += epi_count
+                    # ---- epilogue: sub-tiles through shared memory, stored by TMA
+                    if stores:
+                        gC_tile = cute.zipped_divide(gC[(None, None, tile_m, tile_n, lc)], self.epi_tile)
+                        bSG_sC, bSG_gC = cpasync.tma_partition(
+                            tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_tile
+                        )
+                        for e in cutlass.range_constexpr(epi_count):
+                            # Sub-tile (row block, column block) of the tile; the row blocks
+                            # (pingpong's 64-row halves) are the accumulators' outer mode.
+                            rows, cols = e // epi_cols, e % epi_cols
+                            first = rows * epi_cols * sub_size + cols * sub_size
+                            for v in cutlass.range_constexpr(sub_size):
+                                sub_f32[v] = tRS_acc[first + v]
+                            sub_out.store(sub_f32.load().to(self.c_dtype))
+                            buf = ring + (subtiles_done + e) % self.config.epi_stages
+                            cute.copy(r2s, sub_out, tRS_sC[(None, None, None, buf)])
+                            # Make the generic-proxy smem writes visible to the TMA (async proxy).
+                            cute.arch.fence_proxy("async.shared", space="cta")
+                            epi_barrier.arrive_and_wait()
+                            if is_store_warp:
+                                cute.copy(tma_c, bSG_sC[(None, buf)], bSG_gC[(None, (rows, cols))])
+                                store_pipe.producer_commit()
+                                # Buffer (buf + 1) is written after the next barrier; its last
+                                # store was issued epi_stages - 1 sub-tiles ago.
+                                cute.arch.cp_async_bulk_wait_group(self.config.epi_stages - 2, read=True)
+                        subtiles_done += epi_count
+                else:
+                    read.advance(k_count)
+                    release.advance(k_count)
+                unit += 1
                 it = nxt
             if is_store_warp:
                 store_pipe.producer_tail()
