@@ -639,3 +639,70 @@ def test_the_default_precompile_set_holds_the_small_n_narrow_kernels_and_their_r
         assert any(k.family == "sm90" and (k.a_major, k.b_major) == majors and k.config == config
                    for k in keys), (layout, config)
     assert dispatch.reduce_key((9, 0), "float16") in keys
+
+
+# ----------------------------------------------------------------------- pingpong (short K)
+
+SHORT_K = [(4096, 4096, 512), (4096, 4096, 256), (8192, 8192, 512), (2048, 8192, 512),
+           (6144, 6144, 384), (1024, 1024, 512, 32)]
+
+
+@pytest.mark.parametrize("math", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", SHORT_K, ids=lambda s: "x".join(map(str, s)))
+def test_short_k_16bit_products_run_pingpong_unsplit(math, shape):
+    """Many output tiles of a short K: each tile's epilogue is a large part of its work, and the
+    pingpong kernel (configs.sm90._PINGPONG_TILE) hides it behind the other warpgroup's math."""
+    m, n, k, *batch = shape
+    for majors in LAYOUT_MAJORS.values():
+        config, splits, transposed = sm90.choose_schedule(m, n, k, batch[0] if batch else 1, 132,
+                                                          math=math, majors=majors)
+        assert config.pingpong and (config.tile_m, config.tile_n) == (128, 128), config
+        assert splits == 1 and not transposed and not config.partials and config.cluster_m == 2
+        config.validate()
+
+
+@pytest.mark.parametrize("math", ["float16", "bfloat16", "tf32", "tf32x3"])
+@pytest.mark.parametrize("shape", [(8192, 8192, 8192), (4096, 14336, 4096), (4096, 4096, 4096),
+                                   (1536, 1536, 1536), (1000, 1000, 1000), (128, 8192, 8192),
+                                   (64, 64, 64), (4096, 4096, 1024)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_long_k_small_and_fp32_products_stay_cooperative(math, shape):
+    """Pingpong's 128 x 128 tiles read more shared memory per flop than 128 x 256, so it loses
+    once K is long; a product of a few tiles has no next tile to hide an epilogue behind; and
+    the kernel is 16-bit only."""
+    config, _, _ = sm90.choose_schedule(*shape, 1, 132, math=math)
+    assert not config.pingpong, (shape, config)
+    for candidate, splits, _ in sm90.candidates(*shape, 1, 132, math=math):
+        assert not candidate.pingpong or (math in ("float16", "bfloat16") and splits == 1
+                                          and not candidate.streamk), candidate
+
+
+def test_pingpong_candidates_and_config_checks():
+    """The tuner also times pingpong unclustered; stream-K never takes a pingpong tile; the
+    configuration rejects what the kernel is not built for; the waves rate caps its splits."""
+    found = sm90.candidates(4096, 4096, 512, 1, 132)
+    assert found[0][0].pingpong and found[0][0].cluster_m == 2
+    assert any(c.pingpong and c.cluster_m == 1 for c, _, _ in found)
+    assert sm90.Config(tile_m=128, tile_n=128, pingpong=True).name.endswith("_pingpong")
+    assert sm90.Config(tile_m=128, tile_n=128, pingpong=True).consumer_warpgroups == 2
+    assert sm90.Config(tile_m=64, tile_n=128, pingpong=True).consumer_warpgroups == 2
+    # Two epilogue rings of 64-row sub-tiles: 6 stages of 32 KiB fit, as in the cooperative tile.
+    assert sm90.Config(tile_m=128, tile_n=128, pingpong=True).ab_stages(2) == 6
+    for bad in ({"tile_n": 256}, {"streamk": True}):
+        with pytest.raises(ValueError, match="pingpong"):
+            sm90.Config(tile_m=128, **{"tile_n": 128, **bad}, pingpong=True).validate()
+    rate = sm90._RATES[16][1]._replace(max_splits=1)
+    assert waves.split_choices(64, 8, 65536, 1, 64, rate, tiles=1, num_sms=132) == range(1, 2)
+
+
+def test_a_kernel_that_hides_epilogues_still_pays_the_last_one():
+    """``Rate.wave_seconds`` replaces WAVE_SECONDS on every wave but the last, whose epilogue
+    has no next tile's math to hide behind: one wave costs the same either way."""
+    rate = sm90._RATES[16][1]
+    hidden = rate._replace(wave_seconds=0.0)
+
+    def cost(r, rows):  # rows x 11 tiles of 128 x 128, compute-bound
+        return waves.estimate(128 * rows, 128 * 11, 8192, 1, 132, 128, 128, 64, 1, 1.0, r)
+
+    assert cost(hidden, 12) == cost(rate, 12)  # one wave
+    assert abs(cost(rate, 24) - cost(hidden, 24) - waves.WAVE_SECONDS) < 1e-12

@@ -4,7 +4,8 @@ Each family (simt fp32, sm80 and sm90 fp16/bf16, and "tf32": the sm90 kernel in 
 3xTF32 modes with the operand prep of ``kernels/tf32_prep.py``) runs tails in M, N and K, all four operand
 layouts (each twice: the repeat takes the device route's fast path), unaligned and strided
 views (which go through staging), broadcast batches, 1-D operands,
-the sm90 tiles of widths that are no power of two, every SIMT tile, the SIMT row-streaming
+the sm90 tiles of widths that are no power of two, the sm90 pingpong schedule (forced: two
+warpgroups on alternate tiles, an order barrier between them) in every layout, every SIMT tile, the SIMT row-streaming
 kernel (untransposed and transposed) and the one-pass TF32
 schedules with a register operand in every layout (forced),
 split-K products (fp32 partials and the reduction kernel) and a column-major ``out``; "streamk"
@@ -196,6 +197,30 @@ def _wide(gen, quick: bool, poison: bool) -> int:
     return count
 
 
+#: Pingpong schedules forced in every layout: (M, N, K, dtype, (tile_m, tile_n), cluster_m,
+#: splits).  Tails in every mode, several tiles per warpgroup, one warpgroup left with nothing
+#: but skipped stages, a K shorter than one K-tile, and a split.
+PINGPONG_CASES = [(1000, 1000, 200, "float16", (128, 128), 2, 1),
+                  (257, 392, 136, "bfloat16", (128, 128), 1, 1),
+                  (300, 520, 8, "float16", (64, 256), 1, 1),
+                  (130, 700, 1100, "bfloat16", (128, 128), 2, 3)]
+
+
+def _pingpong(gen, quick: bool, poison: bool) -> int:
+    """The sm90 kernel's pingpong schedule (``Config.pingpong``) in every layout."""
+    from cutematmul.configs.sm90 import Config
+
+    count = 0
+    for m, n, k, dtype, (tm, tn), cluster, splits in PINGPONG_CASES[:2] if quick else PINGPONG_CASES:
+        config = Config(tile_m=tm, tile_n=tn, cluster_m=cluster, pingpong=True, pdl=True,
+                        partials=splits > 1)
+        for layout in ("nn", "tn", "nt", "tt"):
+            count += _forced_exactly(gen, m, n, k, layout, (config, splits, False),
+                                     (dtype, "highest"), "sm90", poison,
+                                     f"pingpong {tm}x{tn}c{cluster} {dtype} {m}x{n}x{k} {layout}")
+    return count
+
+
 #: One-pass TF32 schedules forced in every layout (an M-major A, or an N-major B through
 #: C^T = B^T A^T, is the wgmma register operand): (M, N, K, Config fields, splits, transposed).
 TF32_CASES = [(300, 520, 1000, {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "pdl": True}, 1, False),
@@ -305,6 +330,7 @@ def run(families, quick: bool, poison: bool = True) -> int:
         families = [f for f in families if f != "cupy"]
     if "sm90" in families:
         count += _wide(gen, quick, poison)
+        count += _pingpong(gen, quick, poison)
     if "simt" in families:
         count += _simt_tiles(gen, quick, poison)
         count += _simt_gemv(gen, quick, poison)

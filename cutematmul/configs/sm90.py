@@ -256,6 +256,25 @@ _NARROW_EFFICIENCY = {(128, 64): 0.8, (128, 32): 0.6, (128, 16): 0.5, (64, 32): 
 #: 40.3.  It did not win at M = 32 (32x4096x4096: 16.3 against 16.4) nor at M = 96 (44.4 against
 #: 26.5 in 2x1 clusters).
 _ONE_ROW_TILE = ((64, 64), 0.7)
+#: The pingpong kernel (``Config.pingpong``) on 128 x 128 tiles, for 16-bit products: two tiles
+#: in flight per CTA (``Rate.slots`` 2, each at half the SM's rate), one warpgroup's epilogue
+#: hidden behind the other's mainloop (``Rate.wave_seconds``), unsplit.  Against the
+#: cooperative 128 x 256 tile its per-tile math reads more shared memory per flop (two m64n128
+#: wgmma for one m64n256), so it wins only where the epilogue is a large part of a tile's work,
+#: short K.  H200, 2026-12-02, fp16 nn, L2-cold rotated inputs, us, cuBLAS / cooperative pick /
+#: pingpong 128 x 128 in a 2x1 cluster (in 1x1): 4096x4096x512 33.5 / 32.7 / 28.5 (28.4);
+#: 8192x8192x1024 198.3 / 200.5 / 198.1; 16384x4096x1024 197.4 / 199.4 / 195.8; 64 x 1024^3
+#: batched 204.1 / 208.9 / 209.9; 16 x 1024^3 53.6 / 53.3 / 53.0; 2048^3 25.6 / 25.0 / 25.2
+#: (24.9); but 4096^3 180.8 / 182.8 / 190.6, 8192^3 1636.5 / 1622.9 / 1719.6, 3072^3 78.6 / 79.5
+#: / 84.8, 1536^3 13.3 / 13.6 / 18.3.  Pingpong 64 x 256 (2x1) ran 2-10% slower than 128 x 128
+#: and 64 x 128 slower still.  Efficiency and wave cost are fitted to those runs.  Then the
+#: short-K class (15 shapes, K 128-1024, same method, the model's picks against the cooperative
+#: ones), geometric mean x cuBLAS: fp16 nn 1.045x (was 1.005x), tn 1.027x (1.003x), nt 1.047x
+#: (1.005x); bf16 nn 1.057x (1.014x, 8 shapes).  Where it lost: 128 x 512^3 batched 0.97x
+#: against 1.00x (near the bandwidth bound, where hiding epilogues buys nothing), 16384^2 x 128
+#: within 1.5%, and once 5000x3000x640 tn, 0.85x against 0.98x.
+_PINGPONG_TILE = ((128, 128, "pingpong"), 0.95)
+_PINGPONG_WAVE_SECONDS = 0.2e-6
 ONE_ROW_M = 32
 #: Products with M at most this (and N at least 4x larger) are computed transposed.  H200,
 #: 2026-12-02, fp16 nn, L2-cold rotated inputs, us, the untransposed pick (64 x 128) against the
@@ -417,7 +436,7 @@ def _streamk_candidate(m: int, n: int, space: "_Space", batch: int, num_sms: int
         return None
     found = []
     for order, (tile, (efficiency, rate)) in enumerate(space.tiles.items()):
-        if tile in _WIDE_EFFICIENCY:  # stream-K is built and tested at power-of-two widths
+        if tile in _WIDE_EFFICIENCY or len(tile) > 2:  # stream-K: cooperative power-of-two tiles
             continue
         tiles, slots = -(-m // tile[0]) * -(-n // tile[1]) * batch, num_sms * rate.slots
         if tiles % slots == 0 or not _STREAMK_WAVES[0] <= tiles / slots <= _STREAMK_WAVES[1]:
@@ -529,6 +548,9 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     one_row = _ONE_ROW_TILE[0][0]
     if math in _CLUSTERED_MATH and (ONE_ROW_M < m <= one_row or n <= one_row):
         tiles[_ONE_ROW_TILE[0]] = (_ONE_ROW_TILE[1], rate)
+    if math in _CLUSTERED_MATH:
+        tiles[_PINGPONG_TILE[0]] = (_PINGPONG_TILE[1], rate._replace(
+            slots=2, wave_seconds=_PINGPONG_WAVE_SECONDS, max_splits=1))
     return _Space(tiles, walked, tile_k, fewest, extra, False, False)
 
 
@@ -560,16 +582,20 @@ def _narrow_tiles(efficiency: dict, rate: waves.Rate, short: int, across: bool) 
 _PDL = True
 
 
-def _config(space: _Space, math: str, m: int, tile: tuple[int, int], splits: int,
+def _config(space: _Space, math: str, m: int, tile: tuple, splits: int,
             streamk: bool = False) -> Config:
-    tm, tn = tile
+    """The configuration of a ``waves`` tile key: (tile_m, tile_n), or with a third field the
+    pingpong kernel's (``_PINGPONG_TILE``)."""
+    (tm, tn), pingpong = tile[:2], len(tile) > 2
+    tile = (tm, tn)
     pdl = _PDL and not streamk
     if space.workspace:
         return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn), partials=True,
                       cluster_m=1 if space.transposed else _cluster_m(math, tile, m, splits),
                       pdl=pdl, **space.extra)
     return Config(tile_m=tm, tile_n=tn, raster_group=8, partials=splits > 1, streamk=streamk,
-                  cluster_m=_cluster_m(math, tile, m, splits), pdl=pdl, **space.extra)
+                  cluster_m=_cluster_m(math, tile, m, splits), pdl=pdl, pingpong=pingpong,
+                  **space.extra)
 
 
 #: Math types whose products run in 2x1 clusters whenever M spans two tiles or more.
