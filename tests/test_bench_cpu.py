@@ -51,7 +51,8 @@ def test_named_suites():
     assert parse_shapes("square") == squares
     assert 0 < len(parse_shapes("quick")) < len(full)
     assert 0 < len(parse_shapes("default")) < len(full)
-    assert set(SUITES) >= {"default", "full", "quick", "square", "skinny"}
+    assert set(SUITES) >= {"default", "full", "quick", "square", "skinny", "shortk"}
+    assert all(s.k <= 640 < s.m for s in parse_shapes("shortk")), "short K, long M"
     skinny = parse_shapes("skinny")
     assert any(s.m <= 32 < s.n for s in skinny) and any(s.n <= 32 < s.m for s in skinny)
     assert any(s.n * 2 % 16 for s in skinny), "a few columns that are no whole 16-byte row"

@@ -3,7 +3,8 @@ each point costs.
 
 A shape is written ``MxNxK`` (``8192x8192x1024``) or, for a batch of products, ``BxMxNxK``
 (``64x1024x1024x1024``: 64 products of 1024^3).  ``parse_shapes`` also takes a named suite
-(``default``, ``full``, ``quick``, ``square``, ``skinny``) and comma-separated mixes of both.
+(``default``, ``full``, ``quick``, ``square``, ``skinny``, ``shortk``) and comma-separated mixes
+of both.
 
 ``default`` is what a plain ``python -m cutematmul.bench`` measures: one shape of each class, sized
 so that the first table comes within two minutes; ``full`` is docs/benchmarking.md's whole suite.
@@ -115,9 +116,16 @@ _SKINNY = [Shape(1, 4096, 4096), Shape(16, 8192, 8192), Shape(24, 4096, 14336),
            Shape(8192, 16, 8192), Shape(14336, 24, 4096), Shape(4096, 12, 14336),
            Shape(16384, 3, 2048)]
 
+# Short K (a few hundred): each output tile's mainloop is short, so its epilogue is a large part
+# of the work (the pingpong kernel's class); squares, rectangles, a tail and a batch.
+_SHORT_K = [Shape(4096, 4096, 256), Shape(4096, 4096, 512), Shape(8192, 8192, 512),
+            Shape(2048, 8192, 512), Shape(6144, 6144, 384), Shape(5000, 3000, 640),
+            Shape(16384, 4096, 512), Shape(1024, 1024, 512, batch=32)]
+
 SUITES: dict[str, list[Shape]] = {
     "default": _DEFAULT,
     "skinny": _SKINNY,
+    "shortk": _SHORT_K,
     "full": _squares(8, 14) + _OTHERS,
     "square": _squares(8, 14),
     "quick": [Shape(1024, 1024, 1024), Shape(4096, 4096, 4096), Shape(4097, 4095, 4093),
