@@ -268,11 +268,12 @@ _ONE_ROW_TILE = ((64, 64), 0.7)
 #: (24.9); but 4096^3 180.8 / 182.8 / 190.6, 8192^3 1636.5 / 1622.9 / 1719.6, 3072^3 78.6 / 79.5
 #: / 84.8, 1536^3 13.3 / 13.6 / 18.3.  Pingpong 64 x 256 (2x1) ran 2-10% slower than 128 x 128
 #: and 64 x 128 slower still.  Efficiency and wave cost are fitted to those runs.  Then the
-#: short-K class (15 shapes, K 128-1024, same method, the model's picks against the cooperative
-#: ones), geometric mean x cuBLAS: fp16 nn 1.045x (was 1.005x), tn 1.027x (1.003x), nt 1.047x
-#: (1.005x); bf16 nn 1.057x (1.014x, 8 shapes).  Where it lost: 128 x 512^3 batched 0.97x
-#: against 1.00x (near the bandwidth bound, where hiding epilogues buys nothing), 16384^2 x 128
-#: within 1.5%, and once 5000x3000x640 tn, 0.85x against 0.98x.
+#: short-K class (15 shapes, K 128-1024, same method, pingpong against the cooperative picks),
+#: geometric mean x cuBLAS with this model's picks: fp16 nn 1.037x (was 1.005x), tn 1.032x
+#: (1.003x), nt 1.038x (1.005x); bf16 nn 1.051x (1.014x, 8 shapes).  The model leaves K = 640
+#: and 768 cooperative (the last wave's epilogue stays exposed), where pingpong measured 2-4%
+#: faster in nn and nt.  Where it lost: 128 x 512^3 batched 0.97x against 1.00x (near the
+#: bandwidth bound, where hiding epilogues buys nothing), 16384^2 x 128 within 1.5%.
 _PINGPONG_TILE = ((128, 128, "pingpong"), 0.95)
 _PINGPONG_WAVE_SECONDS = 0.2e-6
 ONE_ROW_M = 32
