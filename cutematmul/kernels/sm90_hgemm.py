@@ -102,8 +102,8 @@ Constraints
 Benchmark
     python -m cutematmul.bench --dtypes float16 bfloat16 --kernel sm90
     python -m cutematmul.bench --dtypes float32 --precision tf32     (or high)
-    pingpong: a short-K product (python -m cutematmul.bench --dtypes float16 --shapes
-    4096x4096x512), which the wave model runs pingpong; docs/performance.md has forced runs
+    pingpong: python -m cutematmul.bench --shapes shortk --dtypes fp16,bf16 (short-K products,
+    which the wave model runs pingpong); docs/performance.md has forced runs against cooperative
     stream-K: cutematmul.tune(a, b) on a product whose tiles leave a partial wave (the tuner
     times it beside the data-parallel schedules; docs/performance.md has forced runs)
 """
