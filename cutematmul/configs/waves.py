@@ -163,7 +163,7 @@ def split_choices(m: int, n: int, k: int, batch: int, tile_k: int, rate: Rate,
 
 def ranked(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles: dict,
            max_splits: int = MAX_SPLITS, workspace: bool = False,
-           min_splits: int = 1) -> list[tuple[float, int, int, tuple[int, int]]]:
+           min_splits: int = 1) -> list[tuple[float, int, int, tuple]]:
     """Every (estimated seconds, splits, tile order, tile) candidate, least first; arguments as
     in ``best``."""
     batch = max(batch, 1)
@@ -180,7 +180,7 @@ def ranked(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles:
 
 def best(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles: dict,
          max_splits: int = MAX_SPLITS, workspace: bool = False,
-         min_splits: int = 1) -> tuple[tuple[int, int], int]:
+         min_splits: int = 1) -> tuple[tuple, int]:
     """(tile, splits) of least estimated time; ``tiles`` maps (tile_m, tile_n, ...) to
     (efficiency, Rate), best first (a family may key a kernel variant of the same tile shape
     by more fields, which this module passes through).  Estimates within ``TOLERANCE`` of the least count as equal
