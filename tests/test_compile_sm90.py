@@ -248,3 +248,34 @@ def test_sm90_pingpong_runs_a_whole_tile_per_warpgroup(tmp_path):
     c = counts[next(n for n in counts if n.startswith("Float16-kn-sm90_128x128x64_c2x1"))]
     assert c["mbarrier_init"] == coop["mbarrier_init"] + 2, (c, coop)
     assert c["wgmma_n128"] >= 2 * coop["wgmma_n128"], "two m64 wgmma rows per warpgroup"
+
+
+#: Tall tiles (256 x 128 and 256 x 64, 16-bit): each consumer warpgroup issues two m64 wgmma rows
+#: (128 rows of the tile); clustered or not, both A majors, and a split.  Built, not offered by
+#: the wave model.
+_TALL = [
+    ("Float16", "k", "n", {"tile_m": 256, "tile_n": 128, "pdl": True}),
+    ("BFloat16", "m", "k", {"tile_m": 256, "tile_n": 128, "cluster_m": 2, "pdl": True}),
+    ("Float16", "k", "k", {"tile_m": 256, "tile_n": 128, "partials": True}),
+    ("BFloat16", "m", "n", {"tile_m": 256, "tile_n": 64}),
+]
+
+
+def test_sm90_tall_tiles_issue_two_wgmma_rows_per_warpgroup(tmp_path):
+    """A 256-row tile: two consumer warpgroups of 128 rows each (two m64 wgmma per k-block),
+    epilogue sub-tiles of 128 rows, one epilogue barrier (no per-warpgroup one), no spills."""
+    counts = compile_in_child("sm_90a", _CHILD, _TALL, tmp_path)
+    one_row = compile_in_child("sm_90a", _CHILD, [
+        ("Float16", "k", "n", {"tile_m": 128, "tile_n": 128, "pdl": True})], tmp_path)
+    base = next(iter(one_row.values()))
+    assert len(counts) == len(_TALL)
+    for name, c in counts.items():
+        assert "_256x" in name, name
+        width = int(name.split("-")[2].split("_")[1].split("x")[1])
+        assert c["tma_load"] >= 2 and c["tma_store"] >= 1 and c["setmaxnreg"] == 2, f"{name}: {c}"
+        assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
+        assert c["barrier_by_register"] == 0, f"{name}: {c}"
+        assert (c["multicast"] >= 1) == ("_c2x1_" in name), f"{name}: {c}"
+        if width == 128:
+            assert c["wgmma_n128"] >= 2 * base["wgmma_n128"], f"{name}: {c} against {base}"
+

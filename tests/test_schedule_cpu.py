@@ -706,3 +706,20 @@ def test_a_kernel_that_hides_epilogues_still_pays_the_last_one():
 
     assert cost(hidden, 12) == cost(rate, 12)  # one wave
     assert abs(cost(rate, 24) - cost(hidden, 24) - waves.WAVE_SECONDS) < 1e-12
+
+
+def test_tall_tile_configuration():
+    """256-row tiles (built, compile-checked, not yet measured): never offered by the model or
+    the tuner; each of the two consumer warpgroups owns 128 rows; the epilogue stores 128-row
+    sub-tiles; wider than 128, stream-K and pingpong are refused."""
+    from cutematmul.configs.sm90 import Config
+
+    for shape in [(8192, 8192, 8192), (4096, 14336, 4096), (64 * 1024, 1024, 1024)]:
+        assert all(c.tile_m <= 128 for c, _, _ in sm90.candidates(*shape, 1, 132)), shape
+    tall = Config(tile_m=256, tile_n=128)
+    tall.validate()
+    assert (tall.consumer_warpgroups, tall.epi_m, tall.ab_stages(2)) == (2, 128, 4)
+    assert (Config(tile_m=128).consumer_warpgroups, Config(tile_m=64).epi_m) == (2, 64)
+    for bad in ({"tile_n": 256}, {"streamk": True}, {"pingpong": True}):
+        with pytest.raises(ValueError, match="tile_m=256|pingpong"):
+            Config(tile_m=256, **{"tile_n": 128, **bad}).validate()

@@ -66,13 +66,15 @@ class Config:
 
     @property
     def consumer_warpgroups(self) -> int:
-        return 2 if self.pingpong else self.tile_m // 64
+        """One per 64 rows of the tile, at most two (a 256-row tile gives each 128 rows)."""
+        return 2 if self.pingpong else min(2, self.tile_m // 64)
 
     @property
     def epi_m(self) -> int:
-        """Rows of an epilogue sub-tile: the tile's, or 64 under pingpong (each warpgroup stores
-        its own tile, 64 rows at a time)."""
-        return 64 if self.pingpong else self.tile_m
+        """Rows of an epilogue sub-tile: those the consumer warpgroups of one tile cover with
+        one m64 wgmma row each (the tile's, or 128 of a 256-row tile), or 64 under pingpong
+        (each warpgroup stores its own tile, 64 rows at a time)."""
+        return 64 if self.pingpong else min(self.tile_m, 128)
 
     def ab_stages(self, itemsize: int, parts: int = 1) -> int:
         """Stages of the A/B ring: the requested count, or as many as fit.  ``parts``: tiles
@@ -104,8 +106,15 @@ class Config:
         return (_SMEM_BYTES - _SMEM_RESERVED - epilogue) // per_stage
 
     def validate(self) -> None:
-        if self.tile_m not in (64, 128):
-            raise ValueError(f"Config.tile_m must be 64 or 128, got {self.tile_m}.")
+        if self.tile_m not in (64, 128, 256):
+            raise ValueError(f"Config.tile_m must be 64, 128 or 256, got {self.tile_m}.")
+        if self.tile_m == 256 and (self.tile_n > 128 or self.streamk or self.pingpong):
+            # Each consumer warpgroup holds 128 rows' fp32 accumulators: 128 per thread at 128
+            # columns.  Built and compile-checked for data-parallel and split-K schedules only.
+            raise ValueError("Config.tile_m=256 (tall tiles) is built for tile_n <= 128, without "
+                             f"stream-K or pingpong; got {self.tile_m}x{self.tile_n}"
+                             + (", stream-K" if self.streamk else "")
+                             + (", pingpong" if self.pingpong else "") + ".")
         if self.tile_n not in _TILE_N:
             raise ValueError(
                 f"Config.tile_n must be one of {', '.join(map(str, _TILE_N))}; got {self.tile_n}."

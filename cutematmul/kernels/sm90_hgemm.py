@@ -21,8 +21,10 @@ How
       mbarrier pair per stage (full: TMA bytes landed, empty: consumers are done) forms the pipeline.
     * Consumers run ``wgmma.mma_async`` (m64 x tile_n x k16) straight from shared memory, keeping one
       k-tile of wgmma in flight while the next stage's barrier is awaited.  With tile_m = 128 the two
-      consumer warpgroups each own 64 rows of the tile; their registers are raised with setmaxnreg
-      while the producer's are lowered.
+      consumer warpgroups each own 64 rows of the tile, with tile_m = 256 (16-bit, tile_n <= 128)
+      two m64 wgmma rows, 128 rows, each (the tall tiles cuBLAS runs on large products, not yet
+      measured here: not offered by ``configs/sm90``); their registers are raised with
+      setmaxnreg while the producer's are lowered.
     * Persistent scheduling: the grid holds one CTA (or cluster) per SM and walks the work units
       (output tile x batch x K-split) with a stride of the grid size; tiles are visited in groups of ``raster_group`` tile-rows so
       the CTAs running at one time share A and B tiles in L2.  While consumers run the epilogue of a
@@ -92,7 +94,7 @@ Constraints
     tile_n <= 192, and its stages are twice as large (two parts each).  Split-K needs
     ``Config.partials`` (fp32 C).  Every operand's base address, leading stride and batch stride
     must be 16-byte aligned (a TMA rule); the host stages other inputs into aligned copies.  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
-    {64, 128}, tile_n in {64, 128, 160, 192, 224, 256} (also 16 and 32 with ``partials``: the
+    {64, 128, 256} (256: 16-bit, tile_n <= 128, no stream-K), tile_n in {64, 128, 160, 192, 224, 256} (also 16 and 32 with ``partials``: the
     narrow tiles of transposed small-M products; an N-major B tile 160 or 224 wide is 64-byte
     swizzled, the shared-memory atom ``hopper_helpers`` picks for a width that is a multiple of
     32 but not of 64), tile_k = 64, clusters of at most 2 CTAs.  Pingpong: 16-bit inputs,
@@ -175,8 +177,9 @@ class Sm90Hgemm:
         if self.promote and config.streamk:
             raise ValueError(f"Sm90Hgemm {dtype} keeps split-K (its promoted sums are bounded per split); "
                              "stream-K is not built for it.")
-        if config.pingpong and self.tf32:
-            raise ValueError(f"Sm90Hgemm {dtype}: pingpong is built for 16-bit inputs only.")
+        if (config.pingpong or config.tile_m > 128) and self.tf32:
+            raise ValueError(f"Sm90Hgemm {dtype}: pingpong and 256-row tiles are built for 16-bit "
+                             "inputs only.")
         if self.promote and config.tile_n > 192:
             raise ValueError(f"Sm90Hgemm {dtype} keeps two accumulators: tile_n <= 192, got {config.tile_n}.")
         self.a_major, self.b_major = a_major, b_major
