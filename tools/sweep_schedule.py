@@ -26,9 +26,12 @@ from cutematmul.configs import simt, sm90
 SHAPES = [(16, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192),
           (16, 4096, 4096), (1, 4096, 4096), (16, 1024, 4096), (32, 14336, 4096),
           (1000, 1000, 1000), (1536, 1536, 1536), (768, 768, 768)]
-# (tile_m, tile_n, transposed) candidates per family; splits are crossed with them.
+# (tile_m, tile_n, transposed[, "pingpong"]) candidates per family; splits are crossed with
+# them.  sm90 also has its pingpong schedule and its 256-row (tall) tile, which the wave model
+# does not offer (``configs/sm90``: measured here first).
 CANDIDATES = {
     "float16": (sm90, [(128, 256, False), (128, 192, False), (128, 128, False), (64, 128, False),
+                       (128, 128, False, "pingpong"), (256, 128, False),
                        (128, 16, True), (128, 32, True), (128, 64, True), (64, 16, True),
                        (64, 32, True), (128, 16, False), (128, 32, False), (128, 64, False),
                        (64, 16, False), (64, 32, False), (64, 64, False)], [1, 2, 4]),
@@ -63,26 +66,34 @@ def time_us(fn, reps: int = 20, bursts: int = 5) -> float:
 CLUSTERS = ((1, 1), (2, 1), (1, 2))
 
 
-def _config(module, tm: int, tn: int, transposed: bool, splits: int, cluster=(1, 1)):
+def _config(module, tm: int, tn: int, transposed: bool, splits: int, cluster=(1, 1),
+            pingpong: bool = False):
     if module is sm90:
         return sm90.Config(tile_m=tm, tile_n=tn, epi_n=min(32, tn), cluster_m=cluster[0],
-                           cluster_n=cluster[1], partials=splits > 1 or transposed or tn < 64)
+                           cluster_n=cluster[1], partials=splits > 1 or transposed or tn < 64,
+                           pingpong=pingpong)
     if tm in simt.GEMV_ROWS:  # the row-streaming kernel (transposed: on C^T)
         return simt.gemv_config(tm)
     return simt._config(tm, tn, _SIMT_THREADS[(tm, tn)])
 
 
-def _label(tm: int, tn: int, splits: int, transposed: bool, cluster=(1, 1)) -> str:
-    """A configuration as the output prints it, e.g. ``64x128/s2`` or ``128x256/s1/c2x1``."""
+def _label(tm: int, tn: int, splits: int, transposed: bool, cluster=(1, 1),
+           pingpong: bool = False) -> str:
+    """A configuration as the output prints it, e.g. ``64x128/s2``, ``128x256/s1/c2x1`` or
+    ``128x128/s1/c2x1/pp`` (pingpong)."""
     return (f"{tm}x{tn}/s{splits}{'T' if transposed else ''}"
-            + (f"/c{cluster[0]}x{cluster[1]}" if cluster != (1, 1) else ""))
+            + (f"/c{cluster[0]}x{cluster[1]}" if cluster != (1, 1) else "")
+            + ("/pp" if pingpong else ""))
 
 
 def candidates(dtype: str, m: int, n: int, clusters: bool):
     """(config, splits, transposed, label) of every forced candidate for an M x N product."""
     module, tiles, split_counts = CANDIDATES[dtype]
     shapes = CLUSTERS if clusters and module is sm90 else ((1, 1),)
-    for (tm, tn, tr), s, c in itertools.product(tiles, split_counts, shapes):
+    for (tm, tn, tr, *kind), s, c in itertools.product(tiles, split_counts, shapes):
+        pingpong = kind == ["pingpong"]
+        if (pingpong or tm > 128) and c == (1, 2):
+            continue  # pingpong and the tall tile: run (pingpong) or compiled in 1x1 and 2x1 only
         if module is simt and tm in simt.GEMV_ROWS:
             # Row-streaming CTAs hold all of M (or, transposed, all of N) and no more than the
             # next row count up.
@@ -93,7 +104,8 @@ def candidates(dtype: str, m: int, n: int, clusters: bool):
             continue
         elif module is sm90 and not tr and tn < 128 and not (tn >= n and c == (1, 1)):
             continue  # narrow tiles untransposed: small-N products (all of N in the tile)
-        yield _config(module, tm, tn, tr, s, c), s, tr, _label(tm, tn, s, tr, c)
+        yield (_config(module, tm, tn, tr, s, c, pingpong), s, tr,
+               _label(tm, tn, s, tr, c, pingpong))
 
 
 def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn") -> None:
@@ -111,7 +123,9 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn")
         cfg, splits, transposed = module.choose_schedule(m, n, k, 1, 132, majors=majors)
         picked = time_us(lambda: cutematmul.matmul(a, b, out=out))
         cluster = (getattr(cfg, "cluster_m", 1), getattr(cfg, "cluster_n", 1))  # sm90 only
-        row = [f"pick {_label(cfg.tile_m, cfg.tile_n, splits, transposed, cluster)} "
+        label = _label(cfg.tile_m, cfg.tile_n, splits, transposed, cluster,
+                       getattr(cfg, "pingpong", False))
+        row = [f"pick {label} "
                f"{picked:.1f}us ({cublas / picked:.2f}x)"]
         problem = launch.planned_launch(adapter_for(a), a, b).problem
         for config, s, tr, label in candidates(dtype, m, n, clusters):
