@@ -85,6 +85,11 @@ def test_sm90_compiles_with_tma_and_wgmma(tmp_path):
         assert c["pdl_wait"] == c["pdl_launch"] == 0, f"{name}: grid dependency control: {c}"
 
 
+def _tile_n(name: str) -> int:
+    """tile_n of a ``COUNTS`` key, ``<dtype>-<majors>-sm90_<m>x<n>x<k>_...``."""
+    return int(name.split("-")[2].split("_")[1].split("x")[1])
+
+
 #: The widths that are no power of two (configs.sm90._WIDE_EFFICIENCY): both B majors (an
 #: N-major B tile of 160 or 224 is 64-byte swizzled), both A majors, unclustered, and split.
 _WIDE = [
@@ -103,7 +108,7 @@ def test_sm90_wide_tiles_issue_wgmma_of_their_width(tmp_path):
     counts = compile_in_child("sm_90a", _CHILD, _WIDE, tmp_path)
     assert len(counts) == len(_WIDE)
     for name, c in counts.items():
-        width = int(name.split("-")[2].split("_")[1].split("x")[1])
+        width = _tile_n(name)
         assert width in (160, 224), name
         assert c[f"wgmma_n{width}"] >= 4, f"{name}: no m64n{width}k16 wgmma: {c}"
         assert c["tma_load"] >= 2 and c["tma_store"] >= 1 and c["setmaxnreg"] == 2, f"{name}: {c}"
@@ -235,7 +240,7 @@ def test_sm90_pingpong_runs_a_whole_tile_per_warpgroup(tmp_path):
     assert len(counts) == len(_PINGPONG)
     for name, c in counts.items():
         assert "_pingpong" in name, name
-        width = int(name.split("-")[2].split("_")[1].split("x")[1])
+        width = _tile_n(name)
         assert c[f"wgmma_n{width}"] >= 4 and c["tma_load"] >= 2 and c["tma_store"] >= 1, name
         assert c["setmaxnreg"] == 2 and c["local"] == 0, f"{name}: {c}"
         assert c["barrier_by_register"] >= 1, f"{name}: no per-warpgroup epilogue barrier: {c}"
@@ -271,7 +276,7 @@ def test_sm90_tall_tiles_issue_two_wgmma_rows_per_warpgroup(tmp_path):
     assert len(counts) == len(_TALL)
     for name, c in counts.items():
         assert "_256x" in name, name
-        width = int(name.split("-")[2].split("_")[1].split("x")[1])
+        width = _tile_n(name)
         assert c["tma_load"] >= 2 and c["tma_store"] >= 1 and c["setmaxnreg"] == 2, f"{name}: {c}"
         assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
         assert c["barrier_by_register"] == 0, f"{name}: {c}"

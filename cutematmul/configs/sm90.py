@@ -76,6 +76,12 @@ class Config:
         (each warpgroup stores its own tile, 64 rows at a time)."""
         return 64 if self.pingpong else min(self.tile_m, 128)
 
+    @property
+    def epi_rings(self) -> int:
+        """Rings of ``epi_stages`` epilogue sub-tiles: one per consumer warpgroup under pingpong
+        (each stores its own tile), else one that the tile's warpgroups share."""
+        return self.consumer_warpgroups if self.pingpong else 1
+
     def ab_stages(self, itemsize: int, parts: int = 1) -> int:
         """Stages of the A/B ring: the requested count, or as many as fit.  ``parts``: tiles
         of A and of B per stage (2 for 3xTF32, whose stages hold both split parts)."""
@@ -100,9 +106,7 @@ class Config:
         """How many A/B stages fit in shared memory beside the epilogue ring."""
         per_stage = (self.tile_m + self.tile_n) * self.tile_k * itemsize * parts
         c_itemsize = 4 if self.partials else itemsize
-        # The epilogue ring, one per consumer warpgroup under pingpong.
-        rings = self.consumer_warpgroups if self.pingpong else 1
-        epilogue = rings * self.epi_m * self.epi_n * c_itemsize * self.epi_stages
+        epilogue = self.epi_rings * self.epi_m * self.epi_n * c_itemsize * self.epi_stages
         return (_SMEM_BYTES - _SMEM_RESERVED - epilogue) // per_stage
 
     def validate(self) -> None:

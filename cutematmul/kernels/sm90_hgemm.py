@@ -200,8 +200,8 @@ class Sm90Hgemm:
         self.c_dtype = cutlass.Float32 if config.partials or self.tf32 else self.dtype
         self.stages = config.stage_count(self.dtype.width // 8, self.parts)
         self.epi_tile = (config.epi_m, config.epi_n)
-        #: Epilogue buffers: a ring of ``epi_stages``, one per consumer warpgroup under pingpong.
-        self.epi_buffers = config.epi_stages * (self.consumers if self.pingpong else 1)
+        #: Epilogue buffers: ``Config.epi_rings`` rings of ``epi_stages``.
+        self.epi_buffers = config.epi_stages * config.epi_rings
         self.consumer_registers = 232 if self.consumers == 2 else 240
         # A tile is shared along the cluster's N extent, a B tile along its M extent.
         self.a_mcast = config.cluster_n
