@@ -339,7 +339,7 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
                 aligns[i] = 1
     configs = family.configs()
     transposed = False
-    orientation = schedule_options(family, dtype, a_major, b_major)
+    orientation = schedule_options(family, dtype, a_major, b_major, align_bytes[2] >= 16)
     flip = orientation.get("swapped", False)
     if tuned is not None and getattr(tuned[0], "streamk", False) and not configs.streamk_fits(
             tuned[0], *((n, m) if flip else (m, n)), k, batch):
@@ -375,14 +375,17 @@ def through_workspace(config, splits: int, transposed: bool) -> bool:
     return splits > 1 or transposed or getattr(config, "partials", False)
 
 
-def schedule_options(family: Family, dtype: str, a_major: str, b_major: str) -> dict:
+def schedule_options(family: Family, dtype: str, a_major: str, b_major: str,
+                     c_aligned: bool = True) -> dict:
     """The keyword arguments the family's schedule functions (``choose_schedule``,
-    ``candidates``, ``choose_config``) take from the operand majors: its configs module's
-    ``schedule_options``, ``{}`` for a family without one.  sm90: ``{"swapped": True}`` for a
-    kernel that computes C^T = B^T A^T itself (one-pass TF32 with an N-major B), whose tiles
-    cover (N, M); simt: the majors, which decide where its row-streaming kernel reads well."""
+    ``candidates``, ``choose_config``) take from the operand majors and from whether C's rows
+    are whole 16-byte vectors (``c_aligned``): its configs module's ``schedule_options``,
+    ``{}`` for a family without one.  sm90: ``{"swapped": True}`` for a kernel that computes
+    C^T = B^T A^T itself (one-pass TF32 with an N-major B), whose tiles cover (N, M), and
+    ``c_aligned`` (a small-N product with a C that TMA cannot store goes through the
+    workspace); simt: the majors, which decide where its row-streaming kernel reads well."""
     options = getattr(family.configs(), "schedule_options", None)
-    return {} if options is None else options(dtype, a_major, b_major)
+    return {} if options is None else options(dtype, a_major, b_major, c_aligned)
 
 
 #: ``tunable``'s limit when it lists every schedule a tuned record may name.
@@ -399,7 +402,8 @@ def tunable(problem: Problem, limit: int) -> list[tuple[Any, int, bool]]:
     configs = family.configs()
     if not family.split_k or not hasattr(configs, "candidates"):
         return []
-    orientation = schedule_options(family, problem.math, problem.a_major, problem.b_major)
+    orientation = schedule_options(family, problem.math, problem.a_major, problem.b_major,
+                                   problem.align_c >= 16)
     return configs.candidates(problem.m, problem.n, problem.k, problem.batch, problem.num_sms,
                               math=problem.math, limit=limit, **orientation)
 

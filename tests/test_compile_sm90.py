@@ -152,6 +152,33 @@ def test_sm90_split_k_partials_store_fp32_with_tma(tmp_path):
         assert (c["multicast"] >= 1) == ("_c2x1_" in name), f"{name}: {c}"
 
 
+#: Narrow tiles of small-N products storing a 16-bit C themselves (unsplit, ``narrow_n``): in
+#: 2x1 clusters as the dispatcher runs them, both B majors, 64- and 128-row, and unclustered.
+_NARROW_DIRECT = [
+    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 16, "epi_n": 16, "cluster_m": 2, "pdl": True}),
+    ("BFloat16", "k", "n", {"tile_m": 128, "tile_n": 32, "cluster_m": 2, "pdl": True}),
+    ("Float16", "m", "k", {"tile_m": 64, "tile_n": 16, "epi_n": 16, "cluster_m": 2, "pdl": True}),
+    ("BFloat16", "k", "k", {"tile_m": 64, "tile_n": 32, "cluster_m": 2, "pdl": True}),
+    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 32}),
+]
+
+
+def test_sm90_narrow_tiles_store_a_16bit_c_with_stmatrix_and_tma(tmp_path):
+    """An unsplit narrow tile (16 or 32 wide) converts its accumulators to C's dtype, writes
+    them with stmatrix and stores them by TMA, as the wide tiles do; clustered, B multicast;
+    no spills."""
+    counts = compile_in_child("sm_90a", _CHILD, _NARROW_DIRECT, tmp_path)
+    assert len(counts) == len(_NARROW_DIRECT)
+    for name, c in counts.items():
+        assert "_partials" not in name and _tile_n(name) in (16, 32), name
+        assert c["wgmma"] >= 4 and c["tma_load"] >= 2, f"{name}: {c}"
+        assert c["stmatrix"] >= 1 and c["tma_store"] >= 1, f"{name}: no 16-bit TMA epilogue: {c}"
+        assert c["setmaxnreg"] == 2, name
+        assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
+        assert (c["multicast"] >= 1) == ("_c2x1_" in name), f"{name}: {c}"
+        assert c["pdl_wait"] == (1 if name.endswith("_pdl") else 0), f"{name}: {c}"
+
+
 _STREAMK = [
     ("Float16", "k", "n", {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "streamk": True}),
     ("BFloat16", "m", "k", {"tile_m": 64, "tile_n": 128, "streamk": True}),

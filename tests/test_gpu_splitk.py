@@ -92,10 +92,13 @@ def test_split_k_is_bitwise_deterministic(mk, dtype):
     check_matmul(first, a, b, dtype)
 
 
-#: (M, N, K) of 16-bit small-N products (``configs.sm90.narrow_n``): N <= 32 on the narrow tiles
-#: through the workspace, tails in M, N and K, unsplit and split; 32 < N <= 64 on 64 x 64 tiles.
+#: (M, N, K) of 16-bit small-N products (``configs.sm90.narrow_n``): N <= 32 on the narrow tiles,
+#: tails in M, N and K, split (through the workspace) and unsplit (C stored by the kernel in 2x1
+#: clusters; 8300 and 14337 rows leave the last cluster's second CTA without rows); 32 < N <= 64
+#: on 64 x 64 tiles.
 SMALL_N_SHAPES = [(4096, 8, 4096), (1000, 7, 4100), (2056, 31, 3001), (8192, 16, 1024),
-                  (4100, 24, 8192), (300, 1, 5000), (3000, 48, 2048), (1030, 64, 1000)]
+                  (4100, 24, 8192), (300, 1, 5000), (3000, 48, 2048), (1030, 64, 1000),
+                  (8300, 24, 1000), (14337, 9, 4096), (16384, 32, 2050)]
 
 
 @pytest.mark.parametrize("shape", SMALL_N_SHAPES, ids=lambda s: "x".join(map(str, s)))
@@ -106,7 +109,8 @@ def test_small_n_products_are_correct(mk, dtype, layout, shape):
     _, key, splits, transposed = dispatched(dtype, m, n, k)
     assert not transposed
     if n <= 32:
-        assert key.config.partials and key.config.tile_n < 64, f"{shape}: not a narrow tile"
+        assert key.config.tile_n < 64, f"{shape}: not a narrow tile"
+        assert key.config.partials == (splits > 1), f"{shape}: {key.config.name}, {splits} splits"
     else:
         assert (key.config.tile_m, key.config.tile_n) == (64, 64), f"{shape}: {key.config.name}"
     a, b = layout_operands(mk, m, n, k, layout, dtype)
@@ -122,8 +126,8 @@ def test_small_n_with_a_broadcast_batch_a_strided_out_and_bitwise_repeats(mk, dt
     import torch
 
     m, n, k = 2000, 24, 4096
-    _, key, _, _ = dispatched(dtype, m, n, k, 3)
-    assert key.config.partials and key.config.tile_n == 32
+    _, key, splits, _ = dispatched(dtype, m, n, k, 3)
+    assert key.config.tile_n == 32 and key.config.partials == (splits > 1)
     a = mk.randn((3, m, k), dtype)
     b = mk.randn((k, n), dtype)
     wide = mk.poisoned((3, m, n + 40), dtype)
@@ -137,6 +141,31 @@ def test_small_n_with_a_broadcast_batch_a_strided_out_and_bitwise_repeats(mk, dt
         assert torch.equal(again.view(torch.int16), first.view(torch.int16))
     col = mk.poisoned((3, n, m), dtype).transpose(-1, -2)
     check_matmul(cutematmul.matmul(a, b, out=col), a, b, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("b_layout", ["n", "t"])
+def test_small_n_unsplit_stores_c_itself_in_clusters_and_nothing_outside_out(mk, dtype, b_layout):
+    """An unsplit narrow tile stores its 16-bit C by TMA in 2x1 clusters (an odd count of tile
+    rows: the last cluster's second CTA has none).  Into a view of a wider buffer whose
+    columns past N are inside the tile's width: TMA clips them, nothing outside the view is
+    written; bitwise repeats."""
+    import torch
+
+    m, n, k = 8300, 24, 1000
+    _, key, splits, transposed = dispatched(dtype, m, n, k)
+    config = key.config
+    assert (splits, transposed, config.partials) == (1, False, False), (splits, config)
+    assert (config.tile_n, config.cluster_m) == (32, 2) and -(-m // config.tile_m) % 2 == 1
+    a, b = layout_operands(mk, m, n, k, "n" + b_layout, dtype)
+    wide = mk.poisoned((m, n + 40), dtype)
+    out = wide[:, 8:n + 8]
+    first = cutematmul.matmul(a, b, out=out)
+    check_matmul(first, a, b, dtype)
+    assert torch.isnan(wide[:, :8]).all() and torch.isnan(wide[:, n + 8:]).all(), \
+        "a narrow tile wrote outside the out view"
+    for _ in range(2):
+        assert torch.equal(cutematmul.matmul(a, b).view(torch.int16), first.view(torch.int16))
 
 
 @pytest.mark.parametrize("shape", [(4096, 4, 4096), (1000, 12, 3000), (257, 3, 999)],

@@ -59,7 +59,8 @@ DTYPES = ["float32", "float16", "bfloat16"]
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(1, 1, 1), (7, 5, 3), (128, 256, 64), (257, 129, 95), (1000, 1000, 1000),
-                                   (2048, 4096, 384)],  # 16-bit: the pingpong kernel, also in XLA
+                                   (2048, 4096, 384),  # 16-bit: the pingpong kernel, also in XLA
+                                   (8300, 24, 1000), (4100, 5, 777)],  # 16-bit: narrow tiles, 2x1
                          ids=lambda s: "x".join(map(str, s)))
 def test_jit_and_eager(dtype, shape):
     m, n, k = shape
@@ -87,7 +88,8 @@ def test_transposed_views_inside_jit_are_not_copied(dtype, layout):
 
 
 @pytest.mark.parametrize("shapes", [((3, 64, 32), (3, 32, 48)), ((3, 64, 32), (32, 48)), ((64, 32), (2, 3, 32, 48)),
-                                    ((2, 1, 16, 8), (3, 8, 4)), ((32,), (3, 32, 8)), ((5, 16, 32), (32,))])
+                                    ((2, 1, 16, 8), (3, 8, 4)), ((32,), (3, 32, 8)), ((5, 16, 32), (32,)),
+                                    ((2, 3000, 256), (256, 24))])
 def test_batched_broadcast(shapes):
     a, b = _randn(shapes[0], "float16", 4), _randn(shapes[1], "float16", 5)
     _check(jax.jit(cutematmul.matmul)(a, b), _ref(a, b), "float16")

@@ -162,18 +162,28 @@ def test_sm80_never_splits():
 @pytest.mark.parametrize("m, k", [(1000, 4100), (4096, 4096), (8192, 8192), (14336, 4096)])
 def test_small_n_16bit_products_run_untransposed_on_one_narrow_tile_column(math, m, n, k):
     """N <= 32 (M >= 4 N): the narrow tiles untransposed, all of N in the tile's width, never
-    more than twice the narrowest such width, always through the workspace; with B N-major
-    (its K-tiles rows of a few dozen bytes) 128-row tiles only.  Not on the XLA route."""
+    more than twice the narrowest such width; with B N-major (its K-tiles rows of a few dozen
+    bytes) 128-row tiles only.  Unsplit they write C themselves, in 2x1 clusters where M spans
+    two tiles; split, through the workspace.  A C of rows that TMA cannot store
+    (``c_aligned=False``) always goes through the workspace.  The XLA route (no workspace)
+    takes them unsplit."""
     for majors in (("k", "n"), ("k", "k"), ("m", "n")):
-        config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132, math=math,
-                                                          majors=majors)
-        assert not transposed and config.partials and config.cluster_m == 1, (majors, config)
-        narrowest = 16 if n <= 16 else 32
-        assert n <= config.tile_n <= 2 * narrowest, f"N = {n} on a {config.tile_n}-wide tile"
-        if majors[1] == "n" and config.tile_n < 64:
-            assert config.tile_m == 128, (majors, config)
+        for c_aligned in (True, False):
+            config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132, math=math,
+                                                              majors=majors, c_aligned=c_aligned)
+            assert not transposed, (majors, config)
+            assert config.partials == (splits > 1 or not c_aligned), (majors, splits, config)
+            two_rows = -(-m // config.tile_m) >= 2
+            assert config.cluster_m == (2 if splits == 1 and two_rows else 1), (majors, config)
+            narrowest = 16 if n <= 16 else 32
+            assert n <= config.tile_n <= 2 * narrowest, f"N = {n} on a {config.tile_n}-wide tile"
+            assert config.epi_n == min(32, config.tile_n), config
+            config.validate()
+            if majors[1] == "n" and config.tile_n < 64:
+                assert config.tile_m == 128, (majors, config)
     xla = sm90.choose_config(m, n, k, 1, 132, math=math)
-    assert not xla.partials and (xla.tile_m, xla.tile_n) == (64, 64), xla
+    assert not xla.partials and n <= xla.tile_n < 64, xla
+    xla.validate()
 
 
 @pytest.mark.parametrize("math", ["tf32", "tf32x3"])
@@ -201,15 +211,21 @@ def test_small_m_stored_m_major_runs_on_128_row_narrow_tiles_where_rows_split_se
         assert across == sm90.choose_schedule(m, n, k, 1, 132, majors=("k", "n")), (m, n, k)
 
 
-def test_a_small_n_launch_goes_through_the_workspace_unsplit_too():
-    for m, n, k in ((4096, 8, 4096), (14336, 16, 4096)):
+def test_a_small_n_launch_writes_c_itself_unsplit_and_through_the_workspace_split():
+    """A narrow-tile launch with an aligned C: split (few tiles), fp32 partials and the
+    reduction; unsplit (a long M), the kernel stores C in 2x1 clusters, no reduction."""
+    for (m, n, k), split in (((4096, 8, 4096), True), ((14336, 16, 4096), False)):
         gemm = plan_gemm((m, k), (k, 1), (k, n), (n, 1), (n, 1))
         spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
         resolved = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, "float16", 2,
                                    (True, True, True), spans, (False, False, False))
-        assert resolved.key.config.partials and resolved.reduce is not None
+        splits = resolved.calls[0][1][4]
+        config = resolved.key.config
+        assert (splits > 1) == split and config.tile_n < 64, (m, n, k, splits, config)
+        assert config.partials == split and (resolved.reduce is not None) == split
+        assert config.cluster_m == (1 if split else 2), config
         assert not resolved.transposed and resolved.key.align_c == 8
-        assert dispatch.through_workspace(resolved.key.config, 1, False)
+        assert dispatch.through_workspace(config, splits, False) == split
 
 
 def test_an_under_aligned_c_is_staged_only_where_the_kernel_itself_would_store_it():

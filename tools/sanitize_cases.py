@@ -381,6 +381,12 @@ def run(families, quick: bool, poison: bool = True) -> int:
                              # B N-major and K-major, tails in M, N and K.
                              (_randn((700, 1000), dtype, gen), _randn((1000, 9), dtype, gen)),
                              (_randn((301, 333), dtype, gen), _randn((27, 333), dtype, gen).T),
+                             # Small N over many rows (sm90): unsplit narrow tiles in 2x1
+                             # clusters, an odd count of tile rows; C stored by the kernel (N =
+                             # 24) or, rows of 18 bytes, through the workspace (N = 9).
+                             (_randn((8300, 1000), dtype, gen), _randn((1000, 24), dtype, gen)),
+                             (_randn((8300, 1000), dtype, gen), _randn((24, 1000), dtype, gen).T),
+                             (_randn((8300, 1000), dtype, gen), _randn((9, 1000), dtype, gen).T),
                              # A few output tiles and a long K: many more than 16 splits.
                              (_randn((64, 16384), dtype, gen), _randn((16384, 8), dtype, gen))):
                     out = _out(torch.matmul(a.to("meta"), b.to("meta")).shape, a.dtype, poison)

@@ -326,9 +326,10 @@ def _gemv_rows(extent: int) -> int | None:
     return next((r for r in GEMV_ROWS if r >= extent), None)
 
 
-def schedule_options(math: str, a_major: str, b_major: str) -> dict:
+def schedule_options(math: str, a_major: str, b_major: str, c_aligned: bool = True) -> dict:
     """The schedule functions' keyword arguments for these majors
-    (``dispatch.schedule_options``): the majors themselves (``gemv_reads``)."""
+    (``dispatch.schedule_options``): the majors themselves (``gemv_reads``).  C's alignment
+    (``c_aligned``) does not change a SIMT schedule."""
     return {"majors": (a_major, b_major)}
 
 

@@ -123,8 +123,11 @@ class Config:
             raise ValueError(
                 f"Config.tile_n must be one of {', '.join(map(str, _TILE_N))}; got {self.tile_n}."
             )
-        if self.tile_n < 64 and not self.partials:
-            raise ValueError(f"Config.tile_n={self.tile_n} (narrow) is only built for fp32 partials.")
+        if self.tile_n < 64 and (self.streamk or (not self.partials and self.tile_k != 64)):
+            # 16-bit C or fp32 partials, data-parallel or split (stream-K measured slower:
+            # ``_NARROW_N_MATH``).
+            raise ValueError(f"Config.tile_n={self.tile_n} (narrow) is built for fp32 partials or "
+                             "a 16-bit C (tile_k 64), without stream-K.")
         if self.tile_k not in (32, 64):
             raise ValueError(f"Config.tile_k must be 64 (16-bit) or 32 (TF32), got {self.tile_k}.")
         if (self.cluster_m, self.cluster_n) not in ((1, 1), (2, 1), (1, 2)):
@@ -213,13 +216,16 @@ def swaps(math: str, a_major: str, b_major: str) -> bool:
     return math == "tf32" and b_major == "n"
 
 
-def schedule_options(math: str, a_major: str, b_major: str) -> dict:
+def schedule_options(math: str, a_major: str, b_major: str, c_aligned: bool = True) -> dict:
     """The schedule functions' keyword arguments for these majors (``dispatch.schedule_options``):
-    the majors (the narrow tiles' choice, ``_narrow_tiles``), and ``swapped`` where the kernel
-    computes C^T = B^T A^T itself (``swaps``)."""
+    the majors (the narrow tiles' choice, ``_narrow_tiles``), ``swapped`` where the kernel
+    computes C^T = B^T A^T itself (``swaps``), and ``c_aligned`` False where C's rows are no
+    whole 16-byte vectors (``narrow_n``: the reduction, not TMA, then writes a small-N C)."""
     options = {"majors": (a_major, b_major)}
     if swaps(math, a_major, b_major):
         options["swapped"] = True
+    if not c_aligned:
+        options["c_aligned"] = False
     return options
 
 
@@ -312,6 +318,15 @@ _UNTRANSPOSED_FILL = 0.75
 #: tile row of M; at N <= 32 that is the XLA route's, which has no workspace): 4096x64x4096 nn
 #: 21.0 / 12.9 (64 x 64 unsplit) / 13.8, 8192x64x8192 63.4 / 34.5 / 38.0; at N = 32 64 x 64
 #: unsplit took 14.8 us at 4096x32x4096 against 20.9.
+#: Unsplit, they store C themselves (no workspace, no reduction) in 2x1 clusters where M spans
+#: two tiles, and 128 rows of them (64 CTAs and more) draw the bandwidth as the wide tiles do
+#: (``waves.Rate.unsplit_saturation``); split, they write fp32 partials unclustered, as
+#: before.  H200, 2026-12-02, fp16, us, through the workspace / C stored, 1x1 / C stored, 2x1
+#: (cuBLAS): nn 14336x24x4096 37.0 / 35.9 / 33.2 (32.7), 16384x24x2048 25.9 / 22.1 / 19.3
+#: (20.7), 30000x32x1024 26.2 / 19.0 / 18.3 (20.1), 8192x32x4096 22.7 (2 splits) / 19.9 / 19.5
+#: (20.5); nt 14336x32x4096 35.6 / 32.4 / 32.0 (32.0).  Stream-K on them was slower (36.0,
+#: 23.5, 22.7, 24.3, 35.5).  The picks before / after over 80 products (M 2048-30000, N 8, 16,
+#: 24 and 32, K 1024 and 4096; same method): B N-major 0.933x / 1.088x, K-major 0.959x / 1.127x.
 _NARROW_N_MATH = ("float16", "bfloat16")
 #: With the short operand stored along its short side (B N-major for small N, A M-major for
 #: small M), the narrow tiles of fewer rows than this are not offered: each K-tile of that
@@ -392,8 +407,8 @@ def gemm_k(k: int, math: str) -> int:
 
 def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
                     max_splits: int = waves.MAX_SPLITS, math: str = "float16",
-                    swapped: bool = False,
-                    majors: tuple[str, str] = ("k", "n")) -> tuple[Config, int, bool]:
+                    swapped: bool = False, majors: tuple[str, str] = ("k", "n"),
+                    c_aligned: bool = True) -> tuple[Config, int, bool]:
     """(configuration, K-splits, transposed) of least estimated time under the wave model.
 
     With persistent CTAs the last wave is what idles SMs: 128 tiles on 132 SMs use 97% of the
@@ -410,9 +425,11 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     (the XLA route) never takes it.
 
     Small-N 16-bit products (``narrow_n``: N <= ``SMALL_M``, M >= 4 N) run on the same narrow
-    tiles untransposed (rows along M, all of N in the tile's width), also through the workspace
-    (``Config.partials``, split or not).  ``majors`` (A's, B's) decide which narrow tiles are
-    offered (``_narrow_tiles``).
+    tiles untransposed (rows along M, all of N in the tile's width).  Unsplit they write C
+    themselves, in 2x1 clusters where M spans two tiles (``_NARROW_N_MATH``); split, or with
+    ``c_aligned`` False (C rows of no whole 16-byte vectors, which TMA cannot store), through
+    the workspace.  ``majors`` (A's, B's) decide which narrow tiles are offered
+    (``_narrow_tiles``).
 
     ``swapped``: the kernel computes C^T = B^T A^T itself (``swaps``), so unless the product is
     computed transposed its tiles are chosen over (N, M) (a small-M product's transposed route
@@ -421,7 +438,8 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     ``math`` (``MATH_TYPES``) sets the K-tile and the rate; 3xTF32 is scheduled as the three
     products it runs (``gemm_k``).
     """
-    m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped, majors)
+    m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped, majors,
+                                  c_aligned)
     rows, cols = (n, m) if space.transposed else (m, n)
     tile, splits = waves.best(rows, cols, space.k, batch, num_sms, space.tile_k, space.tiles,
                               max_splits, workspace=space.workspace, min_splits=space.fewest)
@@ -450,8 +468,8 @@ def _streamk_candidate(m: int, n: int, space: "_Space", batch: int, num_sms: int
         return None
     found = []
     for order, (tile, (efficiency, rate)) in enumerate(space.tiles.items()):
-        if tile in _WIDE_EFFICIENCY or len(tile) > 2:  # stream-K: cooperative power-of-two tiles
-            continue
+        if tile in _WIDE_EFFICIENCY or len(tile) > 2 or tile[1] < 64:
+            continue  # stream-K: cooperative power-of-two tiles at least 64 wide
         tiles, slots = -(-m // tile[0]) * -(-n // tile[1]) * batch, num_sms * rate.slots
         if tiles % slots == 0 or not _STREAMK_WAVES[0] <= tiles / slots <= _STREAMK_WAVES[1]:
             continue
@@ -464,15 +482,17 @@ def _streamk_candidate(m: int, n: int, space: "_Space", batch: int, num_sms: int
 
 def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                max_splits: int = waves.MAX_SPLITS, math: str = "float16",
-               limit: int = 8, swapped: bool = False,
-               majors: tuple[str, str] = ("k", "n")) -> list[tuple[Config, int, bool]]:
+               limit: int = 8, swapped: bool = False, majors: tuple[str, str] = ("k", "n"),
+               c_aligned: bool = True) -> list[tuple[Config, int, bool]]:
     """What the autotuner times (``cutematmul.tune``): the ``limit`` schedules the wave model
     ranks best, each 16-bit clustered one but the wide tiles also unclustered, and a stream-K
     schedule where the tiles leave a partial wave (``_streamk_candidate``); ``choose_schedule``'s
-    pick first; ``swapped`` and ``majors`` as there.
+    pick first; ``swapped``, ``majors`` and ``c_aligned`` as there.
     Every one computes the same product (the 3xTF32 split floor for accuracy included)."""
-    found = [choose_schedule(m, n, k, batch, num_sms, max_splits, math, swapped, majors)]
-    m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped, majors)
+    found = [choose_schedule(m, n, k, batch, num_sms, max_splits, math, swapped, majors,
+                             c_aligned)]
+    m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped, majors,
+                                  c_aligned)
     rows, cols = (n, m) if space.transposed else (m, n)
     scored = waves.ranked(rows, cols, space.k, batch, num_sms, space.tile_k, space.tiles,
                           max_splits, workspace=space.workspace, min_splits=space.fewest)
@@ -514,26 +534,29 @@ def transposes(m: int, n: int, batch: int, num_sms: int, max_splits: int) -> boo
     return m <= NARROW_M or -(-n // 128) * batch < _UNTRANSPOSED_FILL * num_sms
 
 
-def narrow_n(m: int, n: int, max_splits: int, math: str) -> bool:
-    """Whether a product runs on the narrow tiles untransposed, through the workspace: 16-bit
-    (``_NARROW_N_MATH``), N at most ``SMALL_M`` and M at least 4 N.  Never without the
-    workspace (``max_splits`` 1: the XLA route)."""
-    return max_splits > 1 and math in _NARROW_N_MATH and n <= SMALL_M and m >= 4 * n
+def narrow_n(m: int, n: int, max_splits: int, math: str, c_aligned: bool = True) -> bool:
+    """Whether a product runs on the narrow tiles untransposed: 16-bit (``_NARROW_N_MATH``), N
+    at most ``SMALL_M`` and M at least 4 N, where the kernel may write C (``c_aligned``: rows of
+    whole 16-byte vectors) or the workspace may (``max_splits`` > 1; not the XLA route)."""
+    return (math in _NARROW_N_MATH and n <= SMALL_M and m >= 4 * n
+            and (c_aligned or max_splits > 1))
 
 
 def _oriented_space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
-                    math: str, swapped: bool, majors: tuple[str, str]) -> tuple[int, int, _Space]:
+                    math: str, swapped: bool, majors: tuple[str, str],
+                    c_aligned: bool = True) -> tuple[int, int, _Space]:
     """(M, N, space) as the kernel covers the product: with ``swapped`` (``swaps``) and unless
     the product is computed transposed (small M), (N, M) and its space, never transposed."""
-    space = _space(m, n, k, batch, num_sms, max_splits, math, majors)
+    space = _space(m, n, k, batch, num_sms, max_splits, math, majors, c_aligned=c_aligned)
     if swapped and not space.transposed:
         return n, m, _space(n, m, k, batch, num_sms, max_splits, math,
-                            transposed_majors(*majors), transposable=False)
+                            transposed_majors(*majors), transposable=False, c_aligned=c_aligned)
     return m, n, space
 
 
 def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
-           math: str, majors: tuple[str, str], transposable: bool = True) -> _Space:
+           math: str, majors: tuple[str, str], transposable: bool = True,
+           c_aligned: bool = True) -> _Space:
     tf32 = math in TF32
     tile_k, rate = _RATES[32 if tf32 else 16]
     walked = gemm_k(k, math)
@@ -549,9 +572,13 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         across = majors[0] == "m" and m * rate.in_bytes % _ACROSS_BYTES != 0
         tiles = _narrow_tiles(efficiency, rate, m, across)
         return _Space(tiles, walked, tile_k, fewest, extra, True, True)
-    if narrow_n(m, n, max_splits, math):
+    if narrow_n(m, n, max_splits, math, c_aligned):
         tiles = _narrow_tiles(efficiency, rate, n, majors[1] == "n")
-        return _Space(tiles, walked, tile_k, fewest, extra, False, True)
+        if c_aligned:  # unsplit 128-row tiles store C in 2x1 clusters (``_NARROW_N_MATH``)
+            tiles = {tile: (eff, streaming._replace(unsplit_saturation=rate.saturation)
+                            if tile[0] == 128 else streaming)
+                     for tile, (eff, streaming) in tiles.items()}
+        return _Space(tiles, walked, tile_k, fewest, extra, False, not c_aligned)
     tiles = {}
     for tile, eff in efficiency.items():
         if math in _CLUSTERED_MATH and _cluster_m(math, tile, m, 1) > 1:
@@ -607,9 +634,9 @@ def _config(space: _Space, math: str, m: int, tile: tuple, splits: int,
         return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn), partials=True,
                       cluster_m=1 if space.transposed else _cluster_m(math, tile, m, splits),
                       pdl=pdl, **space.extra)
-    return Config(tile_m=tm, tile_n=tn, raster_group=8, partials=splits > 1, streamk=streamk,
-                  cluster_m=_cluster_m(math, tile, m, splits), pdl=pdl, pingpong=pingpong,
-                  **space.extra)
+    return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn), partials=splits > 1,
+                  streamk=streamk, cluster_m=_cluster_m(math, tile, m, splits), pdl=pdl,
+                  pingpong=pingpong, **space.extra)
 
 
 #: Math types whose products run in 2x1 clusters whenever M spans two tiles or more.
@@ -622,22 +649,24 @@ def _cluster_m(math: str, tile: tuple[int, int], m: int, splits: int) -> int:
 
     16-bit: whenever M spans two tiles or more (a product of one tile row would leave the
     second CTA of every cluster idle; with an odd count the last cluster's second CTA has no
-    rows, its loads are zero-filled and its stores clipped by TMA), on tiles at least 128 wide:
-    a B tile of 64 columns or fewer (small-N products) is too small for its multicast to pay,
-    and these tiles were measured unclustered.  One-pass TF32: unsplit products of an even
-    number of 128-row tiles (``_TF32_CLUSTER``).  3xTF32: never.
+    rows, its loads are zero-filled and its stores clipped by TMA), on tiles at least 128 wide
+    and on the unsplit narrow tiles of small-N products (``_NARROW_N_MATH``); the 64-wide
+    tiles were measured unclustered.  One-pass TF32: unsplit products of an even number of
+    128-row tiles (``_TF32_CLUSTER``).  3xTF32: never.
     """
     tile_m, tile_n = tile
     m_tiles = -(-m // tile_m)
     if math in _CLUSTERED_MATH:
-        return 2 if m_tiles >= 2 and tile_n >= 128 else 1
+        wide_enough = tile_n >= 128 or (tile_n < 64 and splits == 1)
+        return 2 if m_tiles >= 2 and wide_enough else 1
     if math == "tf32" and splits == 1 and tile_m == 128 and m_tiles % 2 == 0:
         return _TF32_CLUSTER[0]
     return 1
 
 
 def choose_config(m: int, n: int, k: int, batch: int, num_sms: int, math: str = "float16",
-                  swapped: bool = False, majors: tuple[str, str] = ("k", "n")) -> Config:
+                  swapped: bool = False, majors: tuple[str, str] = ("k", "n"),
+                  c_aligned: bool = True) -> Config:
     """The configuration of an unsplit product (the XLA route, which has no workspace)."""
     return choose_schedule(m, n, k, batch, num_sms, max_splits=1, math=math, swapped=swapped,
-                           majors=majors)[0]
+                           majors=majors, c_aligned=c_aligned)[0]

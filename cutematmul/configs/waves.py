@@ -61,8 +61,9 @@ class Rate(NamedTuple):
     K-tiles of a deep split (``DEEP_SPLITS``; never fewer than ``min_k_tiles``, which 0
     means), what each wave but the last pays besides its math (``WAVE_SECONDS``; less where a
     kernel overlaps one tile's epilogue with the next one's math; the last wave's epilogue has
-    nothing to hide behind and pays ``WAVE_SECONDS``), and the most K-splits the kernel is
-    offered with."""
+    nothing to hide behind and pays ``WAVE_SECONDS``), the most K-splits the kernel is
+    offered with, and the saturation of an unsplit product where it differs (0: the same; a
+    kernel that runs unsplit products in another way, such as clustered)."""
 
     flops_per_sm: float
     slots: int
@@ -75,6 +76,7 @@ class Rate(NamedTuple):
     deep_k_tiles: int = 0
     wave_seconds: float = WAVE_SECONDS
     max_splits: int = DEEP_SPLITS
+    unsplit_saturation: float = 0.0
 
 
 def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile_n: int,
@@ -98,7 +100,8 @@ def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile
     compute += WAVE_SECONDS - rate.wave_seconds  # the last wave's epilogue stays exposed
     # The CTAs of the average wave (with the default saturation, a product of two waves or
     # more always draws the whole bandwidth).
-    memory = _memory_seconds(m, n, k, batch, rate, units / waves, slots)
+    saturation = rate.unsplit_saturation if splits == 1 and rate.unsplit_saturation else None
+    memory = _memory_seconds(m, n, k, batch, rate, units / waves, slots, saturation)
     reduce = 0.0
     if splits > 1 or workspace:
         reduce = m * n * batch * (8 * splits + rate.out_bytes) / BANDWIDTH + rate.reduce_seconds
@@ -134,11 +137,12 @@ def estimate_streamk(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: i
 
 
 def _memory_seconds(m: int, n: int, k: int, batch: int, rate: Rate, ctas: float,
-                    slots: int) -> float:
+                    slots: int, saturation: float | None = None) -> float:
     """The unique bytes of A, B and C over the bandwidth ``ctas`` CTAs at a time can draw
-    (``rate.saturation`` / ``slots`` of it each)."""
+    (``saturation``, default ``rate.saturation``, / ``slots`` of it each)."""
     moved = (m * k + n * k) * batch * rate.in_bytes + m * n * batch * rate.out_bytes
-    return moved / (BANDWIDTH * min(1.0, rate.saturation * ctas / slots))
+    saturation = rate.saturation if saturation is None else saturation
+    return moved / (BANDWIDTH * min(1.0, saturation * ctas / slots))
 
 
 def split_choices(m: int, n: int, k: int, batch: int, tile_k: int, rate: Rate,

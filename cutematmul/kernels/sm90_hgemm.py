@@ -94,8 +94,9 @@ Constraints
     tile_n <= 192, and its stages are twice as large (two parts each).  Split-K needs
     ``Config.partials`` (fp32 C).  Every operand's base address, leading stride and batch stride
     must be 16-byte aligned (a TMA rule); the host stages other inputs into aligned copies.  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
-    {64, 128, 256} (256: 16-bit, tile_n <= 128, no stream-K), tile_n in {64, 128, 160, 192, 224, 256} (also 16 and 32 with ``partials``: the
-    narrow tiles of transposed small-M products; an N-major B tile 160 or 224 wide is 64-byte
+    {64, 128, 256} (256: 16-bit, tile_n <= 128, no stream-K), tile_n in {64, 128, 160, 192, 224, 256} (also 16 and 32, the narrow
+    tiles of small-M and small-N products: fp32 partials, or a 16-bit C, not stream-K; an
+    N-major B tile 160 or 224 wide is 64-byte
     swizzled, the shared-memory atom ``hopper_helpers`` picks for a width that is a multiple of
     32 but not of 64), tile_k = 64, clusters of at most 2 CTAs.  Pingpong: 16-bit inputs,
     tile_m x tile_n <= 128 x 128 (a whole tile's fp32 accumulators in one warpgroup's
