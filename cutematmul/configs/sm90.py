@@ -275,6 +275,16 @@ _NARROW_EFFICIENCY = {(128, 64): 0.8, (128, 32): 0.6, (128, 16): 0.5, (64, 32): 
 #: 40.3.  It did not win at M = 32 (32x4096x4096: 16.3 against 16.4) nor at M = 96 (44.4 against
 #: 26.5 in 2x1 clusters).
 _ONE_ROW_TILE = ((64, 64), 0.7)
+#: The 64 x 64 tile keeps few bytes in flight per CTA, as the narrow tiles do, so a wave of
+#: fewer CTAs draws less of the bandwidth (``waves.Rate.saturation``).  H200, 2026-12-02, fp16,
+#: L2-cold rotated inputs, us, 64 x 64 at s splits (cuBLAS): 2048x48x8192 s2 19.8, s4 14.5
+#: (15.0); 1024x48x8192 s5 11.6, s8 9.6 (10.7); 2048x40x4096 s1 16.7, s4 11.5 (10.7);
+#: 2048x64x4096 s1 10.7, s4 8.9 (10.3); 4096x48x8192 s1 27.5, s2 24.8 (24.8); but 4096x64x4096
+#: s1 12.9, s2 14.3 (13.6) and 64x4096x4096 s1 12.1, s2 14.1 (12.2).  Over those runs' 48
+#: products with one side 40-64 (nn and tn), the picks' geometric mean x cuBLAS was 0.919x at
+#: the default saturation (2.0: 32 tiles split only in 2), 0.972x at the narrow tiles' 1.2,
+#: 0.982x at 1.3 and 0.964x at 1.5.
+_ONE_ROW_SATURATION = 1.3
 #: The pingpong kernel (``Config.pingpong``) on 128 x 128 tiles, for 16-bit products: two tiles
 #: in flight per CTA (``Rate.slots`` 2, each at half the SM's rate), one warpgroup's epilogue
 #: hidden behind the other's mainloop (``Rate.wave_seconds``), unsplit.  Against the
@@ -588,7 +598,7 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         tiles.update((tile, (eff, rate)) for tile, eff in _WIDE_EFFICIENCY.items())
     one_row = _ONE_ROW_TILE[0][0]
     if math in _CLUSTERED_MATH and (ONE_ROW_M < m <= one_row or n <= one_row):
-        tiles[_ONE_ROW_TILE[0]] = (_ONE_ROW_TILE[1], rate)
+        tiles[_ONE_ROW_TILE[0]] = (_ONE_ROW_TILE[1], rate._replace(saturation=_ONE_ROW_SATURATION))
     if math in _CLUSTERED_MATH:
         tiles[_PINGPONG_TILE[0]] = (_PINGPONG_TILE[1], rate._replace(
             slots=2, wave_seconds=_PINGPONG_WAVE_SECONDS, max_splits=1))
