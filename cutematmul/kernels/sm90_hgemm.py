@@ -22,9 +22,10 @@ How
     * Consumers run ``wgmma.mma_async`` (m64 x tile_n x k16) straight from shared memory, keeping one
       k-tile of wgmma in flight while the next stage's barrier is awaited.  With tile_m = 128 the two
       consumer warpgroups each own 64 rows of the tile, with tile_m = 256 (16-bit, tile_n <= 128)
-      two m64 wgmma rows, 128 rows, each (the tall tiles cuBLAS runs on large products, not yet
-      measured here: not offered by ``configs/sm90``); their registers are raised with
-      setmaxnreg while the producer's are lowered.
+      two m64 wgmma rows, 128 rows, each (the tall tiles cuBLAS runs on large products; on an
+      H200 they ran 1-4% slower than 128 x 256 on large products and won only at 2048^3, so
+      ``configs/sm90`` does not offer them: docs/performance.md); their registers are raised
+      with setmaxnreg while the producer's are lowered.
     * Persistent scheduling: the grid holds one CTA (or cluster) per SM and walks the work units
       (output tile x batch x K-split) with a stride of the grid size; tiles are visited in groups of ``raster_group`` tile-rows so
       the CTAs running at one time share A and B tiles in L2.  While consumers run the epilogue of a
