@@ -305,6 +305,13 @@ _ONE_ROW_SATURATION = 1.3
 #: bandwidth bound, where hiding epilogues buys nothing), 16384^2 x 128 within 1.5%.
 _PINGPONG_TILE = ((128, 128, "pingpong"), 0.95)
 _PINGPONG_WAVE_SECONDS = 0.2e-6
+
+
+def _is_pingpong(tile: tuple) -> bool:
+    """Whether a ``waves`` tile key names the pingpong kernel (``_PINGPONG_TILE``'s third field)."""
+    return tile[2:] == _PINGPONG_TILE[0][2:]
+
+
 ONE_ROW_M = 32
 #: Products with M at most this (and N at least 4x larger) are computed transposed.  H200,
 #: 2026-12-02, fp16 nn, L2-cold rotated inputs, us, the untransposed pick (64 x 128) against the
@@ -478,7 +485,7 @@ def _streamk_candidate(m: int, n: int, space: "_Space", batch: int, num_sms: int
         return None
     found = []
     for order, (tile, (efficiency, rate)) in enumerate(space.tiles.items()):
-        if tile in _WIDE_EFFICIENCY or len(tile) > 2 or tile[1] < 64:
+        if tile in _WIDE_EFFICIENCY or _is_pingpong(tile) or tile[1] < 64:
             continue  # stream-K: cooperative power-of-two tiles at least 64 wide
         tiles, slots = -(-m // tile[0]) * -(-n // tile[1]) * batch, num_sms * rate.slots
         if tiles % slots == 0 or not _STREAMK_WAVES[0] <= tiles / slots <= _STREAMK_WAVES[1]:
@@ -637,7 +644,7 @@ def _config(space: _Space, math: str, m: int, tile: tuple, splits: int,
             streamk: bool = False) -> Config:
     """The configuration of a ``waves`` tile key: (tile_m, tile_n), or with a third field the
     pingpong kernel's (``_PINGPONG_TILE``)."""
-    (tm, tn), pingpong = tile[:2], len(tile) > 2
+    (tm, tn), pingpong = tile[:2], _is_pingpong(tile)
     tile = (tm, tn)
     pdl = _PDL and not streamk
     if space.workspace:
