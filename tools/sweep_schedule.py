@@ -28,7 +28,7 @@ SHAPES = [(16, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 819
           (1000, 1000, 1000), (1536, 1536, 1536), (768, 768, 768)]
 # (tile_m, tile_n, transposed[, "pingpong"]) candidates per family; splits are crossed with
 # them.  sm90 also has its pingpong schedule and its 256-row (tall) tile, which the wave model
-# does not offer (``configs/sm90``: measured here first).
+# does not offer (measured slower than 128 x 256: docs/performance.md, twenty-first session).
 CANDIDATES = {
     "float16": (sm90, [(128, 256, False), (128, 192, False), (128, 128, False), (64, 128, False),
                        (128, 128, False, "pingpong"), (256, 128, False),
