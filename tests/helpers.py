@@ -139,6 +139,32 @@ def compile_in_child(arch: str, child_code: str, argument, tmp_path, prefix: str
     return json.loads(line[len(prefix):])
 
 
+def forced_runs(a, b, choose, holds, repeats: int = 1, **call) -> list:
+    """``repeats`` products ``a @ b`` (torch arrays on the GPU), each into a fresh NaN-poisoned
+    ``out``, with the schedule ``choose(planned launch)`` returns, (config, splits, transposed),
+    forced through the tuned tier (``cache.trial_tuned``, what ``cutematmul.tune`` records).
+    First asserts that the forced plan ``holds`` the schedule meant, so a case never silently
+    tests another kernel.  ``call``: the keywords of both the plan and the product (``kernel``,
+    ``precision``)."""
+    import torch
+
+    import cutematmul
+    from cutematmul import cache, launch
+    from cutematmul.adapters import adapter_for
+
+    work = launch.planned_launch(adapter_for(a), a, b, **call)
+    assert work is not None and work.problem is not None, "the product is not one launch"
+    outs = []
+    with cache.trial_tuned(work.problem, choose(work)):
+        forced = launch.planned_launch(adapter_for(a), a, b, **call)
+        assert holds(forced), forced
+        for _ in range(repeats):
+            out = torch.full(a.shape[:-1] + b.shape[-1:], float("nan"), dtype=a.dtype,
+                             device="cuda")
+            outs.append(cutematmul.matmul(a, b, out=out, **call))
+    return outs
+
+
 def dispatched(dtype: str, m: int, n: int, k: int, batch: int = 1):
     """(family, KernelKey, splits, transposed) the dispatcher picks on this machine's current GPU
     for row-major, 16-byte aligned operands: what a GPU test asserts its shapes still exercise."""

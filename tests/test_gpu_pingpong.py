@@ -16,7 +16,7 @@ import pytest
 
 import cutematmul
 from conftest import require_module
-from helpers import Maker, check_matmul, layout_operands
+from helpers import Maker, check_matmul, forced_runs, layout_operands
 
 pytestmark = pytest.mark.gpu
 
@@ -35,22 +35,13 @@ def _pingpong(tile, splits=1):
                   partials=splits > 1)
 
 
-def _run(torch, a, b, tile, repeats=1, splits=1):
+def _run(a, b, tile, repeats=1, splits=1):
     """The products of ``a @ b`` under a forced pingpong schedule (``repeats`` runs)."""
-    from cutematmul import cache, launch
-    from cutematmul.adapters import adapter_for
+    def holds(forced):
+        return forced.key.config.pingpong and forced.splits == splits
 
-    work = launch.planned_launch(adapter_for(a), a, b, kernel="sm90")
-    assert work is not None and work.problem is not None, "the product is not one sm90 launch"
-    outs = []
-    with cache.trial_tuned(work.problem, (_pingpong(tile, splits), splits, False)):
-        forced = launch.planned_launch(adapter_for(a), a, b, kernel="sm90")
-        assert forced.key.config.pingpong and forced.splits == splits, forced
-        for _ in range(repeats):
-            out = torch.full(a.shape[:-1] + b.shape[-1:], float("nan"), dtype=a.dtype,
-                             device="cuda")
-            outs.append(cutematmul.matmul(a, b, out=out, kernel="sm90"))
-    return outs
+    return forced_runs(a, b, lambda work: (_pingpong(tile, splits), splits, False), holds,
+                       repeats, kernel="sm90")
 
 
 @pytest.fixture
@@ -66,7 +57,7 @@ def test_pingpong_is_correct_and_repeatable(mk, dtype, shape, tile):
     import torch
 
     a, b = layout_operands(mk, *shape, "nn", dtype)
-    first, second = _run(torch, a, b, tile, repeats=2)
+    first, second = _run(a, b, tile, repeats=2)
     check_matmul(first, a, b, dtype)
     assert torch.equal(first, second), "two runs of the same pingpong product differ"
 
@@ -75,20 +66,16 @@ def test_pingpong_is_correct_and_repeatable(mk, dtype, shape, tile):
 @pytest.mark.parametrize("layout", ["tn", "nt", "tt"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_pingpong_layouts(mk, dtype, layout, tile):
-    import torch
-
     a, b = layout_operands(mk, 1032, 904, 520, layout, dtype)
-    check_matmul(_run(torch, a, b, tile)[0], a, b, dtype)
+    check_matmul(_run(a, b, tile)[0], a, b, dtype)
 
 
 @pytest.mark.parametrize("layout", ["nn", "tn"])
 def test_pingpong_batched_with_a_broadcast_operand(mk, layout):
-    import torch
-
     a, b = layout_operands(mk, 304, 504, 520, layout, "float16", batch=(3,))
-    check_matmul(_run(torch, a, b, (128, 128, 2))[0], a, b, "float16")
+    check_matmul(_run(a, b, (128, 128, 2))[0], a, b, "float16")
     b2 = mk.randn((520, 504), "float16")
-    check_matmul(_run(torch, a, b2, (128, 128, 1))[0], a, b2, "float16")
+    check_matmul(_run(a, b2, (128, 128, 1))[0], a, b2, "float16")
 
 
 def test_pingpong_split_k_partials(mk):
@@ -97,7 +84,7 @@ def test_pingpong_split_k_partials(mk):
     import torch
 
     a, b = layout_operands(mk, 704, 520, 4104, "nn", "bfloat16")
-    first, second = _run(torch, a, b, (128, 128, 2), repeats=2, splits=3)
+    first, second = _run(a, b, (128, 128, 2), repeats=2, splits=3)
     check_matmul(first, a, b, "bfloat16")
     assert torch.equal(first, second)
 

@@ -14,7 +14,7 @@ import pytest
 
 import cutematmul
 from conftest import require_module
-from helpers import Maker, check_matmul, layout_operands, relative_error, to_numpy
+from helpers import Maker, check_matmul, forced_runs, layout_operands, relative_error, to_numpy
 
 pytestmark = pytest.mark.gpu
 
@@ -36,25 +36,13 @@ def _streamk(config, tile):
                   **extra)
 
 
-def _run(torch, a, b, tile, precision="highest", repeats=1):
+def _run(a, b, tile, precision="highest", repeats=1):
     """The products of ``a @ b`` under a forced stream-K schedule (``repeats`` runs)."""
-    from cutematmul import cache, launch
-    from cutematmul.adapters import adapter_for
+    def holds(forced):
+        return forced.key.config.streamk and forced.streamk is not None
 
-    work = launch.planned_launch(adapter_for(a), a, b, precision=precision)
-    assert work is not None and work.problem is not None, "the product is not one sm90 launch"
-    choice = (_streamk(work.key.config, tile), 1, False)
-    outs = []
-    with cache.trial_tuned(work.problem, choice):
-        forced = launch.planned_launch(adapter_for(a), a, b, precision=precision)
-        assert forced.key.config.streamk and forced.streamk is not None, forced
-        for _ in range(repeats):
-            out = torch.full(a.shape[:-1] + b.shape[-1:], float("nan"), dtype=a.dtype,
-                             device="cuda")
-            outs.append(cutematmul.matmul(a, b, out=out, precision=precision))
-    return outs
-
-
+    return forced_runs(a, b, lambda work: (_streamk(work.key.config, tile), 1, False), holds,
+                       repeats, precision=precision)
 
 
 @pytest.fixture
@@ -70,25 +58,21 @@ def test_streamk_is_correct_and_deterministic(mk, dtype, shape, tile):
     import torch
 
     a, b = layout_operands(mk, *shape, "nn", dtype)
-    first, second = _run(torch, a, b, tile, repeats=2)
+    first, second = _run(a, b, tile, repeats=2)
     check_matmul(first, a, b, dtype)
     assert torch.equal(first, second), "two runs of the same stream-K product differ"
 
 
 @pytest.mark.parametrize("layout", ["tn", "nt", "tt"])
 def test_streamk_layouts(mk, layout):
-    import torch
-
     a, b = layout_operands(mk, 704, 904, 3000, layout, "float16")
-    check_matmul(_run(torch, a, b, (128, 128, 2))[0], a, b, "float16")
+    check_matmul(_run(a, b, (128, 128, 2))[0], a, b, "float16")
 
 
 def test_streamk_batched_with_a_broadcast_operand(mk):
-    import torch
-
     a = mk.randn((3, 300, 2000), "float16")
     b = mk.randn((2000, 504), "float16")
-    check_matmul(_run(torch, a, b, (128, 256, 2))[0], a, b, "float16")
+    check_matmul(_run(a, b, (128, 256, 2))[0], a, b, "float16")
 
 
 @pytest.mark.parametrize("tile", [(128, 256, 2), (64, 128, 1)], ids=lambda t: f"{t[0]}x{t[1]}c{t[2]}")
@@ -97,7 +81,7 @@ def test_streamk_tf32(mk, tile):
     import torch
 
     a, b = layout_operands(mk, 1000, 768, 3000, "nn", "float32")
-    first, second = _run(torch, a, b, tile, precision="tf32", repeats=2)
+    first, second = _run(a, b, tile, precision="tf32", repeats=2)
     expected = np.matmul(to_numpy(a), to_numpy(b))
     assert relative_error(first, expected) <= TF32_BOUND
     assert torch.equal(first, second)
