@@ -139,6 +139,13 @@ def compile_in_child(arch: str, child_code: str, argument, tmp_path, prefix: str
     return json.loads(line[len(prefix):])
 
 
+def tf32_swap(layout: str, transposed: bool) -> bool:
+    """``Config.swap`` of a forced one-pass TF32 schedule in ``layout``: the kernel swaps
+    exactly when the B it reads is N-major (``configs.sm90.swaps``).  Untransposed, that is "nn"
+    ("tn" reads a K-major copy of B); transposed (C^T = B^T A^T), an M-major A ("tn", "tt")."""
+    return layout[0] == "t" if transposed else layout == "nn"
+
+
 def forced_runs(a, b, choose, holds, repeats: int = 1, **call) -> list:
     """``repeats`` products ``a @ b`` (torch arrays on the GPU), each into a fresh NaN-poisoned
     ``out``, with the schedule ``choose(planned launch)`` returns, (config, splits, transposed),

@@ -23,6 +23,7 @@ PATTERNS = {
     "tma_load": r"\bcp\.async\.bulk\.tensor\.\dd\.shared::(?:cta|cluster)\.global",
     "tma_store": r"\bcp\.async\.bulk\.tensor\.\dd\.global\.shared::cta",
     "stmatrix": r"\bstmatrix\.sync\.aligned",
+    "stmatrix_trans": r"\bstmatrix\.sync\.aligned\.m8n8\.x4\.trans\.",
     "setmaxnreg": r"\bsetmaxnreg\.(?:inc|dec)\.sync\.aligned",
     "mbarrier_wait": r"\bmbarrier\.try_wait",
     "local": r"\.local\b",
@@ -35,6 +36,7 @@ PATTERNS = {
     "wgmma_n224": r"\bwgmma\.mma_async\.sync\.aligned\.m64n224k16\.",
     "wgmma_n128": r"\bwgmma\.mma_async\.sync\.aligned\.m64n128k16\.",
     "wgmma_n256": r"\bwgmma\.mma_async\.sync\.aligned\.m64n256k16\.",
+    "wgmma_n192": r"\bwgmma\.mma_async\.sync\.aligned\.m64n192k16\.",
     "barrier_by_register": r"\bbar\.sync\s+%r\d+,\s*128;",
     "mbarrier_init": r"\bmbarrier\.init\.shared",
 }
@@ -75,7 +77,7 @@ def test_sm90_compiles_with_tma_and_wgmma(tmp_path):
         assert c["wgmma_fence"] >= 1, name
         assert c["tma_load"] >= 2, f"{name}: no TMA (cp.async.bulk.tensor) loads: {c}"
         assert c["tma_store"] >= 1, f"{name}: the epilogue does not store with TMA: {c}"
-        assert c["stmatrix"] >= 1, name
+        assert c["stmatrix"] >= 1 and c["stmatrix_trans"] == 0, f"{name}: {c}"
         assert c["setmaxnreg"] == 2, f"{name}: producer/consumer register split missing: {c}"
         assert c["mbarrier_wait"] >= 1, name
         assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
@@ -177,6 +179,41 @@ def test_sm90_narrow_tiles_store_a_16bit_c_with_stmatrix_and_tma(tmp_path):
         assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
         assert (c["multicast"] >= 1) == ("_c2x1_" in name), f"{name}: {c}"
         assert c["pdl_wait"] == (1 if name.endswith("_pdl") else 0), f"{name}: {c}"
+
+
+#: ``Config.swap`` on 16-bit inputs (C^T = B^T A^T: skinny products whose short M spans the
+#: tile's width): every (A, B) major, widths that are and are not powers of two, 2x1 clusters
+#: (the multicast tile is then A's), stream-K, and fp32 partials of a split.
+_SWAPPED = [
+    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 160, "cluster_m": 2, "pdl": True, "swap": True}),
+    ("BFloat16", "m", "k", {"tile_m": 128, "tile_n": 192, "streamk": True, "swap": True}),
+    ("Float16", "m", "n", {"tile_m": 64, "tile_n": 224, "cluster_m": 2, "streamk": True,
+                           "swap": True}),
+    ("BFloat16", "k", "k", {"tile_m": 128, "tile_n": 256, "pdl": True, "swap": True}),
+    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 128, "partials": True, "pdl": True,
+                           "swap": True}),
+]
+
+
+def test_sm90_swapped_16bit_kernels_store_c_through_its_transpose(tmp_path):
+    """A 16-bit kernel that computes C^T = B^T A^T writes its accumulators with the transposing
+    ``stmatrix`` into M-major shared sub-tiles and stores them by TMA (fp32 partials by plain
+    stores, no stmatrix); wgmma of the tile's width; no spills."""
+    counts = compile_in_child("sm_90a", _CHILD, _SWAPPED, tmp_path)
+    assert len(counts) == len(_SWAPPED)
+    for name, c in counts.items():
+        assert "_swap" in name, name
+        width = _tile_n(name)
+        assert c["wgmma"] >= 4 and c["tma_load"] >= 2 and c["tma_store"] >= 1, f"{name}: {c}"
+        if "_partials" in name:
+            assert c["stmatrix"] == 0, f"{name}: fp32 partials went through stmatrix: {c}"
+        else:
+            assert c["stmatrix"] == c["stmatrix_trans"] >= 1, f"{name}: {c}"
+        assert c[f"wgmma_n{width}"] >= 4, f"{name}: no m64n{width}k16 wgmma: {c}"
+        assert (c["release"] == 1 and c["acquire"] >= 1) == ("_streamk" in name), f"{name}: {c}"
+        assert c["setmaxnreg"] == 2, name
+        assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
+        assert (c["multicast"] >= 1) == ("_c2x1_" in name), f"{name}: {c}"
 
 
 _STREAMK = [

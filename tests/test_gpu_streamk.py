@@ -31,7 +31,9 @@ def _streamk(config, tile):
     from cutematmul.configs.sm90 import Config
 
     tm, tn, cluster = tile
-    extra = {"tile_k": 32, "epi_stages": 2} if config.tile_k == 32 else {}
+    # TF32: the natural schedule's swap, which the kernel's majors decide (``Config.swap``).
+    extra = ({"tile_k": 32, "epi_stages": 2, "swap": config.swap} if config.tile_k == 32
+             else {})
     return Config(tile_m=tm, tile_n=tn, cluster_m=cluster, epi_n=min(32, tn), streamk=True,
                   **extra)
 

@@ -7,6 +7,8 @@ kernel is compiled or run here (tests/test_gpu_splitk.py runs them).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from cutematmul import dispatch, launch
@@ -406,15 +408,17 @@ def test_a_recorded_streamk_schedule_past_32_bit_iterations_is_not_taken():
         key, _, _ = dispatch.schedule(family, H200[0], H200[1], "float16", "k", "n", (16, 16, 16),
                                       *shape, tuned=(config, 1, False))
         assert key.config.streamk is expected
-    # A TF32 kernel that computes C^T = B^T A^T (B N-major) counts its iterations over (N, M):
-    # one 64-row tile by 2**19 128-wide ones is 2**19 tiles one way and 2**20 the other.
+    # A kernel that computes C^T = B^T A^T (``Config.swap``: TF32 with B N-major) counts its
+    # iterations over (N, M): one 64-row tile by 2**19 128-wide ones is 2**19 tiles one way and
+    # 2**20 the other.
     config = sm90.Config(tile_m=64, tile_n=128, tile_k=32, epi_stages=2, streamk=True)
+    swapped = replace(config, swap=True)
     shape = (64, 128 * 2**19, 32 * 2**11, 1)
-    assert sm90.streamk_fits(config, *shape) and not sm90.streamk_fits(
-        config, shape[1], shape[0], *shape[2:])
-    for majors, expected in ((("m", "k"), True), (("k", "n"), False)):
+    assert sm90.streamk_fits(config, *shape) and not sm90.streamk_fits(swapped, *shape)
+    assert sm90.streamk_fits(swapped, shape[1], shape[0], *shape[2:])
+    for majors, recorded, expected in ((("m", "k"), config, True), (("k", "n"), swapped, False)):
         key, _, _ = dispatch.schedule(family, H200[0], H200[1], "tf32", *majors, (16, 16, 16),
-                                      *shape, tuned=(config, 1, False))
+                                      *shape, tuned=(recorded, 1, False))
         assert key.config.streamk is expected, majors
 
 
@@ -739,3 +743,4 @@ def test_tall_tile_configuration():
     for bad in ({"tile_n": 256}, {"streamk": True}, {"pingpong": True}):
         with pytest.raises(ValueError, match="tile_m=256|pingpong"):
             Config(tile_m=256, **{"tile_n": 128, **bad}).validate()
+

@@ -7,6 +7,8 @@ the K-major preparation (``kernels/tf32_prep.py``) of the operands TF32 wgmma ca
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -328,26 +330,29 @@ def test_a_route_without_split_k_keeps_long_k_high_products_in_fp32():
                          ids=lambda s: "x".join(map(str, s)))
 def test_tf32_kernel_that_swaps_is_scheduled_over_n_by_m(shape):
     """With an N-major B the one-pass TF32 kernel computes C^T = B^T A^T itself, so its tiles
-    (and the 2x1 cluster, which pairs tile rows) are chosen for the (N, M) product; an M-major
-    A keeps the (M, N) orientation."""
+    (and the 2x1 cluster, which pairs tile rows) are chosen for the (N, M) product, and the
+    configuration says so (``Config.swap``); an M-major A keeps the (M, N) orientation."""
     m, n, k = shape
     family = dispatch.FAMILIES["sm90"]
     swapped, splits, transposed = dispatch.schedule(family, HOPPER, 132, "tf32", "k", "n",
                                                     (16, 16, 16), m, n, k, 1)
     config, want_splits, _ = sm90.choose_schedule(n, m, k, 1, 132, math="tf32")
-    assert (swapped.config, splits, transposed) == (config, want_splits, False)
+    assert not config.swap and swapped.config.swap
+    assert (swapped.config, splits, transposed) == (replace(config, swap=True), want_splits, False)
     assert sm90.choose_schedule(m, n, k, 1, 132, math="tf32", swapped=True)[:2] == (
-        config, want_splits)
+        replace(config, swap=True), want_splits)
+    kept = dispatch.schedule(family, HOPPER, 132, "tf32", "m", "k", (16, 16, 16), m, n, k, 1)[0]
+    assert not kept.config.swap
     # The autotuner times the dispatcher's pick first, in the same orientation.
     assert sm90.candidates(m, n, k, 1, 132, math="tf32", swapped=True)[0] == (
-        config, want_splits, False)
+        replace(config, swap=True), want_splits, False)
     assert sm90.swaps("tf32", "k", "n") and not sm90.swaps("tf32", "m", "k")
     plain, splits, _ = dispatch.schedule(family, HOPPER, 132, "tf32", "m", "k", (16, 16, 16),
                                          m, n, k, 1)
     assert (plain.config, splits) == sm90.choose_schedule(m, n, k, 1, 132, math="tf32")[:2]
     # The unsplit (XLA) key follows the same orientation.
     unsplit = dispatch.kernel_key(family, HOPPER, 132, "tf32", "k", "n", (16, 16, 16), m, n, k, 1)
-    assert unsplit.config == sm90.choose_config(n, m, k, 1, 132, math="tf32")
+    assert unsplit.config == replace(sm90.choose_config(n, m, k, 1, 132, math="tf32"), swap=True)
 
 
 def test_precompile_builds_the_fp32_copies_and_the_kernels_that_read_them():

@@ -117,7 +117,8 @@ def _streamk(gen, quick: bool, poison: bool) -> int:
     count = 0
     for m, n, k, dtype, precision, (tm, tn), cluster in STREAMK_CASES[:2] if quick else STREAMK_CASES:
         a, b = _operands(m, n, k, "nn", dtype, gen)
-        extra = {"tile_k": 32, "epi_stages": 2} if dtype == "float32" else {}  # TF32 tiles
+        # TF32 tiles; the kernel swaps (C^T = B^T A^T) as B is N-major here ("nn").
+        extra = {"tile_k": 32, "epi_stages": 2, "swap": True} if dtype == "float32" else {}
         config = Config(tile_m=tm, tile_n=tn, cluster_m=cluster, epi_n=min(32, tn), streamk=True,
                         **extra)
         what = f"streamk {dtype} {precision} {m}x{n}x{k}"
@@ -238,8 +239,11 @@ def _tf32_registers(gen, quick: bool, poison: bool) -> int:
 
     count = 0
     for m, n, k, fields, splits, transposed in TF32_CASES[:1] if quick else TF32_CASES:
-        config = Config(tile_k=32, epi_stages=2, **fields)
         for layout in ("nn", "tn", "nt", "tt"):
+            # The kernel swaps (C^T = B^T A^T) exactly when the B it reads is N-major: "nn"
+            # ("tn" reads a K-major copy of B), or transposed, an M-major A.
+            swap = layout[0] == "t" if transposed else layout == "nn"
+            config = Config(tile_k=32, epi_stages=2, swap=swap, **fields)
             count += _forced_exactly(gen, m, n, k, layout, (config, splits, transposed),
                                      ("float32", "tf32"), "sm90", poison,
                                      f"tf32 {m}x{n}x{k} {fields} {layout}")

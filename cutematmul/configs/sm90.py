@@ -54,6 +54,11 @@ class Config:
     #: while the other's wgmma do (``kernels/sm90_hgemm.py``).  At most 128 x 128 (the
     #: accumulators of a whole tile in one warpgroup's registers); 16-bit only.
     pingpong: bool = False
+    #: The kernel computes C^T = B^T A^T: its tiles cover (N, M), B is the MMA's A and A its
+    #: B, and C is written through its transpose (an M-major epilogue tile, stored by TMA).
+    #: Forced by the layout for one-pass TF32 with an N-major B (``swaps``: B is then the
+    #: register operand); a schedule's choice for 16-bit products.
+    swap: bool = False
 
     @property
     def name(self) -> str:
@@ -61,7 +66,7 @@ class Config:
             f"sm90_{self.tile_m}x{self.tile_n}x{self.tile_k}_c{self.cluster_m}x{self.cluster_n}"
             f"_g{self.raster_group}_s{self.ab_stages(2)}" + ("_partials" if self.partials else "")
             + ("_streamk" if self.streamk else "") + ("_pdl" if self.pdl else "")
-            + ("_pingpong" if self.pingpong else "")
+            + ("_pingpong" if self.pingpong else "") + ("_swap" if self.swap else "")
         )
 
     @property
@@ -152,6 +157,10 @@ class Config:
             raise ValueError("Config.pingpong is built for data-parallel and split-K tiles of at most "
                              f"128 x 128 elements; got {self.tile_m}x{self.tile_n}"
                              + (", stream-K" if self.streamk else "") + ".")
+        if self.swap and (self.tile_m > 128 or self.tile_n < 64 or self.pingpong):
+            raise ValueError("Config.swap is built for cooperative tiles of 64 or 128 rows and "
+                             f"64 to 256 columns; got {self.tile_m}x{self.tile_n}"
+                             + (", pingpong" if self.pingpong else "") + ".")
         if self.pdl and self.streamk:
             # The host zeroes the flags with a memset right before a stream-K launch.
             raise ValueError("Config.pdl is built for data-parallel and split-K kernels only.")
@@ -159,7 +168,9 @@ class Config:
 
 def streamk_fits(config: Config, m: int, n: int, k: int, batch: int) -> bool:
     """Whether the stream-K kernel can count this product's iterations (tiles x K-tiles) in
-    32 bits."""
+    32 bits (``m``, ``n``: the product's; a ``swap`` kernel's tiles cover (N, M))."""
+    if config.swap:
+        m, n = n, m
     tiles = -(-m // config.tile_m) * -(-n // config.tile_n) * batch
     return tiles * -(-k // config.tile_k) < 2**31
 
@@ -529,7 +540,8 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
 
 class _Space(NamedTuple):
     """What ``choose_schedule`` searches: tiles (``waves`` form), K as the kernel walks it, the
-    K-tile, the fewest splits, the configuration fields every candidate shares, orientation,
+    K-tile, the fewest splits, the configuration fields every candidate shares, orientation
+    (computed transposed through the workspace, or swapped by the kernel: ``Config.swap``),
     and whether every candidate writes fp32 partials (split or not: the narrow tiles)."""
 
     tiles: dict
@@ -539,6 +551,7 @@ class _Space(NamedTuple):
     extra: dict
     transposed: bool
     workspace: bool
+    swapped: bool = False
 
 
 def transposes(m: int, n: int, batch: int, num_sms: int, max_splits: int) -> bool:
@@ -567,7 +580,8 @@ def _oriented_space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     space = _space(m, n, k, batch, num_sms, max_splits, math, majors, c_aligned=c_aligned)
     if swapped and not space.transposed:
         return n, m, _space(n, m, k, batch, num_sms, max_splits, math,
-                            transposed_majors(*majors), transposable=False, c_aligned=c_aligned)
+                            transposed_majors(*majors), transposable=False,
+                            c_aligned=c_aligned)._replace(swapped=True)
     return m, n, space
 
 
@@ -584,7 +598,10 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         efficiency = _PROMOTED_EFFICIENCY
         fewest = -(-promoted_sums(k) // _PROMOTED_CHAIN) if max_splits > 1 else 1
     extra = {"tile_k": tile_k, "epi_stages": _TF32_EPI_STAGES} if tf32 else {}
-    if transposable and transposes(m, n, batch, num_sms, max_splits):
+    # Not where the kernel would swap the transposed product back (one-pass TF32 with A
+    # M-major and B K-major: C^T's majors are (k, n), ``swaps``), which gains nothing.
+    if (transposable and transposes(m, n, batch, num_sms, max_splits)
+            and not swaps(math, *transposed_majors(*majors))):
         # A stored M-major: rows of M elements (``_ACROSS_ROWS``).
         across = majors[0] == "m" and m * rate.in_bytes % _ACROSS_BYTES != 0
         tiles = _narrow_tiles(efficiency, rate, m, across)
@@ -650,10 +667,10 @@ def _config(space: _Space, math: str, m: int, tile: tuple, splits: int,
     if space.workspace:
         return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn), partials=True,
                       cluster_m=1 if space.transposed else _cluster_m(math, tile, m, splits),
-                      pdl=pdl, **space.extra)
+                      pdl=pdl, swap=space.swapped, **space.extra)
     return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn), partials=splits > 1,
                   streamk=streamk, cluster_m=_cluster_m(math, tile, m, splits), pdl=pdl,
-                  pingpong=pingpong, **space.extra)
+                  pingpong=pingpong, swap=space.swapped, **space.extra)
 
 
 #: Math types whose products run in 2x1 clusters whenever M spans two tiles or more.

@@ -10,8 +10,8 @@ What it computes
     ``kernels/splitk_reduce.py`` sums in a fixed order).  With ``Config.streamk`` tiles that
     straddle CTAs are summed inside the kernel through a workspace (below).  A may be K-major (row-major) or M-major,
     B K-major or N-major (N-major is a row-major math B of shape (K, N)); 3xTF32 needs both
-    K-major, one-pass TF32 one of them (below).  C is N-major (the caller's; TF32 with an
-    N-major B writes it through its transpose).  L is a batch mode whose
+    K-major, one-pass TF32 one of them (below).  C is N-major (the caller's), or written
+    through its transpose by a swapped kernel (``Config.swap``, below).  L is a batch mode whose
     strides may be 0 (a broadcast operand).
 
 How
@@ -55,6 +55,14 @@ How
       (the full barriers' phase parity could not tell those fills apart).  Each warpgroup has
       its own epilogue barrier, store warp and ring of 64-row sub-tiles.  It wins where a
       tile's mainloop is short (K up to ~512: ``configs/sm90._PINGPONG_TILE``).
+    * Swap (``Config.swap``): the kernel computes C^T = B^T A^T.  B, seen as (N, K), is the
+      MMA's A and A, seen as (M, K), its B (16-bit wgmma reads either major from shared
+      memory), so the tiles cover (N, M); C is written through its transpose, whose unit
+      stride runs along the tile's rows: the epilogue writes M-major sub-tiles with the
+      transposing ``stmatrix`` (plain shared stores for fp32) and TMA stores them.  The
+      schedule swaps skinny 16-bit products whose M fits one 160-, 192- or 224-wide tile
+      (``configs/sm90._SWAP_WIDTHS``), which untransposed pad M to whole 64- or 128-row tiles;
+      one-pass TF32 swaps whenever B is N-major (below).
     * Epilogue: the fp32 accumulators are converted to the output dtype, written to a ring of
       swizzled shared-memory sub-tiles with ``stmatrix``, and stored by TMA (``cp.async.bulk``).
       One named barrier per sub-tile: the storing warp waits for older stores with a lag of
@@ -101,7 +109,7 @@ Constraints
     swizzled, the shared-memory atom ``hopper_helpers`` picks for a width that is a multiple of
     32 but not of 64), tile_k = 64, clusters of at most 2 CTAs.  Pingpong: 16-bit inputs,
     tile_m x tile_n <= 128 x 128 (a whole tile's fp32 accumulators in one warpgroup's
-    registers), no stream-K.
+    registers), no stream-K.  Swap: tile_m 64 or 128, tile_n >= 64, not pingpong.
 
 Benchmark
     python -m cutematmul.bench --dtypes float16 bfloat16 --kernel sm90
@@ -110,6 +118,8 @@ Benchmark
     which the wave model runs pingpong); docs/performance.md has forced runs against cooperative
     stream-K: cutematmul.tune(a, b) on a product whose tiles leave a partial wave (the tuner
     times it beside the data-parallel schedules; docs/performance.md has forced runs)
+    swap: python -m cutematmul.bench --shapes skinny --dtypes fp16,bf16 --layouts nn,tn
+    (M of 160-224)
 """
 
 from __future__ import annotations
@@ -160,8 +170,13 @@ class Sm90Hgemm:
         if self.tf32 and (a_major, b_major) not in TF32_READS[dtype]:
             raise ValueError(f"Sm90Hgemm {dtype} reads (A, B) majors {TF32_READS[dtype]}; "
                              f"got {a_major}, {b_major}.")
-        #: TF32 with B N-major: the kernel computes C^T = B^T A^T, B being the MMA's (M-major) A.
-        self.swap = swaps(dtype, a_major, b_major)
+        #: C^T = B^T A^T (``Config.swap``): B is the MMA's A, A its B, C written through its
+        #: transpose.  One-pass TF32 swaps exactly when B is N-major (B is then the MMA's
+        #: register operand, ``swaps``); 16-bit products where the schedule chose it.
+        self.swap = config.swap
+        if self.tf32 and self.swap != swaps(dtype, a_major, b_major):
+            raise ValueError(f"Sm90Hgemm {dtype} with (A, B) majors ({a_major}, {b_major}) needs "
+                             f"Config.swap={swaps(dtype, a_major, b_major)}; got {config.swap}.")
         #: The MMA's A is M-major (TF32 only): wgmma reads it from registers, which the consumers
         #: load from shared memory themselves (TF32 wgmma reads only K-major shared tiles).
         self.a_regs = self.tf32 and (a_major, b_major) != ("k", "k")
@@ -200,6 +215,9 @@ class Sm90Hgemm:
         self.tile_threads = self.tile_warpgroups * _THREADS_PER_WARPGROUP
         self.threads = self.consumer_threads + _THREADS_PER_WARPGROUP
         self.c_dtype = cutlass.Float32 if config.partials or self.tf32 else self.dtype
+        #: A 16-bit C written through its transpose (``swap``) leaves the registers by
+        #: ``stmatrix.trans`` into an M-major shared tile; an fp32 one by plain stores.
+        self.c_transposed = self.swap and self.c_dtype.width == 16
         self.stages = config.stage_count(self.dtype.width // 8, self.parts)
         self.epi_tile = (config.epi_m, config.epi_n)
         #: Epilogue buffers: ``Config.epi_rings`` rings of ``epi_stages``.
@@ -228,8 +246,8 @@ class Sm90Hgemm:
             mA = cute.make_tensor(cute.recast_ptr(mA.iterator, dtype=self.dtype), mA.layout)
             mB = cute.make_tensor(cute.recast_ptr(mB.iterator, dtype=self.dtype), mB.layout)
         if cutlass.const_expr(self.swap):
-            # C^T = B^T A^T: B (N, K, L), N-major, is the MMA's A; A the MMA's B (K-major); C is
-            # written through its transpose (N, M, L), whose unit stride is along the MMA's M.
+            # C^T = B^T A^T: B (N, K, L) is the MMA's A, A (M, K, L) its B; C is written through
+            # its transpose (N, M, L), whose unit stride is along the MMA's M.
             mA, mB = mB, mA
             mC = cute.make_tensor(mC.iterator, cute.select(mC.layout, mode=[1, 0, 2]))
         a_layout = LayoutEnum.from_tensor(mA)
@@ -640,11 +658,14 @@ class Sm90Hgemm:
             # The stmatrix atom (16-bit) only shapes the thread-value layout (the accumulator
             # layout is the same for every wgmma input type); fp32 outputs are stored with plain
             # shared stores of that layout.
-            r2s_atom = sm90_utils.get_smem_store_op(LayoutEnum.ROW_MAJOR, self.c_dtype, self.acc_dtype)
+            r2s_atom = sm90_utils.get_smem_store_op(
+                LayoutEnum.COL_MAJOR if self.c_transposed else LayoutEnum.ROW_MAJOR,
+                self.c_dtype, self.acc_dtype)
             r2s = cute.make_tiled_copy_S(
                 r2s_atom,
                 cute.make_tiled_copy_C_atom(
-                    cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), cutlass.Float16),
+                    cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(self.c_transposed, 4),
+                                        cutlass.Float16),
                     tiled_mma,
                 ),
             )

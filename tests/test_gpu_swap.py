@@ -1,0 +1,110 @@
+"""16-bit products the sm90 kernel computes as C^T = B^T A^T (``Config.swap``) on the GPU:
+correct against float64, every layout, tails in M, N and K, data-parallel in 1x1 and 2x1
+clusters, stream-K (bitwise repeatable), split-K partials, a batch with a broadcast operand, and
+a C view inside a wider buffer that nothing outside the view may touch.
+
+Each case makes a swapped configuration the problem's schedule through the tuned tier
+(``cache.trial_tuned``) and first checks that the planned launch really is swapped, so a case
+never silently tests another kernel.  Outputs are NaN-poisoned before each run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import require_module
+from helpers import Maker, check_matmul, forced_runs, layout_operands
+
+pytestmark = pytest.mark.gpu
+
+# (M, N, K): M short (its tail inside one tile width), N with and without a tile-row tail, K
+# with a K-tile tail; one product of several tile widths of M (M > 256).
+SHAPES = [(150, 10000, 4104), (200, 4096, 1000), (97, 3000, 776), (256, 8192, 512),
+          (300, 2000, 3000)]
+#: (tile_m, tile_n, cluster_m, kind): kind "dp" data-parallel, "sk" stream-K, "s3" three splits.
+TILES = [(128, 160, 2, "dp"), (128, 192, 1, "sk"), (64, 224, 2, "sk"), (128, 256, 1, "dp"),
+         (128, 128, 1, "s3")]
+
+
+def _config(tile):
+    from cutematmul.configs.sm90 import Config
+
+    tm, tn, cluster, kind = tile
+    splits = 3 if kind == "s3" else 1
+    return Config(tile_m=tm, tile_n=tn, cluster_m=cluster, swap=True, streamk=kind == "sk",
+                  partials=splits > 1, pdl=kind != "sk"), splits
+
+
+def _run(a, b, tile, repeats=1):
+    config, splits = _config(tile)
+
+    def holds(forced):
+        return (forced.key.config == config and forced.splits == splits
+                and (forced.streamk is not None) == config.streamk)
+
+    return forced_runs(a, b, lambda work: (config, splits, False), holds, repeats)
+
+
+def _id(tile):
+    return f"{tile[0]}x{tile[1]}c{tile[2]}{tile[3]}"
+
+
+@pytest.fixture
+def mk():
+    require_module("torch")
+    return Maker("torch", seed=23)
+
+
+@pytest.mark.parametrize("tile", TILES, ids=_id)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_swapped_kernels_are_correct(mk, shape, tile):
+    import torch
+
+    a, b = layout_operands(mk, *shape, "nn", "float16")
+    first, second = _run(a, b, tile, repeats=2)
+    check_matmul(first, a, b, "float16")
+    assert torch.equal(first, second), "two runs of the same swapped product differ"
+
+
+@pytest.mark.parametrize("layout", ["tn", "nt", "tt"])
+@pytest.mark.parametrize("tile", [(128, 160, 2, "dp"), (128, 192, 2, "sk")], ids=_id)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_swapped_layouts(mk, dtype, tile, layout):
+    a, b = layout_operands(mk, 176, 5000, 2056, layout, dtype)
+    check_matmul(_run(a, b, tile)[0], a, b, dtype)
+
+
+def test_swapped_batch_with_a_broadcast_operand(mk):
+    a = mk.randn((3, 200, 2000), "float16")
+    b = mk.randn((2000, 3000), "float16")
+    for tile in ((128, 224, 2, "dp"), (128, 224, 1, "sk")):
+        check_matmul(_run(a, b, tile)[0], a, b, "float16")
+
+
+@pytest.mark.parametrize("tile", [(128, 160, 2, "dp"), (128, 160, 2, "sk")], ids=_id)
+def test_swapped_c_view_inside_a_wider_buffer(mk, tile):
+    """C^T's TMA stores run along N: a C that is a column slice of a wider row-major buffer is
+    written inside the slice only (the columns around it keep their NaN poison)."""
+    import torch
+
+    import cutematmul
+    from cutematmul import cache, launch
+    from cutematmul.adapters import adapter_for
+
+    m, n, k = 150, 4104, 2000
+    a, b = layout_operands(mk, m, n, k, "nn", "float16")
+    config, splits = _config(tile)
+    buffer = torch.full((m, n + 72), float("nan"), dtype=a.dtype, device="cuda")
+    out = buffer[:, 40:40 + n]
+    # The view's rows are whole 16-byte vectors at a 16-byte aligned start, so its product
+    # is the fresh result's problem.
+    work = launch.planned_launch(adapter_for(a), a, b)
+    assert work is not None and work.problem is not None
+    with cache.trial_tuned(work.problem, (config, splits, False)):
+        forced = launch.planned_launch(adapter_for(a), a, b)
+        assert forced.key.config == config, forced
+        cutematmul.matmul(a, b, out=out)
+    torch.cuda.synchronize()
+    check_matmul(out, a, b, "float16")
+    assert torch.isnan(buffer[:, :40]).all() and torch.isnan(buffer[:, 40 + n:]).all()
+
