@@ -5,7 +5,8 @@ a C view inside a wider buffer that nothing outside the view may touch.
 
 Each case makes a swapped configuration the problem's schedule through the tuned tier
 (``cache.trial_tuned``) and first checks that the planned launch really is swapped, so a case
-never silently tests another kernel.  Outputs are NaN-poisoned before each run.
+never silently tests another kernel.  Outputs are NaN-poisoned before each run.  The last tests
+check that the dispatcher itself picks the swapped kernel for skinny products.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import require_module
-from helpers import Maker, check_matmul, forced_runs, layout_operands
+from helpers import Maker, check_matmul, dispatched, forced_runs, layout_operands
 
 pytestmark = pytest.mark.gpu
 
@@ -108,3 +109,45 @@ def test_swapped_c_view_inside_a_wider_buffer(mk, tile):
     check_matmul(out, a, b, "float16")
     assert torch.isnan(buffer[:, :40]).all() and torch.isnan(buffer[:, 40 + n:]).all()
 
+
+# Skinny products the dispatcher itself runs swapped (``configs.sm90._swapped_skinny``):
+# 64-row tiles in one wave, 128-row tiles, stream-K (few tiles, >= 128 K-tiles) with N and K
+# tails, and a product of a few 64-row tiles per batch that fill the SMs together.
+NATURAL = [(160, 8192, 2048), (176, 10240, 1024), (224, 5000, 8200), (200, 4096, 8192),
+           (129, 6000, 3000)]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", NATURAL, ids=lambda s: "x".join(map(str, s)))
+def test_skinny_products_run_swapped_by_default(mk, dtype, shape):
+    import torch
+
+    import cutematmul
+
+    family, key, splits, transposed = dispatched(dtype, *shape)
+    assert family.name == "sm90" and key.config.swap and splits == 1 and not transposed, key
+    a, b = layout_operands(mk, *shape, "nn", dtype)
+    first = cutematmul.matmul(a, b, out=mk.poisoned(shape[:2], dtype))
+    check_matmul(first, a, b, dtype)
+    if key.config.streamk:  # the in-kernel reduction adds in a fixed order
+        assert torch.equal(first, cutematmul.matmul(a, b, out=mk.poisoned(shape[:2], dtype)))
+
+
+@pytest.mark.parametrize("layout", ["tn", "nt", "tt"])
+def test_skinny_swapped_by_default_in_every_layout(mk, layout):
+    import cutematmul
+
+    a, b = layout_operands(mk, 192, 8192, 2056, layout, "float16")
+    check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((192, 8192), "float16")), a, b,
+                 "float16")
+
+
+def test_skinny_batched_broadcast_runs_swapped(mk):
+    import cutematmul
+
+    family, key, _, _ = dispatched("float16", 160, 2048, 1024, batch=4)
+    assert key.config.swap, key
+    a = mk.randn((4, 160, 1024), "float16")
+    b = mk.randn((1024, 2048), "float16")
+    check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((4, 160, 2048), "float16")), a, b,
+                 "float16")

@@ -383,7 +383,7 @@ def test_streamk_estimates_have_no_partial_wave():
     assert parallel(7, 19) > 1.8 * parallel(12, 11) and streamk(7, 19) < 0.7 * parallel(7, 19)
 
 
-def test_streamk_is_a_tuner_candidate_for_partial_waves_and_never_the_model_pick():
+def test_streamk_is_a_tuner_candidate_for_partial_waves_and_not_the_model_pick_there():
     for shape in ((1536, 1536, 1536), (2560, 2560, 2560), (3072, 3072, 3072)):
         for math in ("float16", "tf32"):
             assert not sm90.choose_schedule(*shape, 1, 132, math=math)[0].streamk
@@ -744,3 +744,98 @@ def test_tall_tile_configuration():
         with pytest.raises(ValueError, match="tile_m=256|pingpong"):
             Config(tile_m=256, **{"tile_n": 128, **bad}).validate()
 
+
+# ------------------------------------------------- skinny 16-bit products computed swapped
+
+SWAP_M = [129, 150, 160, 176, 192, 200, 224]
+SWAP_NK = [(4096, 4096), (4096, 14336), (8192, 8192), (10240, 8192), (12288, 12288),
+           (16384, 16384)]
+
+
+@pytest.mark.parametrize("math", ["float16", "bfloat16"])
+@pytest.mark.parametrize("m", SWAP_M)
+@pytest.mark.parametrize("n, k", SWAP_NK)
+def test_skinny_16bit_products_of_m_129_to_224_run_swapped_on_one_tile_column(math, m, n, k):
+    """All of M in one tile of the narrowest width that holds it (160, 192, 224), the long N
+    along 64-row tiles where they fit one wave (else 128-row), unsplit; stream-K in 2x1
+    clusters where the tiles fill under 3/4 of the SMs over at least 128 K-tiles; A K-major
+    unclustered.  The XLA route (no workspace) keeps the data-parallel kernel."""
+    config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132, math=math)
+    config.validate()
+    assert config.swap and splits == 1 and not transposed and not config.partials
+    assert config.tile_n == min(w for w in (160, 192, 224) if w >= m)
+    assert config.tile_m == (64 if -(-n // 64) <= 132 else 128), config
+    tiles = -(-n // config.tile_m)
+    streamk = tiles < 0.75 * 132 and k // 64 >= 128
+    assert config.streamk == streamk and config.cluster_m == (2 if streamk else 1), config
+    assert config.pdl != streamk
+    unsplit = sm90.choose_config(m, n, k, 1, 132, math=math)
+    assert unsplit.swap and not unsplit.streamk and not unsplit.partials, unsplit
+    assert unsplit.tile_m == config.tile_m and unsplit.tile_n == config.tile_n
+    # A stored M-major: rows of whole 32-byte sectors (M a multiple of 16) run swapped in 2x1
+    # clusters (the A tile multicast); others stay untransposed.
+    across = sm90.choose_schedule(m, n, k, 1, 132, math=math, majors=("m", "n"))[0]
+    assert across.swap == (m % 16 == 0), across
+    if across.swap:
+        assert across.cluster_m == 2 and across.tile_n == config.tile_n
+
+
+@pytest.mark.parametrize("case", [
+    dict(m=128, n=8192, k=8192), dict(m=96, n=12288, k=12288), dict(m=256, n=8192, k=8192),
+    dict(m=240, n=16384, k=4096), dict(m=160, n=2048, k=8192), dict(m=192, n=8192, k=8192,
+                                                                     math="tf32"),
+    dict(m=192, n=8192, k=8192, math="tf32x3"), dict(m=192, n=8192, k=8192, c_aligned=False),
+    dict(m=160, n=192, k=8192), dict(m=8192, n=160, k=8192)], ids=str)
+def test_products_outside_the_skinny_swap_class_keep_their_orientation(case):
+    """M a whole number of 128-row tiles (128, 256) or of 96 (one 128-wide tile either way),
+    past 224 (w 256: no gain), N too short to fill half the SMs with 64-row tiles, fp32
+    inputs, a C that TMA cannot store, and long-M products: not swapped."""
+    case = dict(case)
+    m, n, k = case.pop("m"), case.pop("n"), case.pop("k")
+    config = sm90.choose_schedule(m, n, k, 1, 132, **case)[0]
+    assert not config.swap, (m, n, k, case, config)
+
+
+def test_a_skinny_swapped_launch_keeps_the_product_majors_and_stores_c_itself():
+    """The kernel swaps A and B itself: the key holds the product's majors and alignments,
+    no reduction; a stream-K schedule carries its workspace."""
+    for (m, n, k), streamk in (((192, 8192, 8192), False), ((160, 4096, 14336), True)):
+        gemm = plan_gemm((m, k), (k, 1), (k, n), (n, 1), (n, 1))
+        spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
+        resolved = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, "float16", 2,
+                                   (True, True, True), spans, (False, False, False))
+        key = resolved.key
+        assert key.config.swap and (key.a_major, key.b_major) == ("k", "n"), key
+        assert resolved.reduce is None and not resolved.transposed
+        assert key.config.streamk == streamk and (resolved.streamk is not None) == streamk
+        assert resolved.calls[0][1][4] == 1
+
+
+def test_skinny_candidates_hold_both_tile_heights_clusters_streamk_and_the_untransposed_pick():
+    found = sm90.candidates(192, 8192, 8192, 1, 132)
+    assert found[0] == sm90.choose_schedule(192, 8192, 8192, 1, 132)
+    swapped = [(c.tile_m, c.cluster_m, c.streamk) for c, s, t in found if c.swap]
+    assert sorted(swapped) == [(64, 1, False), (64, 2, False), (64, 2, True), (128, 1, False),
+                               (128, 2, False), (128, 2, True)]
+    assert any(not c.swap for c, _, _ in found)
+    for config, _, _ in found:
+        config.validate()
+    # Without the workspace (the XLA route) there is no stream-K to time.
+    assert not [c for c, _, _ in sm90.candidates(192, 8192, 8192, 1, 132, max_splits=1)
+                if c.streamk]
+
+
+def test_swap_configs_name_themselves_and_refuse_what_the_kernel_is_not_built_for():
+    assert sm90.Config(tile_m=64, tile_n=192, swap=True).name.endswith("_swap")
+    for bad in (dict(tile_m=256, tile_n=128), dict(tile_m=128, tile_n=32),
+                dict(tile_m=128, tile_n=128, pingpong=True)):
+        with pytest.raises(ValueError, match="swap"):
+            sm90.Config(swap=True, **bad).validate()
+
+
+def test_the_default_precompile_set_holds_a_swapped_skinny_kernel():
+    from cutematmul import aot
+
+    keys = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",)))
+    config = sm90.choose_schedule(192, 8192, 8192, 1, 132)[0]
+    assert config.swap and any(k.family == "sm90" and k.config == config for k in keys)

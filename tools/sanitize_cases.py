@@ -5,7 +5,9 @@ Each family (simt fp32, sm80 and sm90 fp16/bf16, and "tf32": the sm90 kernel in 
 layouts (each twice: the repeat takes the device route's fast path), unaligned and strided
 views (which go through staging), broadcast batches, 1-D operands,
 the sm90 tiles of widths that are no power of two, the sm90 pingpong schedule (forced: two
-warpgroups on alternate tiles, an order barrier between them) in every layout, every SIMT tile, the SIMT row-streaming
+warpgroups on alternate tiles, an order barrier between them) in every layout, skinny products
+the sm90 kernel computes swapped (C^T = B^T A^T, C stored through its transpose, data-parallel
+and stream-K), every SIMT tile, the SIMT row-streaming
 kernel (untransposed and transposed) and the one-pass TF32
 schedules with a register operand in every layout (forced),
 split-K products (fp32 partials and the reduction kernel) and a column-major ``out``; "streamk"
@@ -91,6 +93,33 @@ def _forced(a, b, choice, precision: str, poison: bool, holds, what: str, kernel
             raise AssertionError(f"{what}: the forced schedule is not the planned one")
         out = _out((a.shape[0], b.shape[1]), a.dtype, poison)
         return cutematmul.matmul(a, b, out=out, precision=precision, kernel=kernel)
+
+
+#: Skinny 16-bit products the dispatcher runs swapped (``configs.sm90._swapped_skinny``: C^T =
+#: B^T A^T in the kernel, C stored through its transpose): (M, N, K, dtype, layout).  64-row
+#: tiles, 128-row tiles, stream-K (few tiles, a long K) and 2x1 clusters (A M-major), with tails
+#: in M (inside the tile's width), N and K.
+SWAP_CASES = [(160, 4104, 1000, "float16", "nn"), (200, 4096, 8200, "bfloat16", "nn"),
+              (176, 8200, 1000, "float16", "tn"), (192, 10000, 512, "float16", "nt"),
+              (224, 5000, 8200, "float16", "tt")]
+
+
+def _swapped(gen, quick: bool, poison: bool) -> int:
+    """The sm90 kernel computing C^T = B^T A^T (``Config.swap``) as the dispatcher picks it."""
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    count = 0
+    for m, n, k, dtype, layout in SWAP_CASES[:2] if quick else SWAP_CASES:
+        a, b = _operands(m, n, k, layout, dtype, gen)
+        what = f"swapped {dtype} {m}x{n}x{k} {layout}"
+        work = launch.planned_launch(adapter_for(a), a, b)
+        if work is None or not work.key.config.swap:
+            raise AssertionError(f"{what}: the dispatcher did not plan a swapped launch")
+        out = _out((m, n), a.dtype, poison)
+        _check(cutematmul.matmul(a, b, out=out), a, b, (dtype, "highest"), what)
+        count += 1
+    return count
 
 
 def _forced_exactly(gen, m: int, n: int, k: int, layout: str, choice, mode, kernel: str,
@@ -336,6 +365,7 @@ def run(families, quick: bool, poison: bool = True) -> int:
     if "sm90" in families:
         count += _wide(gen, quick, poison)
         count += _pingpong(gen, quick, poison)
+        count += _swapped(gen, quick, poison)
     if "simt" in families:
         count += _simt_tiles(gen, quick, poison)
         count += _simt_gemv(gen, quick, poison)

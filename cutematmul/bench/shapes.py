@@ -114,7 +114,8 @@ _DEFAULT = [
 _SKINNY = [Shape(1, 4096, 4096), Shape(16, 8192, 8192), Shape(24, 4096, 14336),
            Shape(32, 14336, 4096), Shape(4096, 1, 4096), Shape(4096, 8, 4096),
            Shape(8192, 16, 8192), Shape(14336, 24, 4096), Shape(4096, 12, 14336),
-           Shape(16384, 3, 2048)]
+           Shape(16384, 3, 2048), Shape(160, 8192, 8192), Shape(192, 10240, 8192),
+           Shape(224, 4096, 14336)]
 
 # Short K (a few hundred): each output tile's mainloop is short, so its epilogue is a large part
 # of the work (the pingpong kernel's class); squares, rectangles, a tail and a batch.

@@ -57,7 +57,8 @@ class Config:
     #: The kernel computes C^T = B^T A^T: its tiles cover (N, M), B is the MMA's A and A its
     #: B, and C is written through its transpose (an M-major epilogue tile, stored by TMA).
     #: Forced by the layout for one-pass TF32 with an N-major B (``swaps``: B is then the
-    #: register operand); a schedule's choice for 16-bit products.
+    #: register operand); chosen by the schedule for skinny 16-bit products (``_SWAP_WIDTHS``),
+    #: whose short M then spans one tile's width instead of padded 64- or 128-row tiles.
     swap: bool = False
 
     @property
@@ -463,9 +464,16 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     computed transposed its tiles are chosen over (N, M) (a small-M product's transposed route
     runs in that orientation already).
 
+    Skinny 16-bit products whose M fits one tile width that is no multiple of 128 (128 < M <=
+    224) run swapped instead (``_swapped_skinny``): C^T = B^T A^T in the kernel, all of M in
+    one 160-, 192- or 224-wide tile, no padded rows.
+
     ``math`` (``MATH_TYPES``) sets the K-tile and the rate; 3xTF32 is scheduled as the three
     products it runs (``gemm_k``).
     """
+    skinny = _swapped_skinny(m, n, k, batch, num_sms, max_splits, math, majors, c_aligned)
+    if skinny is not None:
+        return skinny
     m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped, majors,
                                   c_aligned)
     rows, cols = (n, m) if space.transposed else (m, n)
@@ -474,8 +482,71 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     return _config(space, math, m, tile, splits), splits, space.transposed
 
 
+#: Skinny 16-bit products whose M fits one tile width of ``_SWAP_WIDTHS`` run swapped
+#: (``Config.swap``, C^T = B^T A^T in the kernel): the long N along the tile's rows, all of M in
+#: the tile's width.  Untransposed, such an M is padded to whole 64- or 128-row tiles, and an
+#: odd count of tile rows leaves the last 2x1 cluster's second CTA idle (M = 160 on 64-row
+#: tiles: 4 CTA rows for 2.5 rows of data).  H200, 2026-12-02, fp16, L2-cold rotated inputs,
+#: us, the untransposed pick / this rule's swapped schedule (cuBLAS), nn: 160x8192x8192 69.5 /
+#: 38.5 (37.8), 160x10240x8192 105.7 / 56.5 (59.8), 160x16384x16384 323.1 / 139.4 (141.8),
+#: 192x8192x8192 59.5 / 41.9 (49.8), 192x4096x14336 66.9 / 46.2 (46.4), 200x16384x16384 187.0 /
+#: 173.5 (164.3), 224x4096x14336 58.3 / 50.7 (52.3); tn (A M-major, 2x1): 160x12288x12288
+#: 109.2 / 92.4 (96.5), 192x10240x8192 101.8 / 60.6 (54.8).  Over 28 products per layout (M
+#: 160, 192, 200, 224; seven (N, K) of 4096-16384), geometric mean x cuBLAS of the picks,
+#: untransposed / this rule: nn 0.804x / 1.010x, tn 0.868x / 1.033x.  Where it lost:
+#: 224x4096x4096 (nn 20.1 against 19.0, tn 20.4 against 17.6); 160x10240x8192 stream-K 56.5
+#: against 54.4 data-parallel.  M of 256 (w 256) and of 96-128 measured no gain
+#: (the untransposed tiles cover them as well); with A M-major, rows of no whole 32-byte
+#: sectors (``_ACROSS_BYTES``: M = 200) ran 1.2-1.5x slower swapped, so they stay untransposed.
+_SWAP_WIDTHS = (160, 192, 224)
+#: The rule needs N's 64-row tiles (times the batch) to fill this fraction of the SMs; below
+#: that the untransposed schedule splits K (not measured swapped).
+_SWAP_FILL = 0.45
+#: Swapped products whose tiles fill less than this fraction of the SMs and walk at least
+#: ``_SWAP_STREAMK_K_TILES`` K-tiles run stream-K in 2x1 clusters: same runs, nn, us,
+#: data-parallel / stream-K: 192x4096x14336 53.3 / 46.2, 224x10240x8192 71.7 / 65.6,
+#: 224x12288x12288 114.2 / 109.8, but 160x4096x4096 15.4 / 19.1 (64 K-tiles).
+_SWAP_STREAMK_FILL = 0.75
+_SWAP_STREAMK_K_TILES = 128
+
+
+def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
+                    math: str, majors: tuple[str, str],
+                    c_aligned: bool = True) -> tuple[Config, int, bool] | None:
+    """The swapped schedule of a skinny 16-bit product (``_SWAP_WIDTHS``), or None.
+
+    The tile is as wide as the narrowest width that holds M, and 64 rows where N's 64-row tiles
+    fit in one wave (else 128).  2x1 clusters (the A tile multicast) with A M-major, whose
+    tile rows are read across; unclustered with A K-major, where they measured faster
+    (192x8192x8192 41.9 against 48.5 us).  Stream-K (``_SWAP_STREAMK_FILL``) needs the
+    workspace, so the XLA route (``max_splits`` 1) runs data-parallel.  C must be TMA-storable
+    through its transpose (``c_aligned``)."""
+    if math not in _CLUSTERED_MATH or not c_aligned:
+        return None
+    width = next(w for w in _TILE_N if w >= m) if m <= _TILE_N[-1] else None
+    if width not in _SWAP_WIDTHS:
+        return None
+    across = majors[0] == "m"
+    if across and m * 2 % _ACROSS_BYTES:
+        return None
+    row_tiles = -(-n // 64) * batch
+    if row_tiles < _SWAP_FILL * num_sms:
+        return None
+    tile_m = 64 if row_tiles <= num_sms else 128
+    tiles = -(-n // tile_m) * batch
+    config = Config(tile_m=tile_m, tile_n=width, raster_group=8, epi_n=32,
+                    cluster_m=2 if across else 1, pdl=_PDL, swap=True)
+    if (max_splits > 1 and tiles < _SWAP_STREAMK_FILL * num_sms
+            and -(-k // config.tile_k) >= _SWAP_STREAMK_K_TILES):
+        streamk = replace(config, cluster_m=2, streamk=True, pdl=False)
+        if streamk_fits(streamk, m, n, k, batch):
+            return streamk, 1, False
+    return config, 1, False
+
+
 #: Math types with a stream-K schedule (3xTF32 keeps split-K, which bounds its promoted sums).
-#: Stream-K is a candidate of the autotuner, never the wave model's pick: forced on an H200
+#: Stream-K is a candidate of the autotuner, and the wave model's pick only for swapped skinny
+#: products (``_SWAP_STREAMK_FILL``), never from the model's estimates: forced on an H200
 #: (2026-12-01, fp16 nn, us, best stream-K tile against the data-parallel pick) it won only
 #: where the pick's last wave is about half full and every CTA has tens of microseconds of
 #: work (2560^3: 53.4 against 56.5; TF32 2560^3: 127.2 against 132.6) and lost elsewhere
@@ -514,11 +585,22 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                c_aligned: bool = True) -> list[tuple[Config, int, bool]]:
     """What the autotuner times (``cutematmul.tune``): the ``limit`` schedules the wave model
     ranks best, each 16-bit clustered one but the wide tiles also unclustered, and a stream-K
-    schedule where the tiles leave a partial wave (``_streamk_candidate``); ``choose_schedule``'s
-    pick first; ``swapped``, ``majors`` and ``c_aligned`` as there.
+    schedule where the tiles leave a partial wave (``_streamk_candidate``); for a skinny
+    product that runs swapped (``_swapped_skinny``), its 64- and 128-row tiles in 1x1 and 2x1
+    clusters and stream-K as well; ``choose_schedule``'s pick first; ``swapped``, ``majors``
+    and ``c_aligned`` as there.
     Every one computes the same product (the 3xTF32 split floor for accuracy included)."""
     found = [choose_schedule(m, n, k, batch, num_sms, max_splits, math, swapped, majors,
                              c_aligned)]
+    skinny = _swapped_skinny(m, n, k, batch, num_sms, max_splits, math, majors, c_aligned)
+    if skinny is not None:
+        for tile_m in (64, 128):
+            plain = replace(skinny[0], tile_m=tile_m, streamk=False, pdl=_PDL)
+            choices = [replace(plain, cluster_m=cluster) for cluster in (1, 2)]
+            streamk = replace(plain, cluster_m=2, streamk=True, pdl=False)
+            if max_splits > 1 and streamk_fits(streamk, m, n, k, batch):
+                choices.append(streamk)
+            found += [(c, 1, False) for c in choices if (c, 1, False) not in found]
     m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped, majors,
                                   c_aligned)
     rows, cols = (n, m) if space.transposed else (m, n)
