@@ -831,6 +831,8 @@ def test_swap_configs_name_themselves_and_refuse_what_the_kernel_is_not_built_fo
                 dict(tile_m=128, tile_n=128, pingpong=True)):
         with pytest.raises(ValueError, match="swap"):
             sm90.Config(swap=True, **bad).validate()
+    # A narrow swapped tile writing fp32 partials (a forced TF32 transposed small-M product).
+    sm90.Config(tile_m=64, tile_n=32, tile_k=32, epi_stages=2, partials=True, swap=True).validate()
 
 
 def test_the_default_precompile_set_holds_a_swapped_skinny_kernel():

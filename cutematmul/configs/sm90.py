@@ -158,9 +158,12 @@ class Config:
             raise ValueError("Config.pingpong is built for data-parallel and split-K tiles of at most "
                              f"128 x 128 elements; got {self.tile_m}x{self.tile_n}"
                              + (", stream-K" if self.streamk else "") + ".")
-        if self.swap and (self.tile_m > 128 or self.tile_n < 64 or self.pingpong):
-            raise ValueError("Config.swap is built for cooperative tiles of 64 or 128 rows and "
-                             f"64 to 256 columns; got {self.tile_m}x{self.tile_n}"
+        if self.swap and (self.tile_m > 128 or self.pingpong
+                          or (self.tile_n < 64 and not self.partials)):
+            # Narrow tiles swap with fp32 partials only (TF32's transposed small-M products).
+            raise ValueError("Config.swap is built for cooperative tiles of 64 or 128 rows, at "
+                             "least 64 wide or writing fp32 partials; got "
+                             f"{self.tile_m}x{self.tile_n}"
                              + (", pingpong" if self.pingpong else "") + ".")
         if self.pdl and self.streamk:
             # The host zeroes the flags with a memset right before a stream-K launch.
