@@ -772,12 +772,13 @@ def test_skinny_16bit_products_of_m_129_to_224_run_swapped_on_one_tile_column(ma
     unsplit = sm90.choose_config(m, n, k, 1, 132, math=math)
     assert unsplit.swap and not unsplit.streamk and not unsplit.partials, unsplit
     assert unsplit.tile_m == config.tile_m and unsplit.tile_n == config.tile_n
-    # A stored M-major: rows of whole 32-byte sectors (M a multiple of 16) run swapped in 2x1
-    # clusters (the A tile multicast); others stay untransposed.
+    # A stored M-major runs swapped up to M = 192, in 2x1 clusters (the A tile multicast); with
+    # rows of no whole 32-byte sectors (M no multiple of 16) on 128-row tiles.
     across = sm90.choose_schedule(m, n, k, 1, 132, math=math, majors=("m", "n"))[0]
-    assert across.swap == (m % 16 == 0), across
+    assert across.swap == (m <= 192), across
     if across.swap:
         assert across.cluster_m == 2 and across.tile_n == config.tile_n
+        assert across.tile_m == (config.tile_m if m % 16 == 0 else 128), across
 
 
 @pytest.mark.parametrize("case", [

@@ -499,9 +499,19 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
 #: untransposed / this rule: nn 0.804x / 1.010x, tn 0.868x / 1.033x.  Where it lost:
 #: 224x4096x4096 (nn 20.1 against 19.0, tn 20.4 against 17.6); 160x10240x8192 stream-K 56.5
 #: against 54.4 data-parallel.  M of 256 (w 256) and of 96-128 measured no gain
-#: (the untransposed tiles cover them as well); with A M-major, rows of no whole 32-byte
-#: sectors (``_ACROSS_BYTES``: M = 200) ran 1.2-1.5x slower swapped, so they stay untransposed.
+#: (the untransposed tiles cover them as well).
 _SWAP_WIDTHS = (160, 192, 224)
+#: With A M-major, only M up to this runs swapped: there the untransposed schedule is three
+#: 64-row tiles in 2x1 clusters, one CTA in four idle, while above it two 128-row tiles cover
+#: M and measured as fast or faster (H200, 2026-12-03, fp16 tn, us, untransposed / swapped:
+#: 208x7168x4096 26.4 / 32.6, 208x4096x11008 42.8 / 47.2, 224x4096x4096 17.6 / 20.4, but
+#: 224x16384x16384 193.8 / 184.6).  With A's rows of no whole 32-byte sectors
+#: (``_ACROSS_BYTES``) the swapped tiles are 128 rows (a 64-row one rereads those rows twice
+#: as often).  Same runs, us, untransposed pick / 128-row swapped, 2x1, stream-K where the rule
+#: takes it (best 64-row swapped; cuBLAS): 136x9216x9216 124.5 / 58.3 (72.1; 62.8),
+#: 168x11008x4096 63.2 / 36.8 (40.8; 31.7), 184x4096x11008 58.9 / 41.3 (43.4; 42.7),
+#: 168x5120x5120 47.6 / 38.4 (28.1; 20.9); 16 products: geometric mean x cuBLAS 0.608x / 0.91x.
+_SWAP_ACROSS_M = 192
 #: The rule needs N's 64-row tiles (times the batch) to fill this fraction of the SMs; below
 #: that the untransposed schedule splits K (not measured swapped).
 _SWAP_FILL = 0.45
@@ -519,9 +529,10 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     """The swapped schedule of a skinny 16-bit product (``_SWAP_WIDTHS``), or None.
 
     The tile is as wide as the narrowest width that holds M, and 64 rows where N's 64-row tiles
-    fit in one wave (else 128).  2x1 clusters (the A tile multicast) with A M-major, whose
-    tile rows are read across; unclustered with A K-major, where they measured faster
-    (192x8192x8192 41.9 against 48.5 us).  Stream-K (``_SWAP_STREAMK_FILL``) needs the
+    fit in one wave (else 128; always 128 with A's rows of no whole sectors).  With A M-major
+    (M up to ``_SWAP_ACROSS_M``) 2x1 clusters, the A tile multicast, whose tile rows are read
+    across; unclustered with A K-major, where they measured faster (192x8192x8192 41.9
+    against 48.5 us).  Stream-K (``_SWAP_STREAMK_FILL``) needs the
     workspace, so the XLA route (``max_splits`` 1) runs data-parallel.  C must be TMA-storable
     through its transpose (``c_aligned``)."""
     if math not in _CLUSTERED_MATH or not c_aligned:
@@ -530,12 +541,13 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     if width not in _SWAP_WIDTHS:
         return None
     across = majors[0] == "m"
-    if across and m * 2 % _ACROSS_BYTES:
+    if across and m > _SWAP_ACROSS_M:
         return None
+    sectors = not across or m * 2 % _ACROSS_BYTES == 0  # A's rows of whole 32-byte sectors
     row_tiles = -(-n // 64) * batch
     if row_tiles < _SWAP_FILL * num_sms:
         return None
-    tile_m = 64 if row_tiles <= num_sms else 128
+    tile_m = 64 if row_tiles <= num_sms and sectors else 128
     tiles = -(-n // tile_m) * batch
     config = Config(tile_m=tile_m, tile_n=width, raster_group=8, epi_n=32,
                     cluster_m=2 if across else 1, pdl=_PDL, swap=True)
