@@ -532,9 +532,9 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     fit in one wave (else 128; always 128 with A's rows of no whole sectors).  With A M-major
     (M up to ``_SWAP_ACROSS_M``) 2x1 clusters, the A tile multicast, whose tile rows are read
     across; unclustered with A K-major, where they measured faster (192x8192x8192 41.9
-    against 48.5 us).  Stream-K (``_SWAP_STREAMK_FILL``) needs the
-    workspace, so the XLA route (``max_splits`` 1) runs data-parallel.  C must be TMA-storable
-    through its transpose (``c_aligned``)."""
+    against 48.5 us).  Stream-K (``_SWAP_STREAMK_FILL``) needs the workspace, so the XLA
+    route (``max_splits`` 1) runs data-parallel.  C must be TMA-storable through its transpose
+    (``c_aligned``)."""
     if math not in _CLUSTERED_MATH or not c_aligned:
         return None
     width = next(w for w in _TILE_N if w >= m) if m <= _TILE_N[-1] else None
@@ -543,7 +543,8 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     across = majors[0] == "m"
     if across and m > _SWAP_ACROSS_M:
         return None
-    sectors = not across or m * 2 % _ACROSS_BYTES == 0  # A's rows of whole 32-byte sectors
+    row_bytes = m * _RATES[16][1].in_bytes
+    sectors = not across or row_bytes % _ACROSS_BYTES == 0  # A's rows of whole 32-byte sectors
     row_tiles = -(-n // 64) * batch
     if row_tiles < _SWAP_FILL * num_sms:
         return None
