@@ -94,11 +94,12 @@ def test_sm90_tf32_compiles_to_tf32_wgmma(tmp_path):
             assert c["tma_load"] == 2 * one_pass["tma_load"], (c, one_pass)
 
 
-#: One-pass TF32 with a register operand: (config, majors); "kn" computes C^T = B^T A^T.
+#: One-pass TF32 with a register operand: (config, majors); "kn" computes C^T = B^T A^T, which
+#: its configuration records (``Config.swap``).
 REGISTER_CONFIGS = [
-    ({"tile_m": 128, "tile_n": 256, "cluster_m": 2, **TF32}, "kn"),
+    ({"tile_m": 128, "tile_n": 256, "cluster_m": 2, "swap": True, **TF32}, "kn"),
     ({"tile_m": 128, "tile_n": 256, **TF32}, "mk"),
-    ({"tile_m": 128, "tile_n": 128, "streamk": True, **TF32}, "kn"),
+    ({"tile_m": 128, "tile_n": 128, "streamk": True, "swap": True, **TF32}, "kn"),
     ({"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True, **TF32}, "mk"),
 ]
 
