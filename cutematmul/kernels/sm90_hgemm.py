@@ -109,7 +109,8 @@ Constraints
     swizzled, the shared-memory atom ``hopper_helpers`` picks for a width that is a multiple of
     32 but not of 64), tile_k = 64, clusters of at most 2 CTAs.  Pingpong: 16-bit inputs,
     tile_m x tile_n <= 128 x 128 (a whole tile's fp32 accumulators in one warpgroup's
-    registers), no stream-K.  Swap: tile_m 64 or 128, tile_n >= 64, not pingpong.
+    registers), no stream-K.  Swap: tile_m 64 or 128, not pingpong; a narrow tile (16 or 32)
+    only writing fp32 partials (TF32's transposed small-M products).
 
 Benchmark
     python -m cutematmul.bench --dtypes float16 bfloat16 --kernel sm90
