@@ -797,6 +797,14 @@ def test_products_outside_the_skinny_swap_class_keep_their_orientation(case):
     assert not config.swap, (m, n, k, case, config)
 
 
+def test_a_batch_of_products_with_short_n_is_not_swapped():
+    """A batch fills the SMs with 64-row tiles of N, but N under 4 M would leave them mostly
+    empty (N = 32 on 64 rows): not swapped; a batch of long N is."""
+    assert not sm90.choose_schedule(160, 32, 4096, 64, 132)[0].swap
+    assert not sm90.choose_schedule(160, 512, 4096, 16, 132)[0].swap
+    assert sm90.choose_schedule(160, 2048, 1024, 4, 132)[0].swap
+
+
 def test_a_skinny_swapped_launch_keeps_the_product_majors_and_stores_c_itself():
     """The kernel swaps A and B itself: the key holds the product's majors and alignments,
     no reduction; a stream-K schedule carries its workspace."""

@@ -526,7 +526,8 @@ _SWAP_STREAMK_K_TILES = 128
 def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
                     math: str, majors: tuple[str, str],
                     c_aligned: bool = True) -> tuple[Config, int, bool] | None:
-    """The swapped schedule of a skinny 16-bit product (``_SWAP_WIDTHS``), or None.
+    """The swapped schedule of a skinny 16-bit product (``_SWAP_WIDTHS``; N at least 4 M), or
+    None.
 
     The tile is as wide as the narrowest width that holds M, and 64 rows where N's 64-row tiles
     fit in one wave (else 128; always 128 with A's rows of no whole sectors).  With A M-major
@@ -535,7 +536,7 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     against 48.5 us).  Stream-K (``_SWAP_STREAMK_FILL``) needs the workspace, so the XLA
     route (``max_splits`` 1) runs data-parallel.  C must be TMA-storable through its transpose
     (``c_aligned``)."""
-    if math not in _CLUSTERED_MATH or not c_aligned:
+    if math not in _CLUSTERED_MATH or not c_aligned or n < 4 * m:
         return None
     width = next(w for w in _TILE_N if w >= m) if m <= _TILE_N[-1] else None
     if width not in _SWAP_WIDTHS:
