@@ -186,7 +186,7 @@ WAVE_FILL = [(770, 2890, 1001), (789, 2890, 77)]
 # An N-major B tile of these widths is 64-byte swizzled; tails in M, N and K, odd tile-row
 # counts, and split-K partials.
 WIDE = [((1530, 1540, 700), 160, False), ((1500, 1500, 77), 160, False),
-        ((1807, 1581, 333), 224, False), ((257, 1032, 9001), 160, True),
+        ((1807, 1581, 333), 224, False), ((383, 1600, 9001), 160, True),
         ((721, 666, 9001), 224, True)]
 
 

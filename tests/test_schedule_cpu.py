@@ -512,6 +512,35 @@ def test_wide_tiles_fill_partial_waves_of_clustered_16bit_products_only():
         sm90.Config(tile_n=176).validate()
 
 
+def test_clustered_tile_rows_are_launched_in_whole_clusters():
+    """An odd count of tile rows in 2x1 clusters launches one CTA more per tile column
+    (``waves.Rate.cluster_rows``): 5 rows of 23 columns are 138 CTAs, two waves on 132 SMs."""
+    rate = waves.Rate(5e12, 1, 2, 2, 4)
+    clustered = rate._replace(cluster_rows=2)
+    assert waves.launched_tiles(640, 2912, 1, 128, 128, rate) == 5 * 23
+    assert waves.launched_tiles(640, 2912, 1, 128, 128, clustered) == 6 * 23
+    assert waves.launched_tiles(768, 2912, 2, 128, 128, clustered) == 6 * 23 * 2
+    one = waves.estimate(640, 2912, 1368, 1, 132, 128, 128, 64, 1, 1.0, rate)
+    two = waves.estimate(640, 2912, 1368, 1, 132, 128, 128, 64, 1, 1.0, clustered)
+    assert two > 1.8 * one
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn"])
+def test_odd_tile_rows_that_spill_a_wave_in_clusters_run_unclustered(layout):
+    """Where the last cluster's idle CTA would start another wave, the tile runs 1x1; an even
+    count of tile rows, or many waves, keep the 2x1 cluster."""
+    majors = LAYOUT_MAJORS[layout]
+    config, splits, _ = sm90.choose_schedule(640, 2912, 1368, 1, 132, majors=majors)
+    assert (config.tile_m, config.tile_n, config.cluster_m, splits) == (128, 128, 1, 1)
+    for shape in [(768, 2912, 1368), (8192, 8192, 8192), (4096, 14336, 4096)]:
+        assert sm90.choose_schedule(*shape, 1, 132, majors=majors)[0].cluster_m == 2, shape
+    for math in ("tf32", "tf32x3"):  # TF32 clusters only even counts of rows already
+        assert sm90.choose_schedule(640, 2912, 1368, 1, 132, math=math)[0].cluster_m == 1
+    # Split products keep their clusters (not measured unclustered): 5 rows of 64 in 2x1.
+    config, splits, _ = sm90.choose_schedule(257, 1032, 9001, 1, 132, majors=majors)
+    assert splits > 1 and config.cluster_m == 2, (config, splits)
+
+
 # ----------------------------------------------------------------------- SIMT few-row products
 
 LAYOUT_MAJORS = {"nn": ("k", "n"), "tn": ("m", "n"), "nt": ("k", "k"), "tt": ("m", "k")}

@@ -327,6 +327,18 @@ def _is_pingpong(tile: tuple) -> bool:
     return tile[2:] == _PINGPONG_TILE[0][2:]
 
 
+#: The third field of a ``waves`` tile key that runs a 16-bit tile unclustered where
+#: ``_cluster_m`` would cluster it: offered unsplit where M spans an odd count of tile rows,
+#: whose last 2x1 cluster launches a CTA without work (``waves.Rate.cluster_rows``).  H200,
+#: 2026-12-03, fp16, L2-cold rotated inputs, us, the clustered pick / unclustered (cuBLAS): tn
+#: 640x2912x1368 19.0 / 10.7 (10.9), tn 1064x1728x1032 16.9 / 11.6 (11.7), both 5 and 9 rows
+#: of 128 x 128 that spill a second wave in clusters; and within one wave tn 1152x1168x1504
+#: 13.5 / 11.3 (13.8), nn 1088x1632x1200 12.0 / 11.2 (13.3), but nn 1648x712x712 9.1 / 10.0
+#: (8.3), which the model leaves clustered.  Split products of odd rows were not measured
+#: unclustered.
+_UNCLUSTERED = "1x1"
+
+
 ONE_ROW_M = 32
 #: Products with M at most this (and N at least 4x larger) are computed transposed.  H200,
 #: 2026-12-02, fp16 nn, L2-cold rotated inputs, us, the untransposed pick (64 x 128) against the
@@ -584,8 +596,8 @@ def _streamk_candidate(m: int, n: int, space: "_Space", batch: int, num_sms: int
         return None
     found = []
     for order, (tile, (efficiency, rate)) in enumerate(space.tiles.items()):
-        if tile in _WIDE_EFFICIENCY or _is_pingpong(tile) or tile[1] < 64:
-            continue  # stream-K: cooperative power-of-two tiles at least 64 wide
+        if tile in _WIDE_EFFICIENCY or tile[2:] or tile[1] < 64:
+            continue  # stream-K: cooperative power-of-two tiles at least 64 wide, as clustered
         tiles, slots = -(-m // tile[0]) * -(-n // tile[1]) * batch, num_sms * rate.slots
         if tiles % slots == 0 or not _STREAMK_WAVES[0] <= tiles / slots <= _STREAMK_WAVES[1]:
             continue
@@ -712,19 +724,25 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
                             if tile[0] == 128 else streaming)
                      for tile, (eff, streaming) in tiles.items()}
         return _Space(tiles, walked, tile_k, fewest, extra, False, not c_aligned)
-    tiles = {}
+    tiles, unclustered = {}, {}
+    in_clusters = rate._replace(cluster_rows=2)
     for tile, eff in efficiency.items():
         if math in _CLUSTERED_MATH and _cluster_m(math, tile, m, 1) > 1:
-            eff = _CLUSTERED_EFFICIENCY[tile]
-        tiles[tile] = (eff, rate)
+            tiles[tile] = (_CLUSTERED_EFFICIENCY[tile], in_clusters)
+            if -(-m // tile[0]) % 2:  # an odd count of tile rows: also offered unclustered
+                unclustered[(*tile, _UNCLUSTERED)] = (eff, rate._replace(max_splits=1))
+        else:
+            tiles[tile] = (eff, rate)
     if math in _CLUSTERED_MATH and _cluster_m(math, (128, 256), m, 1) > 1:
-        tiles.update((tile, (eff, rate)) for tile, eff in _WIDE_EFFICIENCY.items())
+        tiles.update((tile, (eff, in_clusters)) for tile, eff in _WIDE_EFFICIENCY.items())
     one_row = _ONE_ROW_TILE[0][0]
     if math in _CLUSTERED_MATH and (ONE_ROW_M < m <= one_row or n <= one_row):
         tiles[_ONE_ROW_TILE[0]] = (_ONE_ROW_TILE[1], rate._replace(saturation=_ONE_ROW_SATURATION))
     if math in _CLUSTERED_MATH:
-        tiles[_PINGPONG_TILE[0]] = (_PINGPONG_TILE[1], rate._replace(
+        pingpong = in_clusters if _cluster_m(math, _PINGPONG_TILE[0][:2], m, 1) > 1 else rate
+        tiles[_PINGPONG_TILE[0]] = (_PINGPONG_TILE[1], pingpong._replace(
             slots=2, wave_seconds=_PINGPONG_WAVE_SECONDS, max_splits=1))
+    tiles.update(unclustered)  # last: a tie goes to the clustered tile
     return _Space(tiles, walked, tile_k, fewest, extra, False, False)
 
 
@@ -759,16 +777,17 @@ _PDL = True
 def _config(space: _Space, math: str, m: int, tile: tuple, splits: int,
             streamk: bool = False) -> Config:
     """The configuration of a ``waves`` tile key: (tile_m, tile_n), or with a third field the
-    pingpong kernel's (``_PINGPONG_TILE``)."""
-    (tm, tn), pingpong = tile[:2], _is_pingpong(tile)
+    pingpong kernel's (``_PINGPONG_TILE``) or the tile unclustered (``_UNCLUSTERED``)."""
+    (tm, tn), pingpong, alone = tile[:2], _is_pingpong(tile), tile[2:] == (_UNCLUSTERED,)
     tile = (tm, tn)
     pdl = _PDL and not streamk
+    cluster_m = 1 if alone else _cluster_m(math, tile, m, splits)
     if space.workspace:
         return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn), partials=True,
-                      cluster_m=1 if space.transposed else _cluster_m(math, tile, m, splits),
+                      cluster_m=1 if space.transposed else cluster_m,
                       pdl=pdl, swap=space.swapped, **space.extra)
     return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn), partials=splits > 1,
-                  streamk=streamk, cluster_m=_cluster_m(math, tile, m, splits), pdl=pdl,
+                  streamk=streamk, cluster_m=cluster_m, pdl=pdl,
                   pingpong=pingpong, swap=space.swapped, **space.extra)
 
 

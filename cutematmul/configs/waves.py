@@ -62,8 +62,10 @@ class Rate(NamedTuple):
     means), what each wave but the last pays besides its math (``WAVE_SECONDS``; less where a
     kernel overlaps one tile's epilogue with the next one's math; the last wave's epilogue has
     nothing to hide behind and pays ``WAVE_SECONDS``), the most K-splits the kernel is
-    offered with, and the saturation of an unsplit product where it differs (0: the same; a
-    kernel that runs unsplit products in another way, such as clustered)."""
+    offered with, the saturation of an unsplit product where it differs (0: the same; a
+    kernel that runs unsplit products in another way, such as clustered), and the tile rows a
+    cluster spans: rows are launched in whole clusters, so an odd count of tile rows in 2x1
+    clusters leaves the last cluster's second CTA without work, yet it holds an SM."""
 
     flops_per_sm: float
     slots: int
@@ -77,6 +79,14 @@ class Rate(NamedTuple):
     wave_seconds: float = WAVE_SECONDS
     max_splits: int = DEEP_SPLITS
     unsplit_saturation: float = 0.0
+    cluster_rows: int = 1
+
+
+def launched_tiles(m: int, n: int, batch: int, tile_m: int, tile_n: int, rate: Rate) -> int:
+    """The CTAs' tiles a product launches: its output tiles, tile rows in whole clusters."""
+    rows = -(-m // tile_m)
+    rows = -(-rows // rate.cluster_rows) * rate.cluster_rows
+    return rows * -(-n // tile_n) * batch
 
 
 def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile_n: int,
@@ -84,7 +94,7 @@ def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile
              workspace: bool = False) -> float:
     """Estimated seconds of the product with this tile shape and split count; ``workspace``:
     the product goes through the fp32 workspace and the reduction even unsplit."""
-    tiles = -(-m // tile_m) * -(-n // tile_n) * batch
+    tiles = launched_tiles(m, n, batch, tile_m, tile_n, rate)
     units = tiles * splits
     slots = num_sms * rate.slots
     full, rest = divmod(units, slots)  # whole waves, and the CTAs of a partial last one
@@ -174,7 +184,7 @@ def ranked(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles:
     scored = []
     for order, (tile, (eff, rate)) in enumerate(tiles.items()):
         tm, tn = tile[:2]
-        count = -(-m // tm) * -(-n // tn) * batch
+        count = launched_tiles(m, n, batch, tm, tn, rate)
         for s in split_choices(m, n, k, batch, tile_k, rate, max_splits, min_splits, count,
                                num_sms):
             t = estimate(m, n, k, batch, num_sms, tm, tn, tile_k, s, eff, rate, workspace)
