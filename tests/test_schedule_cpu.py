@@ -811,19 +811,40 @@ def test_skinny_16bit_products_of_m_129_to_224_run_swapped_on_one_tile_column(ma
 
 
 @pytest.mark.parametrize("case", [
-    dict(m=128, n=8192, k=8192), dict(m=96, n=12288, k=12288), dict(m=256, n=8192, k=8192),
+    dict(m=128, n=8192, k=8192), dict(m=128, n=12288, k=12288), dict(m=96, n=8192, k=8192),
+    dict(m=96, n=20000, k=8192), dict(m=256, n=8192, k=8192),
     dict(m=240, n=16384, k=4096), dict(m=160, n=2048, k=8192), dict(m=192, n=8192, k=8192,
                                                                      math="tf32"),
     dict(m=192, n=8192, k=8192, math="tf32x3"), dict(m=192, n=8192, k=8192, c_aligned=False),
     dict(m=160, n=192, k=8192), dict(m=8192, n=160, k=8192)], ids=str)
 def test_products_outside_the_skinny_swap_class_keep_their_orientation(case):
-    """M a whole number of 128-row tiles (128, 256) or of 96 (one 128-wide tile either way),
-    past 224 (w 256: no gain), N too short to fill half the SMs with 64-row tiles, fp32
-    inputs, a C that TMA cannot store, and long-M products: not swapped."""
+    """M a whole number of 128-row tiles (128, 256), M of 65-127 where N's 64-row tiles fit
+    one wave or its 128-row ones do not, past 224 (w 256: no gain), N too short to fill half
+    the SMs with 64-row tiles, fp32 inputs, a C that TMA cannot store, and long-M products:
+    not swapped."""
     case = dict(case)
     m, n, k = case.pop("m"), case.pop("n"), case.pop("k")
     config = sm90.choose_schedule(m, n, k, 1, 132, **case)[0]
     assert not config.swap, (m, n, k, case, config)
+
+
+@pytest.mark.parametrize("math", ["float16", "bfloat16"])
+@pytest.mark.parametrize("majors", [("k", "n"), ("m", "n"), ("k", "k"), ("m", "k")])
+@pytest.mark.parametrize("m, n, k, batch", [(67, 15792, 15224, 1), (94, 14736, 7336, 1),
+                                            (120, 16152, 5400, 1), (65, 8500, 4096, 1),
+                                            (100, 4400, 4096, 2)])
+def test_skinny_16bit_products_of_m_65_to_127_run_swapped_on_128x128_tiles(math, majors, m, n,
+                                                                          k, batch):
+    """One 128-wide tile holds M; N's 128-row tiles (times the batch) fit one wave where its
+    64-row ones would not: 128 x 128 swapped in 2x1 clusters, data-parallel, on the XLA route
+    too."""
+    config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, math=math,
+                                                      majors=majors)
+    config.validate()
+    assert config.swap and splits == 1 and not transposed, config
+    assert (config.tile_m, config.tile_n, config.cluster_m) == (128, 128, 2), config
+    assert not config.partials and not config.streamk and config.pdl
+    assert sm90.choose_config(m, n, k, batch, 132, math=math, majors=majors) == config
 
 
 def test_a_batch_of_products_with_short_n_is_not_swapped():
@@ -873,9 +894,10 @@ def test_swap_configs_name_themselves_and_refuse_what_the_kernel_is_not_built_fo
     sm90.Config(tile_m=64, tile_n=32, tile_k=32, epi_stages=2, partials=True, swap=True).validate()
 
 
-def test_the_default_precompile_set_holds_a_swapped_skinny_kernel():
+def test_the_default_precompile_set_holds_swapped_skinny_kernels():
     from cutematmul import aot
 
     keys = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",)))
-    config = sm90.choose_schedule(192, 8192, 8192, 1, 132)[0]
-    assert config.swap and any(k.family == "sm90" and k.config == config for k in keys)
+    for m, n in ((192, 8192), (96, 16384)):
+        config = sm90.choose_schedule(m, n, 8192, 1, 132)[0]
+        assert config.swap and any(k.family == "sm90" and k.config == config for k in keys)

@@ -533,15 +533,32 @@ _SWAP_FILL = 0.45
 #: 224x12288x12288 114.2 / 109.8, but 160x4096x4096 15.4 / 19.1 (64 K-tiles).
 _SWAP_STREAMK_FILL = 0.75
 _SWAP_STREAMK_K_TILES = 128
+#: M of 65-127 runs swapped on 128 x 128 tiles in 2x1 clusters (the A tile multicast) where
+#: N's 128-row tiles, times the batch, fit one wave but their 64-row ones would not: there the
+#: untransposed schedule is one 128-row tile row, partly padding, each CTA loading its own copy
+#: of the A tile.  H200, 2026-12-03, fp16, L2-cold rotated inputs, us, the untransposed pick /
+#: swapped 128 x 128 2x1 (swapped 1x1; cuBLAS): nn 67x15792x15224 171.6 / 145.6 (170.0;
+#: 123.8), 69x11032x8664 85.1 / 73.6 (84.6; 61.2), 90x8640x5992 41.0 / 36.6 (43.2; 33.3),
+#: 94x14736x7336 77.0 / 66.1 (77.0; 57.6), 112x11232x9536 68.0 / 66.8 (69.1; 68.6); tn
+#: 88x14376x15984 187.3 / 139.2 (187.5; 128.4), 120x16152x5400 67.9 / 53.0 (67.5; 55.0); and
+#: 2026-12-02: nn 96x12288x12288 99.0 / 90.4, 96x16384x16384 144.9 / 137.9, tn 96x14336x4096
+#: 37.1 / 35.0, but tn 96x10240x8192 49.8 / 52.0.  At M = 128 (no padding) it won as often as
+#: it lost (nn 128x10240x8192 49.9 / 54.7, 128x16384x16384 132.8 / 130.2).  Where N's 64-row
+#: tiles fit one wave (two 64-row tile rows untransposed, 2x1) it did too (70x7144x2536 19.3 /
+#: 17.6, 124x7168x5488 24.5 / 29.4), and on fewer tiles it lost (89x5120x11808, 40 tiles: 42.2
+#: / 57.2); 64-row swapped tiles lost to 128-row ones.
+_SWAP_ONE_ROW = 128
 
 
 def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
                     math: str, majors: tuple[str, str],
                     c_aligned: bool = True) -> tuple[Config, int, bool] | None:
-    """The swapped schedule of a skinny 16-bit product (``_SWAP_WIDTHS``; N at least 4 M), or
-    None.
+    """The swapped schedule of a skinny 16-bit product (``_SWAP_ONE_ROW``, ``_SWAP_WIDTHS``;
+    N at least 4 M), or None.
 
-    The tile is as wide as the narrowest width that holds M, and 64 rows where N's 64-row tiles
+    M of 65-127 (``_SWAP_ONE_ROW``) runs on 128 x 128 tiles in 2x1 clusters where N's 128-row
+    tiles fit one wave and its 64-row ones would not.  Wider, the tile is as wide as the
+    narrowest width that holds M, and 64 rows where N's 64-row tiles
     fit in one wave (else 128; always 128 with A's rows of no whole sectors).  With A M-major
     (M up to ``_SWAP_ACROSS_M``) 2x1 clusters, the A tile multicast, whose tile rows are read
     across; unclustered with A K-major, where they measured faster (192x8192x8192 41.9
@@ -551,6 +568,12 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     if math not in _CLUSTERED_MATH or not c_aligned or n < 4 * m:
         return None
     width = next(w for w in _TILE_N if w >= m) if m <= _TILE_N[-1] else None
+    if width == _SWAP_ONE_ROW:
+        tiles = -(-n // _SWAP_ONE_ROW) * batch
+        if m == _SWAP_ONE_ROW or not num_sms < 2 * tiles <= 2 * num_sms:
+            return None
+        return Config(tile_m=_SWAP_ONE_ROW, tile_n=width, raster_group=8, epi_n=32,
+                      cluster_m=2, pdl=_PDL, swap=True), 1, False
     if width not in _SWAP_WIDTHS:
         return None
     across = majors[0] == "m"
