@@ -192,6 +192,9 @@ _SWAPPED = [
     ("BFloat16", "k", "k", {"tile_m": 128, "tile_n": 256, "pdl": True, "swap": True}),
     ("Float16", "k", "n", {"tile_m": 128, "tile_n": 128, "partials": True, "pdl": True,
                            "swap": True}),
+    # M of 65-127 (configs.sm90._SWAP_ONE_ROW), A M-major.
+    ("BFloat16", "m", "n", {"tile_m": 128, "tile_n": 128, "cluster_m": 2, "pdl": True,
+                            "swap": True}),
 ]
 
 

@@ -112,9 +112,10 @@ def test_swapped_c_view_inside_a_wider_buffer(mk, tile):
 
 # Skinny products the dispatcher itself runs swapped (``configs.sm90._swapped_skinny``):
 # 64-row tiles in one wave, 128-row tiles, stream-K (few tiles, >= 128 K-tiles) with N and K
-# tails, and a product of a few 64-row tiles per batch that fill the SMs together.
+# tails, a product of a few 64-row tiles per batch that fill the SMs together, and M of 65-127
+# on 128 x 128 tiles in 2x1 clusters (an M tail inside the tile's width, N and K tails).
 NATURAL = [(160, 8192, 2048), (176, 10240, 1024), (224, 5000, 8200), (200, 4096, 8192),
-           (129, 6000, 3000)]
+           (129, 6000, 3000), (97, 10000, 3000)]
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

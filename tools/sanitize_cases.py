@@ -98,10 +98,12 @@ def _forced(a, b, choice, precision: str, poison: bool, holds, what: str, kernel
 #: Skinny 16-bit products the dispatcher runs swapped (``configs.sm90._swapped_skinny``: C^T =
 #: B^T A^T in the kernel, C stored through its transpose): (M, N, K, dtype, layout).  64-row
 #: tiles, 128-row tiles, stream-K (few tiles, a long K) and 2x1 clusters (A M-major; at M = 184
-#: in rows of no whole 32-byte sectors), with tails in M (inside the tile's width), N and K.
+#: in rows of no whole 32-byte sectors), with tails in M (inside the tile's width), N and K;
+#: the last, M of 65-127 on 128 x 128 tiles (``_SWAP_ONE_ROW``).
 SWAP_CASES = [(160, 4104, 1000, "float16", "nn"), (200, 4096, 8200, "bfloat16", "nn"),
               (176, 8200, 1000, "float16", "tn"), (192, 10000, 512, "float16", "nt"),
-              (224, 5000, 8200, "float16", "nt"), (184, 5000, 8200, "float16", "tt")]
+              (224, 5000, 8200, "float16", "nt"), (184, 5000, 8200, "float16", "tt"),
+              (104, 9000, 2000, "float16", "tn")]
 
 
 def _swapped(gen, quick: bool, poison: bool) -> int:
