@@ -1,0 +1,49 @@
+"""CPU tests of ``tools/shape_classes.py``: its seeded draws are stable, stay inside each
+class's bounds and differ between seeds (the GPU run is the tool's own job)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("shape_classes",
+                                                  ROOT / "tools" / "shape_classes.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_draws_are_seeded_and_stay_in_their_classes():
+    tool = _tool()
+    cases = tool.cases()
+    assert cases == tool.cases(tool.SEED) and cases != tool.cases(tool.SEED + 1)
+    counts = {}
+    for cls, dtype, precision, layout, m, n, k, batch in cases:
+        counts[cls] = counts.get(cls, 0) + 1
+        assert layout in ("nn", "tn", "nt") and min(m, n, k, batch) >= 1
+        if cls == "mid":
+            assert all(640 <= s <= 3584 and s % 8 == 0 for s in (m, n, k))
+        elif cls == "large":
+            assert dtype in ("float16", "bfloat16") and min(m, n, k) >= 3072
+        elif cls == "skinnyM":
+            assert m <= 256 and min(n, k) >= 2048
+        elif cls == "skinnyN":
+            assert n <= 256 and min(m, k) >= 2048
+        elif cls == "batched":
+            assert 2 <= batch <= 64 and max(m, n, k) <= 1536
+        elif cls == "odd":
+            assert all(s % 2 == 1 for s in (m, n, k))
+        else:
+            assert dtype == "float32" and precision == {"fp32": "highest"}.get(cls, cls)
+    assert counts == {"mid": 14, "large": 8, "skinnyM": 18, "skinnyN": 10, "batched": 8,
+                      "odd": 6, "fp32": 12, "tf32": 5, "high": 5}
+
+
+def test_list_prints_the_selected_classes(capsys):
+    _tool().main(["--list", "--only", "odd,tf32"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 11 and {line.split()[0] for line in lines} == {"odd", "tf32"}
