@@ -14,19 +14,20 @@ classes, not points: each class draws its sizes log-uniformly from a seeded gene
 * ``fp32``: ``precision="highest"``, mid or skinny;
 * ``tf32`` / ``high``: ``precision="tf32"`` / ``"high"``, sides 2048-8192.
 
-Each product is timed as the benchmark times it (CUDA events over 5 bursts of 20 products
-behind a spin, the median), on PyTorch arrays rotated over sets of at least 256 MB so that
+Each product is timed by ``tools/sweep_schedule.py``'s ``time_us`` (CUDA events over 5 bursts
+of 20 products behind a spin, the median), on PyTorch arrays rotated over sets of at least 256 MB so that
 every product reads its operands from device memory (L2-cold), and ``torch.matmul`` on the same
 arrays is the reference: cuBLAS SGEMM for "highest" and "high" (TF32 off), cuBLAS TF32 for
 "tf32".  Every result is checked against a float64 product in an output poisoned with NaN
 first.  Prints one line per product (time, TFLOP/s, ratio, the planned schedule, the relative
 error) and per class the geometric mean and the least ratio.  ``docs/performance.md`` quotes
-its output.  Imports: ``cutematmul``, ``torch``.
+its output.  Imports: ``cutematmul``, ``torch``, ``sweep_schedule`` (beside it).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import random
 
@@ -76,37 +77,11 @@ def cases(seed: int = SEED) -> list[tuple]:
 
 
 def _schedule(work) -> str:
-    """A short name of a planned launch's kernel and split."""
+    """A planned launch's kernel (its configuration's name), K-splits and orientation."""
     if work is None:
         return "staged"
-    config = work.key.config
-    name = f"{work.key.family}:{type(config).__name__}"
-    if hasattr(config, "tile_m"):
-        name = f"{work.key.family}:{config.tile_m}x{config.tile_n}"
-        name += f"/c{getattr(config, 'cluster_m', 1)}"
-        for flag, mark in (("partials", "P"), ("streamk", "SK"), ("swap", "W"),
-                           ("pingpong", "PP")):
-            name += f"/{mark}" if getattr(config, flag, False) else ""
     splits = work.calls[0][1][4] if work.calls else 1
-    return f"{name}/s{splits}{'T' if work.transposed else ''}"
-
-
-def _time_us(torch, fn, sets: int, reps: int = 20, bursts: int = 5) -> float:
-    for i in range(3):
-        fn(i % sets)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(bursts):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(3_000_000)  # the host enqueues the burst while the GPU spins
-        start.record()
-        for r in range(reps):
-            fn(r % sets)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / reps)
-    return sorted(times)[len(times) // 2]
+    return f"{work.key.config.name} s{splits}{' transposed' if work.transposed else ''}"
 
 
 def _measure(torch, case: tuple) -> tuple[float, float, float, str]:
@@ -114,6 +89,7 @@ def _measure(torch, case: tuple) -> tuple[float, float, float, str]:
     import cutematmul
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
+    from sweep_schedule import time_us  # tools/: the benchmark's burst timing
 
     _, dtype, precision, layout, m, n, k, batch = case
     dt = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}[dtype]
@@ -130,11 +106,16 @@ def _measure(torch, case: tuple) -> tuple[float, float, float, str]:
     b = [operand(k, n, layout[1] == "t") for _ in range(sets)]
     out = torch.empty(*lead, m, n, device="cuda", dtype=dt)
     work = launch.planned_launch(adapter_for(a[0]), a[0], b[0], precision=precision)
+
+    def rotating(product):  # each call reads the next set of operands: L2-cold
+        turn = itertools.cycle(range(sets))
+        return lambda: product(next(turn))
+
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-    cublas = _time_us(torch, lambda i: torch.matmul(a[i], b[i], out=out), sets)
+    cublas = time_us(rotating(lambda i: torch.matmul(a[i], b[i], out=out)))
     torch.backends.cuda.matmul.allow_tf32 = False
-    ours = _time_us(torch, lambda i: cutematmul.matmul(a[i], b[i], out=out,
-                                                       precision=precision), sets)
+    ours = time_us(rotating(lambda i: cutematmul.matmul(a[i], b[i], out=out,
+                                                        precision=precision)))
     out.fill_(float("nan"))
     cutematmul.matmul(a[0], b[0], out=out, precision=precision)
     ref = a[0].double() @ b[0].double()
