@@ -37,10 +37,13 @@ def test_the_draws_are_seeded_and_stay_in_their_classes():
             assert 2 <= batch <= 64 and max(m, n, k) <= 1536
         elif cls == "odd":
             assert all(s % 2 == 1 for s in (m, n, k))
+        elif cls == "deepK":
+            assert max(m, n) <= 320 and 8192 <= k <= 262144 and precision == "highest"
         else:
             assert dtype == "float32" and precision == {"fp32": "highest"}.get(cls, cls)
     assert counts == {"mid": 14, "large": 8, "skinnyM": 18, "skinnyN": 10, "batched": 8,
-                      "odd": 6, "fp32": 12, "tf32": 5, "high": 5}
+                      "odd": 6, "fp32": 12, "tf32": 5, "high": 5,
+                      "deepK": 8}
 
 
 def test_list_prints_the_selected_classes(capsys):

@@ -12,7 +12,12 @@ classes, not points: each class draws its sizes log-uniformly from a seeded gene
 * ``batched``: 16-bit, batch 2-64 of sides 64-1536;
 * ``odd``: 16-bit, odd sides 500-5000 (operands and C staged);
 * ``fp32``: ``precision="highest"``, mid or skinny;
-* ``tf32`` / ``high``: ``precision="tf32"`` / ``"high"``, sides 2048-8192.
+* ``tf32`` / ``high``: ``precision="tf32"`` / ``"high"``, sides 2048-8192;
+* ``deepK``: a small C from a long K (``x.T @ y`` over many samples): M and N 8-320, K
+  8192-262144, fp16, bf16 or fp32 ("highest").
+
+Classes are drawn in this order, each new class after the others, so adding one leaves the
+earlier draws of a seed unchanged.
 
 Each product is timed by ``tools/sweep_schedule.py``'s ``time_us`` (CUDA events over 5 bursts
 of 20 products behind a spin, the median), on PyTorch arrays rotated over sets of at least 256 MB so that
@@ -73,6 +78,10 @@ def cases(seed: int = SEED) -> list[tuple]:
         for _ in range(5):
             m, n, k = (_logu(r, 2048, 8192, 64) for _ in range(3))
             out.append((precision, "float32", precision, r.choice(["nn", "nt"]), m, n, k, 1))
+    for _ in range(8):
+        m, n, k = _logu(r, 8, 320), _logu(r, 8, 320), _logu(r, 8192, 262144, 8)
+        out.append(("deepK", r.choice(["float16", "bfloat16", "float32"]), "highest",
+                    r.choice(["nn", "tn"]), m, n, k, 1))
     return out
 
 
