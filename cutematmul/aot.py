@@ -8,7 +8,7 @@ problem size only through the tile and split-K choice (``dispatch.schedule``), s
 every size; a split product also needs the reduction kernel of its dtype, which is listed too.
 The schedules ``cutematmul.tune`` recorded in the directory (``tuned.json``) add their kernels.
 The float32 modes "high" and "tf32" (``precisions``; the default set is "highest" only) add the
-TF32 kernels the dispatcher picks and the operand-prep kernels of ``kernels/tf32_prep.py``.  Keys already on disk are skipped; the rest compile in parallel worker processes
+TF32 kernels the dispatcher picks and the operand-prep kernels of ``kernels/operand_prep.py``.  Keys already on disk are skipped; the rest compile in parallel worker processes
 (``spawn``), each started with ``CUTE_DSL_ARCH`` set to its target and ``CUDA_VISIBLE_DEVICES=""``
 before it imports the DSL, so this runs on a machine without a GPU.  The directory it fills can be
 shipped (baked into a container image) and used read-only.
@@ -195,7 +195,7 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
     """The keys of ``family`` over the selection's layouts, alignments and shapes; with auto's
     family (no ``families`` named), each shape takes the launch's own order
     (``dispatch.problem_order``: launch-bound products run sm80 on Hopper)."""
-    keys = _prep_keys(capability, math)
+    keys = _prep_keys(capability, math, selection.alignments)
     for layout in selection.layouts or tuple(LAYOUTS):
         for aligns in _alignments(selection.alignments, family, math):
             for m, n, k, *batch in selection.shapes or default_shapes():
@@ -214,9 +214,15 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
     return list(dict.fromkeys(keys))
 
 
-def _prep_keys(capability, math: str) -> list:
+def _prep_keys(capability, math: str, alignments: str = "all") -> list:
     """A TF32 kernel reads K-major copies: the prep kernels that make them, either source major
-    (an operand it cannot read is copied too, whatever the layout)."""
+    (an operand it cannot read is copied too, whatever the layout).  A 16-bit operand whose
+    rows are no whole 16-byte vectors is copied in its own major (``configs.sm90``): with
+    ``alignments`` "all", the three straight copies."""
+    if math in ("float16", "bfloat16"):
+        if alignments != "all":
+            return []
+        return [copy_key(capability, math, major, major) for major in ("k", "m", "n")]
     if math not in TF32_MATH:
         return []
     parts = 2 if math == "tf32x3" else 1

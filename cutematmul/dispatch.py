@@ -294,11 +294,12 @@ def operand_copies(family: Family, math: str, a_major: str, b_major: str, m: int
                    k: int, readable: tuple[bool, bool] = (True, True),
                    transposable: bool = True) -> tuple[str | None, str | None]:
     """Which of (A, B) ``family``'s kernel reads through a copy of ours, made first by the
-    operand prep (``kernels/tf32_prep.py``), and each copy's major (None: read as it is): the
+    operand prep (``kernels/operand_prep.py``), and each copy's major (None: read as it is): the
     rule of the family (``operand_copies`` in its configs module; none: no copies).  TF32 reads
     K-major copies (``configs.sm90``), the fp32 SIMT kernel on large products an M-major copy
     of a K-major A or an N-major copy of a K-major B (``configs.simt``), or a K-major copy of
-    a few-column N-major B for its row-streaming kernel.  ``readable`` says which operands the
+    a few-column N-major B for its row-streaming kernel; 16-bit products a copy in padded rows
+    of an operand TMA cannot address (``configs.sm90``).  ``readable`` says which operands the
     kernel could read as they are; ``transposable`` False: the product may not run as C^T (the
     XLA route)."""
     rule = getattr(family.configs(), "operand_copies", None)
@@ -435,30 +436,35 @@ def reduce_key(capability: tuple[int, int], dtype: str) -> ReduceKey:
 
 @dataclass(frozen=True)
 class PrepKey:
-    """The operand preparation (``kernels/tf32_prep.py``): ``parts`` 1 is a copy (values
+    """The operand preparation (``kernels/operand_prep.py``): ``parts`` 1 is a copy (values
     unchanged), 2 the big/small split of 3xTF32.  ``to_major`` is the copy's major: "k" (the
-    TF32 modes), or the operand's other dimension ("m" or "n": the operand transposed, for the
-    fp32 SIMT kernel).  ``k_major`` is the kernel's compile-time variant: whether the matrix it
+    TF32 modes; a 16-bit K-major operand), or the operand's other dimension ("m" or "n": a
+    K-major operand transposed, for the fp32 SIMT kernel, or a 16-bit M- or N-major operand in
+    padded rows).  ``k_major`` is the kernel's compile-time variant: whether the matrix it
     reads (the operand, or for ``to_major`` "m"/"n" the operand's transpose) runs along its
-    columns already (a straight copy; else it transposes through shared memory)."""
+    columns already (a straight copy; else it transposes through shared memory).  ``dtype``
+    is the operand's (and the copy's) element type."""
 
     family: str
     arch: str
     parts: int
     k_major: bool
     to_major: str = "k"
+    dtype: str = "float32"
 
 
 def prep_key(capability: tuple[int, int], parts: int, k_major: bool,
-             to_major: str = "k") -> PrepKey:
-    return PrepKey("tf32_prep", target_arch(capability), parts, k_major, to_major)
+             to_major: str = "k", dtype: str = "float32") -> PrepKey:
+    return PrepKey("operand_prep", target_arch(capability), parts, k_major, to_major, dtype)
 
 
 def copy_key(capability: tuple[int, int], math: str, source_major: str, to_major: str) -> PrepKey:
     """The prep kernel that copies an operand stored ``source_major`` into ``to_major`` (an
-    ``operand_copies`` answer) for ``math``: 3xTF32 splits, every other math copies."""
+    ``operand_copies`` answer) for ``math``: 3xTF32 splits, every other math copies; a 16-bit
+    math copies its own dtype, every fp32 math fp32."""
     return prep_key(capability, 2 if math == "tf32x3" else 1,
-                    (source_major == "k") == (to_major == "k"), to_major)
+                    (source_major == "k") == (to_major == "k"), to_major,
+                    math if math in ("float16", "bfloat16") else "float32")
 
 
 def build_kernel(key: KernelKey):
@@ -475,9 +481,9 @@ def compile_key(key: KernelKey | ReduceKey | PrepKey):
 
         return compile_reduce(key.dtype, pdl=key.pdl)
     if isinstance(key, PrepKey):
-        from .kernels.tf32_prep import compile_prep
+        from .kernels.operand_prep import compile_prep
 
-        return compile_prep(key.parts, key.k_major)
+        return compile_prep(key.parts, key.k_major, key.dtype)
     from .kernels.compile import compile_gemm
 
     return compile_gemm(build_kernel(key))

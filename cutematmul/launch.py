@@ -36,9 +36,10 @@ from .cache import get_compiled, on_change, tuned_choice
 from .configs.sm90 import TF32_TILE_K, streamk_workspace
 from .dispatch import (
     FAMILIES, KernelKey, ReduceKey, choose_families,
-    copy_key, math_type, output_dtype, problem_order, reduce_key, schedule, operand_copies,
-    through_workspace,
+    copy_key, math_type, output_dtype, problem_order, reduce_key, schedule,
+    operand_copies, through_workspace,
 )
+from .dispatch import itemsize as element_bytes
 from .dispatch import problem as dispatch_problem
 from .operand import Operand, result_dtype
 from .plan import (
@@ -67,8 +68,9 @@ class Launch(NamedTuple):
     reduce: ReduceKey | None = None
     transposed: bool = False
     #: Per operand (A, B), None or the ``PrepKey`` of the kernel that first copies it into a
-    #: workspace (``kernels/tf32_prep.py``): K-major in the TF32 modes (3xTF32 splits it), or,
-    #: for the fp32 SIMT kernel, a K-major operand transposed (``dispatch.operand_copies``).
+    #: workspace (``kernels/operand_prep.py``): K-major in the TF32 modes (3xTF32 splits it);
+    #: for the fp32 SIMT kernel, a K-major operand transposed; a 16-bit operand TMA cannot
+    #: address, in padded rows (``dispatch.operand_copies``).
     prep: tuple | None = None
     #: The ``dispatch.Problem`` the schedule was chosen for (None: one of several launches, or a
     #: family without schedules): the key under which ``cutematmul.tune`` records a winner.
@@ -353,16 +355,20 @@ _TF32X3_MAX_K = 2**30 - TF32_TILE_K
 
 def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
               held: list) -> tuple:
-    """Rewrite A and/or B into fp32 workspaces (``prep``: per operand None or its ``PrepKey``);
-    append each workspace to ``held`` (the caller keeps them until the GEMM is issued) and
-    return (A's pointer, B's pointer, the GEMM's sizes) over the prepared operands.
+    """Rewrite A and/or B into workspaces of ours (``prep``: per operand None or its
+    ``PrepKey``, whose dtype the copy keeps); append each workspace to ``held`` (the caller
+    keeps them until the GEMM is issued) and return (A's pointer, B's pointer, the GEMM's sizes)
+    over the prepared operands.
 
     Workspace layout per operand, (batch or 1 when broadcast) matrices of:
-    * ``to_major`` "k": rows x (parts * kp), K-major, kp = K rounded up to the kernel's K-tile
+    * ``to_major`` "k": rows x (parts * kp), K-major, kp = K rounded up to the TF32 K-tile
       (zeros after K).  3xTF32 operands are (big | small) along K, so the kernel's K is 2 * kp;
       a one-part copy keeps K.
-    * ``to_major`` "m" / "n" (a K-major operand transposed): K x rp, rp = rows rounded up to 16
-      bytes (zeros after rows), so the kernel reads it M- / N-major with 128-bit loads.
+    * ``to_major`` "m" / "n": K x rp, rp = rows rounded up to 16 bytes (zeros after rows), so
+      the kernel reads it M- / N-major with 16-byte vectors: a K-major operand transposed (the
+      fp32 SIMT kernel), or an M- / N-major one copied into padded rows (16 bits).
+    The prep reads X, (rows, K) or for "m" / "n" (K, rows), straight along its unit stride
+    where that is X's second mode (``key.k_major``), else through its transposing variant.
     """
     m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc = sizes
     kp = round_up(k, TF32_TILE_K)
@@ -371,16 +377,17 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
         key = prep[index]
         if key is None:
             continue
+        size = element_bytes(key.dtype)
         if key.to_major == "k":  # the prep reads the operand (rows, K)
             d_rows, extent, width = rows, k, key.parts * kp
-            strides = (ld, 1, bs) if key.k_major else (1, ld, bs)
-        else:  # the prep reads the K-major operand's transpose (K, rows): a transposing copy
-            if key.k_major or key.parts != 1:
-                raise RuntimeError(f"cutematmul: internal error: unsupported operand copy {key}")
-            d_rows, extent, width = k, rows, round_up(rows, _VECTOR_FLOATS)
-            strides = (1, ld, bs)
+        elif key.parts == 1:  # the prep reads the operand's transpose (K, rows)
+            d_rows, extent, width = k, rows, round_up(rows, 16 // size)
+        else:
+            raise RuntimeError(f"cutematmul: internal error: unsupported operand copy {key}")
+        strides = (ld, 1, bs) if key.k_major else (1, ld, bs)
         count = batch if bs else 1
-        workspace, wp = adapter.workspace(d_rows * width * count, like, stream)
+        floats = -(-d_rows * width * count * size // 4)  # the workspace counts fp32 elements
+        workspace, wp = adapter.workspace(floats, like, stream)
         get_compiled(key)(ptr, wp, d_rows, extent, count, width, *strides, width,
                           d_rows * width, stream)
         held.append(workspace)
@@ -393,9 +400,6 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
     if any(key is not None and key.parts == 2 for key in prep):
         k = 2 * kp  # both operands are (big | small)
     return ptrs[0], ptrs[1], (m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc)
-
-
-_VECTOR_FLOATS = 4  # fp32 elements in 16 bytes
 
 
 def _run_split(adapter, fn, launch: Launch, pa: int, pb: int, pc: int, sizes: tuple, like,

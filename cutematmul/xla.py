@@ -324,7 +324,7 @@ def _tf32_round(x):
 
 def _tf32_operand(x3, k_major: bool, arithmetic: str):
     """(L, rows, K) K-major operand of the TF32 kernel from x3 stored (L, rows, K) when
-    ``k_major``, else (L, K, rows): what ``kernels/tf32_prep.py`` does on the pointer route,
+    ``k_major``, else (L, K, rows): what ``kernels/operand_prep.py`` does on the pointer route,
     here in XLA (which fuses it).  3xTF32: (big | small) along K, each part padded to whole
     32-wide K-tiles."""
     if not k_major:

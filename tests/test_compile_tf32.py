@@ -5,7 +5,8 @@
 * One-pass TF32 with an M-major A or an N-major B: wgmma takes A from registers (four per k8),
   loaded by ``ld.shared.b32`` two k-blocks ahead of their wgmma (``wgmma.wait_group 2``).
 * The operand prep: ``cvt.rna.tf32.f32`` twice per element for the 3xTF32 split and never for
-  the plain copy; the transposing variant goes through shared memory with one barrier.
+  the plain copy; the transposing variant goes through shared memory with one barrier; the
+  16-bit copies (operands TMA cannot address) load and store 16-bit elements.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ print("COUNTS=" + json.dumps(out))
 
 _PREP = r"""
 import json, re, sys
-from cutematmul.kernels.tf32_prep import compile_prep
+from cutematmul.kernels.operand_prep import compile_prep
 
 PATTERNS = {
     "cvt_rna": r"\bcvt\.rna\.tf32\.f32",
@@ -50,11 +51,14 @@ PATTERNS = {
     "st_shared": r"\bst\.shared",
     "barrier": r"\b(?:bar|barrier)\.sync",
     "local": r"\.local\b",
+    "ld_global_16": r"\bld\.global(?:\.\w+)*\.(?:b16|u16|s16|f16|bf16)\b",
+    "st_global_16": r"\bst\.global(?:\.\w+)*\.(?:b16|u16|s16|f16|bf16)\b",
+    "ld_global_32": r"\bld\.global(?:\.\w+)*\.(?:b32|u32|f32)\b",
 }
 out = {}
-for parts, k_major in json.loads(sys.argv[1]):
-    ptx = compile_prep(parts, k_major, keep_ptx=True).__ptx__
-    out[f"{parts}-{k_major}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
+for parts, k_major, dtype in json.loads(sys.argv[1]):
+    ptx = compile_prep(parts, k_major, dtype, keep_ptx=True).__ptx__
+    out[f"{parts}-{k_major}-{dtype}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
 print("COUNTS=" + json.dumps(out))
 """
 
@@ -125,10 +129,21 @@ def _name(entry) -> str:
 
 
 def test_prep_rounds_only_when_splitting_and_transposes_through_shared_memory(tmp_path):
-    variants = [(1, True), (1, False), (2, True), (2, False)]
+    """The operand prep: TF32 rounding only in the split, a shared-memory transpose only in the
+    transposing variant, and the 16-bit copies (operands TMA cannot address) move 16-bit
+    elements, not 32-bit ones."""
+    variants = [(1, True, "float32"), (1, False, "float32"), (2, True, "float32"),
+                (2, False, "float32"), (1, True, "float16"), (1, True, "bfloat16"),
+                (1, False, "bfloat16")]
     counts = compile_in_child("sm_90a", _PREP, variants, tmp_path)
+    assert len(counts) == len(variants)
     for name, c in counts.items():
-        parts, k_major = name.split("-")
+        parts, k_major, dtype = name.split("-")
+        if dtype == "float32":
+            assert c["ld_global_32"] >= 1 and c["ld_global_16"] == 0, f"{name}: {c}"
+        else:
+            assert c["ld_global_16"] >= 1 and c["st_global_16"] >= 1, f"{name}: {c}"
+            assert c["ld_global_32"] == 0, f"{name}: 16-bit data moved as 32-bit: {c}"
         if parts == "1":
             assert c["cvt_rna"] == 0, f"{name}: the tf32 copy must keep the bits: {c}"
         else:

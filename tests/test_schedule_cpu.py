@@ -233,8 +233,8 @@ def test_a_small_n_launch_writes_c_itself_unsplit_and_through_the_workspace_spli
 def test_an_under_aligned_c_is_staged_only_where_the_kernel_itself_would_store_it():
     """C rows of 8 or 24 bytes: a product through the workspace (a small-N narrow tile) has C
     written by the reduction's scalar stores and takes C as it is; an unsplit product on a wide
-    tile (TMA stores) still stages C.  An N-major B of such rows is staged, and C with it (one
-    staging step: the staged product is not planned again)."""
+    tile (TMA stores) still stages C.  An N-major B of such rows is copied by the operand prep
+    into padded rows inside the launch (nothing staged), C then written by the reduction."""
     def plan(m, n, k, b_k_major):
         b_strides = (1, k) if b_k_major else (n, 1)
         gemm = plan_gemm((m, k), (k, 1), (k, n), b_strides, (n, 1))
@@ -245,8 +245,41 @@ def test_an_under_aligned_c_is_staged_only_where_the_kernel_itself_would_store_i
         direct = plan(4096, n, 4096, True)
         assert isinstance(direct, launch.Launch) and direct.reduce is not None, direct
         assert dispatch.through_workspace(direct.key.config, 1, direct.transposed)
-        assert plan(4096, n, 4096, False) == launch.Staging(False, True, True)
+        assert direct.prep is None
+        copied = plan(4096, n, 4096, False)
+        assert isinstance(copied, launch.Launch) and copied.reduce is not None, copied
+        assert copied.prep == (None, dispatch.copy_key(H200[0], "float16", "n", "n"))
+        assert copied.key.b_major == "n" and copied.key.align_b == 8, copied.key
     assert plan(4096, 1001, 4096, True) == launch.Staging(False, False, True)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
+def test_16_bit_operands_tma_cannot_address_are_copied_in_their_own_major(dtype, layout):
+    """A 16-bit operand whose rows are no whole 16-byte vectors (a long K over a few columns:
+    M = 60, N = 98, K = 15985) is copied by the operand prep in its own major (the copy's rows
+    padded to 16 bytes), A and B alike, in every layout; the kernel reads the copies aligned,
+    C (98 columns) goes through the workspace.  An operand of no unit stride is staged."""
+    m, n, k = 60, 98, 15985
+    a_strides = (k, 1) if layout[0] == "n" else (1, m)
+    b_strides = (n, 1) if layout[1] == "n" else (1, k)
+    gemm = plan_gemm((m, k), a_strides, (k, n), b_strides, (n, 1))
+    spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
+    resolved = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, dtype, 2,
+                               (True, True, True), spans, (False, False, False))
+    assert isinstance(resolved, launch.Launch), resolved
+    a_major = "k" if layout[0] == "n" else "m"
+    b_major = "n" if layout[1] == "n" else "k"
+    assert resolved.prep == tuple(dispatch.copy_key(H200[0], dtype, x, x)
+                                  for x in (a_major, b_major)), resolved.prep
+    assert all(p.dtype == dtype and p.parts == 1 and p.k_major for p in resolved.prep)
+    key = resolved.key
+    assert (key.align_a, key.align_b) == (8, 8) and resolved.reduce is not None, key
+    strided = plan_gemm((m, k), (2 * k, 2), (k, n), b_strides, (n, 1))
+    staged = launch._resolve(("sm90", "sm80"), H200[0], H200[1], strided, dtype, 2,
+                             (True, True, True), [(0, 4 * m * k), *spans[1:]],
+                             (False, False, False))
+    assert isinstance(staged, launch.Staging) and staged.a, staged
 
 
 @pytest.mark.parametrize("dtype,itemsize", [("float16", 2), ("float32", 4)])

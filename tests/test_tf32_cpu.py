@@ -2,7 +2,7 @@
 and the TF32 rounding of the XLA route against a bit-level NumPy model.
 
 ``dispatch.math_type`` is the one place a precision becomes a math type; ``launch._resolve`` plans
-the K-major preparation (``kernels/tf32_prep.py``) of the operands TF32 wgmma cannot read.
+the K-major preparation (``kernels/operand_prep.py``) of the operands TF32 wgmma cannot read.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """The workload compute-sanitizer runs: every kernel family on the shapes that stress addressing.
 
 Each family (simt fp32, sm80 and sm90 fp16/bf16, and "tf32": the sm90 kernel in the TF32 and
-3xTF32 modes with the operand prep of ``kernels/tf32_prep.py``) runs tails in M, N and K, all four operand
+3xTF32 modes with the operand prep of ``kernels/operand_prep.py``) runs tails in M, N and K, all four operand
 layouts (each twice: the repeat takes the device route's fast path), unaligned and strided
 views (which go through staging), broadcast batches, 1-D operands,
-the sm90 tiles of widths that are no power of two, the sm90 pingpong schedule (forced: two
+the sm90 tiles of widths that are no power of two, 16-bit operands TMA cannot address (copied
+by the operand prep in their own major), the sm90 pingpong schedule (forced: two
 warpgroups on alternate tiles, an order barrier between them) in every layout, skinny products
 the sm90 kernel computes swapped (C^T = B^T A^T, C stored through its transpose, data-parallel
 and stream-K), every SIMT tile, the SIMT row-streaming
@@ -354,6 +355,35 @@ def _simt_copies(gen, quick: bool, poison: bool) -> int:
     return count
 
 
+#: 16-bit products whose operands TMA cannot address, copied by the operand prep in their own
+#: major (``configs.sm90.operand_copies``): (M, N, K, dtype); every layout, and a broadcast batch.
+COPY_CASES = [(60, 98, 15985, "float16"), (9, 9, 20001, "bfloat16"), (1000, 12, 3000, "float16")]
+
+
+def _sm90_copies(gen, quick: bool, poison: bool) -> int:
+    """The operand prep's 16-bit copies: A and/or B with rows of no whole 16-byte vectors
+    (M, N or K not a multiple of 8), in every layout, then against a shared B in a batch of 3
+    (a batch stride of 0); each launch is asserted to hold the copies."""
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    count = 0
+    for m, n, k, dtype in COPY_CASES[:1] if quick else COPY_CASES:
+        for layout, batch in (("nn", ()), ("tn", ()), ("nt", ()), ("tt", ()), ("nn", (3,))):
+            a = (_randn(batch + (k, m), dtype, gen).transpose(-1, -2) if layout[0] == "t"
+                 else _randn(batch + (m, k), dtype, gen))
+            b = (_randn((n, k), dtype, gen).T if layout[1] == "t" else _randn((k, n), dtype, gen))
+            what = f"sm90 copies {dtype} {batch}{m}x{n}x{k} {layout}"
+            work = launch.planned_launch(adapter_for(a), a, b)
+            want = ((m if layout[0] == "t" else k) % 8 != 0, (k if layout[1] == "t" else n) % 8 != 0)
+            if work is None or tuple(p is not None for p in work.prep or (None, None)) != want:
+                raise AssertionError(f"{what}: the launch does not copy {want}: {work}")
+            out = _out(torch.matmul(a.to("meta"), b.to("meta")).shape, a.dtype, poison)
+            _check(cutematmul.matmul(a, b, out=out), a, b, (dtype, "highest"), what)
+            count += 1
+    return count
+
+
 def run(families, quick: bool, poison: bool = True) -> int:
     gen = torch.Generator(device="cuda").manual_seed(0)
     count = 0
@@ -368,6 +398,7 @@ def run(families, quick: bool, poison: bool = True) -> int:
         count += _wide(gen, quick, poison)
         count += _pingpong(gen, quick, poison)
         count += _swapped(gen, quick, poison)
+        count += _sm90_copies(gen, quick, poison)
     if "simt" in families:
         count += _simt_tiles(gen, quick, poison)
         count += _simt_gemv(gen, quick, poison)

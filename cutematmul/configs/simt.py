@@ -375,7 +375,7 @@ COPY_B_GEMV_MIN_K = 2048
 def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int,
                    readable: tuple[bool, bool] = (True, True),
                    transposable: bool = True) -> tuple[str | None, str | None]:
-    """Which of (A, B) the kernel reads through a copy of ours (``kernels/tf32_prep.py``, one
+    """Which of (A, B) the kernel reads through a copy of ours (``kernels/operand_prep.py``, one
     part, values unchanged), and each copy's major; None: read as it is.  A K-major B is copied
     N-major when M >= ``COPY_B_MIN_M`` and N >= ``COPY_B_MIN_N`` (the copy costs ~60 / M of
     the product); else, with both operands K-major, A is copied M-major when M >=

@@ -203,20 +203,32 @@ TF32_READS = {"tf32": (("k", "k"), ("m", "k"), ("k", "n")), "tf32x3": (("k", "k"
 def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int,
                    readable: tuple[bool, bool] = (True, True),
                    transposable: bool = True) -> tuple[str | None, str | None]:
-    """Which of (A, B) the TF32 operand prep (``kernels/tf32_prep.py``) rewrites first, and the
-    copy's major ("k" here; None: read as it is; ``dispatch.operand_copies``).  ``readable``
-    says which the kernel could read as they are (aligned, one unit stride); ``m``, ``n``,
-    ``k`` and ``transposable`` are unused.
+    """Which of (A, B) the operand prep (``kernels/operand_prep.py``) rewrites first, and the
+    copy's major (None: read as it is; ``dispatch.operand_copies``).  ``readable`` says which
+    the kernel could read as they are (aligned, one unit stride); ``m``, ``n``, ``k`` and
+    ``transposable`` are unused.
 
     TF32 wgmma reads shared tiles K-major only, but takes A from registers: the kernel loads an
     M-major A into registers itself, and with B N-major it computes C^T = B^T A^T, so that B is
     the register operand.  So one-pass "tf32" reads A k or m and B k or n as they are, except
     both transposed (m, n), where B is copied K-major; an operand it cannot read is copied too
     (K-major and aligned).  3xTF32 ("tf32x3") splits both operands into (big | small) parts,
-    K-major, whatever their layout.  16-bit products: no copies.
+    K-major, whatever their layout.
+
+    A 16-bit operand the kernel cannot read (rows of no whole 16-byte vectors: TMA needs
+    16-byte strides) is copied in its own major into padded rows, the layout the caller's
+    library staged it in before (``launch.Staging``): the schedule stays what it was, and the
+    copy is one of the launch's kernels, so the call costs no library operations on the host
+    and repeats take the fast path.  H200, 2026-12-03, 16-bit products of M, N 8-320 and a
+    long K, staged before / copied (cuBLAS), us: bf16 9x9x29472 66.4 / 11.6 (13.5), fp16 tn
+    60x98x15984 78.8 / 22.6 (10.8), bf16 tn 191x42x72520 143.6 / 83.2 (43.1); 24 such
+    products 0.41-0.61x -> 0.67-0.90x cuBLAS (three seeds of ``tools/shape_classes.py``'s
+    deepK class); the odd class (staged C, copied A and B) 1.54x -> 1.64x.  An operand of no
+    unit stride is still staged.
     """
     if math not in TF32:
-        return None, None
+        return tuple(major if not ok and major in ("k", "m", "n") else None
+                     for major, ok in zip((a_major, b_major), readable))
     if math == "tf32x3":
         return "k", "k"
     copy_a = not readable[0]

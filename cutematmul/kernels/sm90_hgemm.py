@@ -4,7 +4,7 @@ What it computes
     C[m, n, l] = sum_k A[m, k, l] * B[n, k, l] for fp16 or bf16 A and B, accumulated in fp32 and
     written as the input dtype; or, math "tf32", fp32 A and B read by TF32 wgmma (fp32 C); or,
     math "tf32x3" (precision "high"), A and B as (big | small) TF32 parts along K
-    (``kernels/tf32_prep.py``) and the three products small*big + big*small + big*big.  With
+    (``kernels/operand_prep.py``) and the three products small*big + big*small + big*big.  With
     ``Config.partials``, C is fp32 partial sums over a run of K-tiles for split-K
     (``kernels/entry.py``: C then holds ``splits`` matrices per batch, which
     ``kernels/splitk_reduce.py`` sums in a fixed order).  With ``Config.streamk`` tiles that
@@ -141,7 +141,7 @@ from . import tf32_mma
 Sm90Config = Config  # the name the tests and docs use
 _EPILOGUE_BARRIER_ID = 1
 # Math type -> operand type.  "tf32" is fp32 data read by TF32 wgmma; "tf32x3" the same over the
-# (big | small) operands of kernels/tf32_prep.py, three products (see the module docstring).
+# (big | small) operands of kernels/operand_prep.py, three products (see the module docstring).
 _DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16,
            "tf32": cutlass.TFloat32, "tf32x3": cutlass.TFloat32}
 # 3xTF32: the (A part, B part) of each product a stage runs, in order (0 big, 1 small).

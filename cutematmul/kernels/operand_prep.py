@@ -1,38 +1,47 @@
-"""Operand preparation for the TF32 modes: a K-major copy of an fp32 operand, optionally split into
-its TF32 head and tail (3xTF32).
+"""Operand preparation: a copy of a GEMM operand into a workspace of ours that the GEMM kernels
+read, in any major and aligned, optionally split into its TF32 head and tail (3xTF32).
 
 What it computes
-    X is one GEMM operand as the kernels see it, (rows, K, batch) fp32 with any runtime strides
-    (rows is M for A, N for B).  D is ours: (rows, parts * kp, batch), K-major, rows ``ld_dst``
-    apart, where ``kp`` = ``width // parts`` is K padded up (the host pads to the GEMM's K-tile).
-    * ``parts = 1`` (precision "tf32"): D[r, c] = X[r, c], unchanged bits (the tensor cores read the
-      top 19 bits), for the operands ``configs.sm90.operand_copies`` names: B of A^T B^T (the kernel
-      reads any other layout itself) and operands it cannot read as they are (unaligned).
-    * ``parts = 2`` (precision "high"): D[r, c] = big = tf32_rna(x) and D[r, kp + c] = small =
-      tf32_rna(x - big), both rounded to nearest (``cvt.rna.tf32.f32``).  x - big is exact in
-      fp32, so big + small carries x to about 2^-22 relative; the 3xTF32 GEMM adds big*big +
-      big*small + small*big (``kernels/sm90_hgemm.py``, ``tf32x3``).  Non-finite x gives
-      big = x and small = 0, so an Inf stays an Inf instead of becoming Inf - Inf = NaN.
-    Columns K..kp-1 of every part are written as zeros: the GEMM runs whole K-tiles per part.
-    * ``parts = 1`` also serves fp32 "highest" (``configs.simt.operand_copies``): the host hands
-      it X = the transpose (K, rows) of a K-major A or B, so D is that operand stored M- or
-      N-major, the layouts the SIMT kernel reads fastest (``PrepKey.to_major``).
+    X is one GEMM operand as the kernels see it, (rows, K, batch) of ``dtype`` (fp32, fp16 or
+    bf16) with any runtime strides (rows is M for A, N for B).  D is ours: (rows, parts * kp,
+    batch) of the same dtype, rows ``ld_dst`` apart (16-byte aligned), where ``kp`` = ``width //
+    parts`` is the padded width.
+    * ``parts = 1``: D[r, c] = X[r, c], unchanged bits.  It serves
+      - the TF32 modes (``configs.sm90.operand_copies``): a K-major copy of B of A^T B^T (the
+        kernel reads any other layout itself) and of an operand it cannot read as it is;
+      - fp32 "highest" (``configs.simt.operand_copies``): the host hands it X = the transpose
+        (K, rows) of a K-major A or B, so D is that operand stored M- or N-major, the layouts
+        the SIMT kernel reads fastest (``PrepKey.to_major``);
+      - 16-bit products (``configs.sm90.operand_copies``): an operand whose rows are no whole
+        16-byte vectors (TMA cannot address it: a few columns N = 9, an odd K or M) is copied
+        in its own major into rows padded to 16 bytes, on the caller's stream, inside the
+        launch; the caller's library stages nothing.
+    * ``parts = 2`` (precision "high", fp32 only): D[r, c] = big = tf32_rna(x) and
+      D[r, kp + c] = small = tf32_rna(x - big), both rounded to nearest (``cvt.rna.tf32.f32``).
+      x - big is exact in fp32, so big + small carries x to about 2^-22 relative; the 3xTF32
+      GEMM adds big*big + big*small + small*big (``kernels/sm90_hgemm.py``, ``tf32x3``).
+      Non-finite x gives big = x and small = 0, so an Inf stays an Inf instead of becoming
+      Inf - Inf = NaN.
+    Columns past X's extent, up to each part's width, are written as zeros: a kernel's last
+    vector (or K-tile) of a row may read them.
 
 How
     One CTA of 32 x 8 threads per 32 x 32 block of (rows, K), a 1-D grid over blocks x batch.
-    A K-major X is copied straight through: each warp reads and writes 32 consecutive floats of a
-    row.  An M- or N-major X (``k_major`` False, a compile-time variant) is transposed through a
-    32 x 33 shared-memory tile (the padding column keeps both the column-wise writes and the
-    row-wise reads free of bank conflicts), so reads run along X's unit stride and writes along
-    D's.  Bandwidth-bound: 4 bytes in and 4 * parts out per element of X.
+    A K-major X (``k_major``: its second mode has the unit stride) is copied straight through:
+    each warp reads and writes 32 consecutive elements of a row.  Any other X (a compile-time
+    variant) is transposed through a 32 x 33 shared-memory tile (the padding column keeps both
+    the column-wise writes and the row-wise reads free of bank conflicts), so reads run along
+    X's unit stride and writes along D's.  Bandwidth-bound: one element in and ``parts`` out
+    per element of X, scalar accesses.
 
 Constraints
     Blocks x batch < 2**31 and parts * kp < 2**31 (checked by the host).  Every store lies
     inside D's (rows, width, batch); every load inside X's (rows, K, batch).  ``parts`` in {1, 2}
-    and ``k_major`` are compile-time values.
+    (2 for fp32 only), ``k_major`` and ``dtype`` are compile-time values.
 
 Benchmark
     python -m cutematmul.bench --dtypes float32 --precision high   (the prep runs inside)
+    python tools/shape_classes.py --only deepK   (16-bit operands of a few columns, copied)
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ _TILE = 32  # rows and K per block
 _ROWS_PER_PASS = 8  # thread rows: a block of 32 x 8 threads walks its tile in 4 passes
 _FAKE_ADDRESS = 1 << 20
 _EXPONENT = 0x7F800000
+_DTYPES = {"float32": cutlass.Float32, "float16": cutlass.Float16, "bfloat16": cutlass.BFloat16}
 
 
 @cute.jit
@@ -61,14 +71,18 @@ def _tf32(x: cutlass.Float32) -> cutlass.Int32:
     return cutlass.Int32(cute.arch.cvt_f32_tf32(x))
 
 
-class Tf32Prep:
-    """Writes the K-major (and, with ``parts`` 2, split) copy of an operand; see the docstring."""
+class OperandPrep:
+    """Writes the copy (with ``parts`` 2, the TF32 split) of an operand; see the docstring."""
 
-    def __init__(self, parts: int, k_major: bool):
-        if parts not in (1, 2):
-            raise ValueError(f"Tf32Prep takes parts 1 (tf32) or 2 (3xTF32 big/small); got {parts}.")
+    def __init__(self, parts: int, k_major: bool, dtype: str = "float32"):
+        if parts not in (1, 2) or (parts == 2 and dtype != "float32"):
+            raise ValueError(f"OperandPrep takes parts 1 (a copy) or 2 (3xTF32 big/small, "
+                             f"float32 only); got parts={parts} for {dtype}.")
+        if dtype not in _DTYPES:
+            raise ValueError(f"OperandPrep copies {', '.join(_DTYPES)}; got {dtype!r}.")
         self.parts = parts
         self.k_major = k_major
+        self.element = _DTYPES[dtype]
 
     @cute.jit
     def __call__(self, mX: cute.Tensor, mD: cute.Tensor, stream: cuda.CUstream):
@@ -78,7 +92,7 @@ class Tf32Prep:
 
         @cute.struct
         class Storage:
-            tile: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, _TILE * (_TILE + 1)], 16]
+            tile: cute.struct.Align[cute.struct.MemRange[self.element, _TILE * (_TILE + 1)], 16]
 
         self._storage = Storage
         self.kernel(mX, mD, k_blocks, row_blocks).launch(
@@ -87,7 +101,7 @@ class Tf32Prep:
         )
 
     @cute.jit
-    def _store(self, mD: cute.Tensor, row, k, batch, x: cutlass.Float32):
+    def _store(self, mD: cute.Tensor, row, k, batch, x):
         """D[row, k] = x (one part) or big / small of x at k and kp + k (two parts)."""
         if cutlass.const_expr(self.parts == 1):
             mD[(row, k, batch)] = x
@@ -115,8 +129,8 @@ class Tf32Prep:
         k0 = kb * _TILE
         rows = mD.shape[0]
         k_size = mX.shape[1]
-        # Columns of D per part: whole K-tiles in the TF32 modes, but a transposed fp32 copy's
-        # width need not be a multiple of the block's 32, so every store is held inside it.
+        # Columns of D per part: whole K-tiles in the TF32 modes, but another copy's width need
+        # not be a multiple of the block's 32, so every store is held inside it.
         width = mD.shape[1] // self.parts
         if cutlass.const_expr(self.k_major):
             # Straight through: lanes run along K in X and in D.
@@ -124,7 +138,7 @@ class Tf32Prep:
                 row = r0 + ty + j * _ROWS_PER_PASS
                 k = k0 + tx
                 if row < rows and k < width:
-                    x = cutlass.Float32(0.0)
+                    x = self.element(0.0)
                     if k < k_size:
                         x = mX[(row, k, batch)]
                     self._store(mD, row, k, batch, x)
@@ -137,7 +151,7 @@ class Tf32Prep:
             for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
                 row = r0 + tx
                 k = k0 + ty + j * _ROWS_PER_PASS
-                x = cutlass.Float32(0.0)
+                x = self.element(0.0)
                 if row < rows and k < k_size:
                     x = mX[(row, k, batch)]
                 tile[(tx, ty + j * _ROWS_PER_PASS)] = x
@@ -176,14 +190,15 @@ def prep_from_pointers(
     prep(mX, mD, stream)
 
 
-def compile_prep(parts: int, k_major: bool, *, keep_ptx: bool = False):
+def compile_prep(parts: int, k_major: bool, dtype: str = "float32", *, keep_ptx: bool = False):
     """The TVM-FFI function ``f(x_ptr, d_ptr, rows, k, batch, width, x_row_stride, x_col_stride,
-    x_batch_stride, ld_dst, batch_stride_dst, stream)`` for an X that is K-major or not
-    (``k_major``); one compile serves every size and stride.  With
+    x_batch_stride, ld_dst, batch_stride_dst, stream)`` for an X of ``dtype`` that is K-major
+    or not (``k_major``); one compile serves every size and stride.  With
     ``keep_ptx`` the PTX is kept as ``__ptx__`` (the instruction checks of the tests)."""
-    kernel = Tf32Prep(parts, k_major)
-    x = make_ptr(cutlass.Float32, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=4)
-    d = make_ptr(cutlass.Float32, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=16)
+    kernel = OperandPrep(parts, k_major, dtype)
+    element = _DTYPES[dtype]
+    x = make_ptr(element, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=element.width // 8)
+    d = make_ptr(element, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=16)
     sizes = [cutlass.Int32(1)] * 4
     strides = [cutlass.Int64(1)] * 5
     options = "--enable-tvm-ffi" + (" --keep-ptx" if keep_ptx else "")

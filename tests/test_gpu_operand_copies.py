@@ -1,0 +1,99 @@
+"""16-bit operands TMA cannot address, copied by the operand prep inside the launch (GPU).
+
+An operand whose rows are no whole 16-byte vectors (a few columns N = 9, an odd K or M) is
+copied by ``kernels/operand_prep.py`` in its own major into padded rows of a workspace
+(``configs.sm90.operand_copies``), on the caller's stream; the library stages nothing.  Each
+case first asks the planner that the launch holds the copies it is meant to test, then checks
+the product against float64 in a NaN-poisoned ``out``, that the operands were only read, and
+that nothing outside ``out`` was written.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import cutematmul
+from conftest import require_module
+from helpers import Maker, check_matmul, layout_operands
+
+pytestmark = pytest.mark.gpu
+
+LAYOUTS = ["nn", "tn", "nt", "tt"]
+# (M, N, K): a long K over a few rows and columns (split, C by the reduction), a 9 x 9 result,
+# a few columns over many rows, and a mid-size product whose C is staged (unsplit, 333 columns).
+SHAPES = [(60, 98, 15985), (9, 9, 29473), (1000, 12, 3000), (301, 333, 1001)]
+
+
+@pytest.fixture
+def mk():
+    require_module("torch")
+    return Maker("torch", seed=11)
+
+
+def _copied(a, b):
+    """Which of the kernel's (A, B) the planned launch copies: None where nothing is planned
+    as one launch (an operand or C staged)."""
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    work = launch.planned_launch(adapter_for(a), a, b)
+    if work is None:
+        return None
+    return tuple(p is not None for p in (work.prep or (None, None)))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_unaligned_operands_are_copied_and_correct(mk, dtype, layout, shape):
+    import torch
+
+    m, n, k = shape
+    a, b = layout_operands(mk, m, n, k, layout, dtype)
+    a_unit = m if layout[0] == "t" else k
+    b_unit = k if layout[1] == "t" else n
+    copied = _copied(a, b)
+    if copied is None:  # staged: only an under-aligned C that the kernel itself would store
+        assert n % 8 != 0, f"{shape} {layout}: an operand was staged, not copied"
+    else:
+        assert copied == (a_unit % 8 != 0, b_unit % 8 != 0), copied
+    a0, b0 = a.clone(), b.clone()
+    wide = mk.poisoned((m, n + 9), dtype)
+    out = wide[:, 4:n + 4]
+    check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
+    assert torch.equal(a, a0) and torch.equal(b, b0), "an operand was written"
+    assert torch.isnan(wide[:, :4]).all() and torch.isnan(wide[:, n + 4:]).all(), \
+        "a product wrote outside the out view"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_copies_with_a_broadcast_batch_a_misaligned_pointer_and_bitwise_repeats(mk, dtype):
+    """A stack of 3 against one shared B of 9 columns (copied once, batch stride 0), A a view
+    one element into its buffer (a base pointer 2 bytes past 16-byte alignment, rows of K + 1);
+    repeats (the second takes the fast path where the pointers allow) are bitwise equal."""
+    import torch
+
+    m, n, k = 37, 9, 20001
+    base = mk.randn((3, m, k + 1), dtype)
+    a = base[..., 1:]
+    b = mk.randn((k, n), dtype)
+    assert a.data_ptr() % 16 != 0
+    assert _copied(a, b) == (True, True)
+    first = cutematmul.matmul(a, b, out=mk.poisoned((3, m, n), dtype))
+    check_matmul(first, a, b, dtype)
+    aligned = mk.randn((3, m, k), dtype)
+    again = [cutematmul.matmul(aligned, b) for _ in range(3)]
+    check_matmul(again[0], aligned, b, dtype)
+    for other in again[1:]:
+        assert torch.equal(other.view(torch.int16), again[0].view(torch.int16))
+    for other in (cutematmul.matmul(a, b) for _ in range(2)):
+        assert torch.equal(other.view(torch.int16), first.view(torch.int16))
+
+
+def test_copies_through_cupy():
+    """CuPy arrays: the copies' workspaces come from CuPy's pool, on its current stream."""
+    require_module("cupy")
+    mk = Maker("cupy", seed=5)
+    for layout in ("nn", "tt"):
+        a, b = layout_operands(mk, 21, 43, 15989, layout, "float16")
+        check_matmul(cutematmul.matmul(a, b), a, b, "float16")
