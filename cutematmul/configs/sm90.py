@@ -221,10 +221,11 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
     copy is one of the launch's kernels, so the call costs no library operations on the host
     and repeats take the fast path.  H200, 2026-12-03, 16-bit products of M, N 8-320 and a
     long K, staged before / copied (cuBLAS), us: bf16 9x9x29472 66.4 / 11.6 (13.5), fp16 tn
-    60x98x15984 78.8 / 22.6 (10.8), bf16 tn 191x42x72520 143.6 / 83.2 (43.1); 24 such
-    products 0.41-0.61x -> 0.67-0.90x cuBLAS (three seeds of ``tools/shape_classes.py``'s
-    deepK class); the odd class (staged C, copied A and B) 1.54x -> 1.64x.  An operand of no
-    unit stride is still staged.
+    60x98x15984 78.8 / 22.6 (10.8), bf16 tn 191x42x72520 143.6 / 83.2 (43.1); the geometric
+    means of ``tools/shape_classes.py``'s deepK class, three seeds of 8 products, 0.61 / 0.41
+    / 0.49x -> 0.90 / 0.76 / 0.67x cuBLAS; its odd class (staged C, copied A and B) 1.64x
+    (1.54x staged, measured the session before on another machine).  An operand of no unit
+    stride is still staged.
     """
     if math not in TF32:
         return tuple(major if not ok and major in ("k", "m", "n") else None
