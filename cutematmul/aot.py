@@ -30,7 +30,7 @@ from pathlib import Path
 
 from . import cache
 from .dispatch import (
-    FAMILIES, PRECISIONS, TF32_MATH, choose_families, choose_family, itemsize, math_type,
+    FAMILIES, HALF_MATH, PRECISIONS, TF32_MATH, choose_families, choose_family, itemsize, math_type,
     copy_key, output_dtype, operand_copies, prep_key, reduce_key, schedule, through_workspace,
 )
 
@@ -219,7 +219,7 @@ def _prep_keys(capability, math: str, alignments: str = "all") -> list:
     (an operand it cannot read is copied too, whatever the layout).  A 16-bit operand whose
     rows are no whole 16-byte vectors is copied in its own major (``configs.sm90``): with
     ``alignments`` "all", the three straight copies."""
-    if math in ("float16", "bfloat16"):
+    if math in HALF_MATH:
         if alignments != "all":
             return []
         return [copy_key(capability, math, major, major) for major in ("k", "m", "n")]

@@ -80,6 +80,10 @@ class Family:
         return importlib.import_module(self.module)
 
 
+#: The 16-bit math types: their operands (and C) are 2-byte elements of that dtype.
+HALF_MATH = ("float16", "bfloat16")
+
+
 FAMILIES = {
     f.name: f
     for f in (
@@ -88,7 +92,7 @@ FAMILIES = {
                1 << 40, False, True, False, True,
                "TMA + wgmma, warp-specialized persistent GEMM: fp16/bf16, TF32, 3xTF32 (Hopper, sm_90a)"),
         Family("sm80", "cutematmul.kernels.sm80_hgemm", "cutematmul.configs.sm80",
-               ("float16", "bfloat16"), 16, (8, 0), False,
+               HALF_MATH, 16, (8, 0), False,
                None, False, False, True, False,
                "cp.async + ldmatrix + mma.sync HGEMM (sm_80 and newer)"),
         Family("simt", "cutematmul.kernels.simt_sgemm", "cutematmul.configs.simt",
@@ -159,7 +163,7 @@ def output_dtype(math: str) -> str:
 
 def itemsize(math: str) -> int:
     """Bytes per element of A and B as the kernels read them."""
-    return 2 if math in ("float16", "bfloat16") else 4
+    return 2 if math in HALF_MATH else 4
 
 KERNEL_CHOICES = ("auto",) + tuple(FAMILIES)
 
@@ -464,7 +468,7 @@ def copy_key(capability: tuple[int, int], math: str, source_major: str, to_major
     math copies its own dtype, every fp32 math fp32."""
     return prep_key(capability, 2 if math == "tf32x3" else 1,
                     (source_major == "k") == (to_major == "k"), to_major,
-                    math if math in ("float16", "bfloat16") else "float32")
+                    math if math in HALF_MATH else "float32")
 
 
 def build_kernel(key: KernelKey):

@@ -60,10 +60,15 @@ def _check(res, a, b, mode, what):
         raise AssertionError(f"{what}: relative error {err:.3g} > {TOL[mode]}")
 
 
-def _operands(m, n, k, layout, dtype, gen):
-    a = _randn((k, m), dtype, gen).T if layout[0] == "t" else _randn((m, k), dtype, gen)
-    b = _randn((n, k), dtype, gen).T if layout[1] == "t" else _randn((k, n), dtype, gen)
-    return a, b
+def _operands(m, n, k, layout, dtype, gen, a_batch=(), b_batch=()):
+    """A (a_batch + (m, k)) and B (b_batch + (k, n)), each stored transposed where ``layout``
+    ("nn", "tn", ...) says "t"."""
+    def operand(batch, rows, cols, transposed):
+        if transposed:
+            return _randn(batch + (cols, rows), dtype, gen).transpose(-1, -2)
+        return _randn(batch + (rows, cols), dtype, gen)
+
+    return (operand(a_batch, m, k, layout[0] == "t"), operand(b_batch, k, n, layout[1] == "t"))
 
 
 def _out(shape, dtype, poison: bool):
@@ -339,10 +344,7 @@ def _simt_copies(gen, quick: bool, poison: bool) -> int:
         for batch, shared in batches[:1] if quick else batches:
             a_batch = () if shared and which == 0 else batch
             b_batch = () if shared and which == 1 else batch
-            a = (_randn(a_batch + (k, m), "float32", gen).transpose(-1, -2) if layout[0] == "t"
-                 else _randn(a_batch + (m, k), "float32", gen))
-            b = (_randn(b_batch + (n, k), "float32", gen).transpose(-1, -2) if layout[1] == "t"
-                 else _randn(b_batch + (k, n), "float32", gen))
+            a, b = _operands(m, n, k, layout, "float32", gen, a_batch, b_batch)
             work = launch.planned_launch(adapter_for(a), a, b, precision="highest", kernel="simt")
             shared_text = "shared " if shared else ""
             what = f"simt {'AB'[which]} copy {m}x{n}x{k} {batch} {shared_text}{layout}"
@@ -370,9 +372,7 @@ def _sm90_copies(gen, quick: bool, poison: bool) -> int:
     count = 0
     for m, n, k, dtype in COPY_CASES[:1] if quick else COPY_CASES:
         for layout, batch in (("nn", ()), ("tn", ()), ("nt", ()), ("tt", ()), ("nn", (3,))):
-            a = (_randn(batch + (k, m), dtype, gen).transpose(-1, -2) if layout[0] == "t"
-                 else _randn(batch + (m, k), dtype, gen))
-            b = (_randn((n, k), dtype, gen).T if layout[1] == "t" else _randn((k, n), dtype, gen))
+            a, b = _operands(m, n, k, layout, dtype, gen, batch)
             what = f"sm90 copies {dtype} {batch}{m}x{n}x{k} {layout}"
             work = launch.planned_launch(adapter_for(a), a, b)
             want = ((m if layout[0] == "t" else k) % 8 != 0, (k if layout[1] == "t" else n) % 8 != 0)
