@@ -694,7 +694,12 @@ def test_deep_splits_only_where_16_splits_leave_sms_idle():
     """A few output tiles and a long K split past ``waves.MAX_SPLITS`` (each deep split keeping
     ``Rate.deep_k_tiles`` K-tiles); products whose 16-way splits already outnumber the SMs, the
     XLA route and a capped call do not."""
-    assert simt.choose_schedule(64, 8, 65536, 1, 132)[1] == waves.DEEP_SPLITS
+    # The SIMT kernel's tile or two split on until the CTAs make two per SM.
+    splits = simt.choose_schedule(64, 8, 65536, 1, 132)[1]  # two 32 x 32 tiles
+    assert waves.DEEP_SPLITS < splits <= 2 * 132 // 2, splits
+    assert simt.choose_schedule(20, 82, 94856, 1, 132)[1] > 4 * waves.DEEP_SPLITS - 8
+    config, splits, _ = simt.choose_schedule(78, 310, 45920, 1, 132)  # six tiles: as before
+    assert (config.tile_m, config.tile_n, splits) == (64, 128, waves.DEEP_SPLITS)
     assert simt.choose_schedule(16, 8, 8192, 1, 132)[1] > waves.MAX_SPLITS
     assert sm90.choose_schedule(64, 8, 65536, 1, 132)[1] > waves.MAX_SPLITS
     assert sm90.choose_schedule(64, 8, 8192, 1, 132)[1] <= waves.MAX_SPLITS, "8 K-tiles a split"

@@ -454,6 +454,14 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         return _gemv_ranked(n, m, k, batch, num_sms, max_splits, True, limit)
     configs, tiles = _space(m, n)
     tile, splits = waves.best(m, n, k, batch, num_sms, Config.tile_k, tiles, max_splits)
+    # A deep product of a tile or two then splits its tile further, until the CTAs make two
+    # per SM (``waves.DEEP_CTAS_PER_SM``: 64 splits of one tile left half the SMs idle); the
+    # tile stays the one chosen at 64, where the deeper splits were measured.
+    efficiency, rate = tiles[tile]
+    deeper = rate._replace(max_splits=waves.DEEP_MOST_SPLITS,
+                           deep_ctas_per_sm=waves.DEEP_CTAS_PER_SM)
+    _, splits = waves.best(m, n, k, batch, num_sms, Config.tile_k, {tile: (efficiency, deeper)},
+                           max_splits)
     found = [(configs[tile], splits, False)]
     if limit:  # (the pick alone needs no second ranking)
         for _, s, _, other in waves.ranked(m, n, k, batch, num_sms, Config.tile_k, tiles,

@@ -43,6 +43,18 @@ MAX_SPLITS = 16
 #: sm90 splits of only 4 K-tiles (fp16 64x8x8192 nt 5.4 / 4.5 at 30 splits), where SIMT splits
 #: of 8 K-tiles of 16 won (fp32 64x8x8192 above).
 DEEP_SPLITS = 64
+#: A family whose Rate sets ``deep_ctas_per_sm`` may split a deep product of one or a few tiles
+#: further, until tiles x splits reach that many CTAs per SM (``split_choices``).  The SIMT
+#: kernel's one or two tiles at 64 splits left half the SMs idle: H200, 2026-12-03, fp32
+#: "highest", us at 64 / 128 / 256 splits (cuBLAS SGEMM): 20x82x94856 tn 87.8 / 52.1 / 42.4
+#: (39.6), 64x64x100000 tn 86.9 / 50.2 / 38.4 (35.1), 64x8x65536 43.0 / 27.6 / 25.0 (29.7),
+#: 72x13x130416 80.8 / 50.0 / 56.4 (116.6), 14x237x59184 tn (two tiles) 64.5 / 45.8 / 49.9
+#: (42.8), 30x66x16568 23.4 / 18.5 / 20.0 (21.1); where the 64 splits already made 256 CTAs or
+#: more, further splits lost (78x310x45920 tn, six tiles, 108.0 / 116.7; 256x256x65536 tn
+#: 172.0 / 182.6; 143x51x9232 tn, four tiles at 58 splits, 17.5 against 20.4 at 128).
+#: Every forced result was checked against float64.  ``DEEP_MOST_SPLITS`` bounds such a split.
+DEEP_CTAS_PER_SM = 2
+DEEP_MOST_SPLITS = 512
 #: Relative difference of estimates below which two candidates count as equally fast.
 TOLERANCE = 0.01
 _INT32_MAX = 2**31 - 1
@@ -63,9 +75,10 @@ class Rate(NamedTuple):
     kernel overlaps one tile's epilogue with the next one's math; the last wave's epilogue has
     nothing to hide behind and pays ``WAVE_SECONDS``), the most K-splits the kernel is
     offered with, the saturation of an unsplit product where it differs (0: the same; a
-    kernel that runs unsplit products in another way, such as clustered), and the tile rows a
+    kernel that runs unsplit products in another way, such as clustered), the tile rows a
     cluster spans: rows are launched in whole clusters, so an odd count of tile rows in 2x1
-    clusters leaves the last cluster's second CTA without work, yet it holds an SM."""
+    clusters leaves the last cluster's second CTA without work, yet it holds an SM, and the
+    CTAs per SM a deep split may reach past ``DEEP_SPLITS`` (0: none; ``DEEP_CTAS_PER_SM``)."""
 
     flops_per_sm: float
     slots: int
@@ -80,6 +93,7 @@ class Rate(NamedTuple):
     max_splits: int = DEEP_SPLITS
     unsplit_saturation: float = 0.0
     cluster_rows: int = 1
+    deep_ctas_per_sm: int = 0
 
 
 def launched_tiles(m: int, n: int, batch: int, tile_m: int, tile_n: int, rate: Rate) -> int:
@@ -163,11 +177,13 @@ def split_choices(m: int, n: int, k: int, batch: int, tile_k: int, rate: Rate,
     (a family's accuracy bound on the K-tiles one split sums in sequence).  With the product's
     output ``tiles`` (times the batch) and ``num_sms`` given, and ``max_splits`` the default
     ``MAX_SPLITS`` (a caller's own cap, such as the XLA route's 1, stands), deep splits where
-    ``max_splits`` of them leave SMs idle (``DEEP_SPLITS``)."""
+    ``max_splits`` of them leave SMs idle (``DEEP_SPLITS``, or up to ``rate.deep_ctas_per_sm``
+    CTAs per SM: ``DEEP_CTAS_PER_SM``)."""
     k_tiles = -(-k // tile_k)
     most = min(max_splits, max(1, k_tiles // rate.min_k_tiles))
     if max_splits == MAX_SPLITS and tiles is not None and tiles * max_splits < num_sms:
-        deep = min(DEEP_SPLITS, k_tiles // max(rate.min_k_tiles, rate.deep_k_tiles))
+        cap = max(DEEP_SPLITS, rate.deep_ctas_per_sm * num_sms // tiles)
+        deep = min(cap, k_tiles // max(rate.min_k_tiles, rate.deep_k_tiles))
         most = max(most, deep)
     most = min(most, rate.max_splits)
     while most > 1 and (m * n * batch * most > _INT32_MAX or batch * most > _INT32_MAX):
