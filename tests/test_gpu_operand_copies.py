@@ -97,3 +97,50 @@ def test_copies_through_cupy():
     for layout in ("nn", "tt"):
         a, b = layout_operands(mk, 21, 43, 15989, layout, "float16")
         check_matmul(cutematmul.matmul(a, b), a, b, "float16")
+
+
+# The prep kernel launched by itself: (parts, dtype, batch, rows, K, width of each part).
+PREP_CASES = [
+    (1, "float16", 70000, 3, 9, 16),  # a batch past the grid's 65535, rows of 9 padded to 16
+    (1, "bfloat16", 2, 211, 37, 40),  # several rows per CTA, a tail CTA
+    (1, "float32", 1, 3, 5000, 5120),  # rows longer than a CTA's vectors: walked in steps
+    (2, "float32", 3, 5, 1000, 1024),  # the 3xTF32 split: big | small
+]
+
+
+@pytest.mark.parametrize("case", PREP_CASES, ids=lambda c: f"{c[1]}-parts{c[0]}-{c[2]}x{c[3]}x{c[4]}")
+def test_straight_prep_kernel_writes_exactly_its_rows(case):
+    """``kernels/operand_prep.py``'s straight copy from a K-major X of rows with no whole
+    16-byte vectors (its row pitch K + 3): D holds X then zeros up to each part's width (with
+    two parts, big = tf32(x) and small = tf32(x - big)), and nothing past D is written."""
+    require_module("torch")
+    import torch
+
+    from cutematmul import cache, dispatch
+
+    parts, dtype, batch, rows, k, width = case
+    t = getattr(torch, dtype)
+    src = torch.randn(batch, rows, k + 3, device="cuda").to(t)
+    x = src[..., :k]  # row pitch k + 3: unaligned rows
+    guard = 64
+    buf = torch.full((batch * rows * parts * width + guard,), float("nan"), device="cuda",
+                     dtype=t)
+    key = dispatch.prep_key((9, 0), parts, True, "k", dtype)
+    fn = cache.get_compiled(key)
+    stream = torch.cuda.current_stream().cuda_stream
+    fn(x.data_ptr(), buf.data_ptr(), rows, k, batch, parts * width, k + 3, 1, rows * (k + 3),
+       parts * width, rows * parts * width, stream)
+    torch.cuda.synchronize()
+    d = buf[:-guard].view(batch, rows, parts, width)
+    assert torch.isnan(buf[-guard:]).all(), "the prep wrote past its destination"
+    assert not torch.isnan(d).any(), "the prep left destination elements unwritten"
+    assert (d[..., k:] == 0).all(), "the padding past K is not zeros"
+    if parts == 1:
+        assert torch.equal(d[:, :, 0, :k], x), "the copy changed values"
+    else:
+        big, small = d[:, :, 0, :k], d[:, :, 1, :k]
+        assert (big.view(torch.int32) & 0x1FFF == 0).all() and (
+            small.view(torch.int32) & 0x1FFF == 0).all(), "big and small are not TF32 values"
+        assert torch.equal(big + small, x) or (
+            (big.double() + small.double() - x.double()).abs() <= x.double().abs() * 2.0**-21
+        ).all(), "big + small does not carry x"

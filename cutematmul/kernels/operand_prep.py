@@ -26,16 +26,27 @@ What it computes
     vector (or K-tile) of a row may read them.
 
 How
-    One CTA of 32 x 8 threads per 32 x 32 block of (rows, K), a 1-D grid over blocks x batch.
-    A K-major X (``k_major``: its second mode has the unit stride) is copied straight through:
-    each warp reads and writes 32 consecutive elements of a row.  Any other X (a compile-time
-    variant) is transposed through a 32 x 33 shared-memory tile (the padding column keeps both
-    the column-wise writes and the row-wise reads free of bank conflicts), so reads run along
-    X's unit stride and writes along D's.  Bandwidth-bound: one element in and ``parts`` out
-    per element of X, scalar accesses.
+    A K-major X (``k_major``: its second mode has the unit stride) is copied straight through,
+    flattened: thread i of a CTA writes one 16-byte vector of D's rows (8 16-bit or 4 fp32
+    elements; with ``parts`` 2, one vector of each part), reading its elements with scalar
+    loads (X's rows need not be aligned: that is why it is copied), lanes on consecutive
+    vectors.  A CTA takes whole rows, as many as make ``_VECTORS_PER_CTA`` vectors (one row,
+    walked in steps of that many, when a row is longer), and loads all its vectors before it
+    stores any, so ``_UNROLL`` vectors per thread are in flight; the grid's second dimension
+    walks the batch.  Short rows thus keep every lane busy: the first version, one 32 x 32
+    block per CTA, left 23 of 32 lanes idle on a 9-element row and ran at ~0.2 of the
+    bandwidth (H200, fp16, 211552 x 9 and x 110 copies 49.8 us on average).
+    Any other X (a compile-time variant) is transposed through a 32 x 33 shared-memory tile
+    per CTA of 32 x 8 threads, a 1-D grid over 32 x 32 blocks x batch (the padding column
+    keeps both the column-wise writes and the row-wise reads free of bank conflicts), so reads
+    run along X's unit stride and writes along D's.  Both are bandwidth-bound: one element in
+    and ``parts`` out per element of X.
 
 Constraints
-    Blocks x batch < 2**31 and parts * kp < 2**31 (checked by the host).  Every store lies
+    Rows and parts * kp below 2**31 (the host's pieces); the transposing variant's blocks x
+    batch below 2**31.  The straight copy needs each part's width, ``ld_dst`` and the batch
+    stride of D in whole 16-byte vectors and D 16-byte aligned (``launch._run_prep``: widths
+    are padded rows or whole TF32 K-tiles).  Every store lies
     inside D's (rows, width, batch); every load inside X's (rows, K, batch).  ``parts`` in {1, 2}
     (2 for fp32 only), ``k_major`` and ``dtype`` are compile-time values.
 
@@ -53,8 +64,13 @@ import cutlass.cute as cute
 from cutlass._mlir.dialects import llvm
 from cutlass.cute.runtime import make_fake_stream, make_ptr
 
-_TILE = 32  # rows and K per block
+_TILE = 32  # transposing copy: rows and K per block
 _ROWS_PER_PASS = 8  # thread rows: a block of 32 x 8 threads walks its tile in 4 passes
+_THREADS = _TILE * _ROWS_PER_PASS
+_UNROLL = 2  # straight copy: vectors per thread loaded before any is stored
+_VECTORS_PER_CTA = _THREADS * _UNROLL
+_VECTOR_BYTES = 16
+_MAX_GRID_Y = 65535
 _FAKE_ADDRESS = 1 << 20
 _EXPONENT = 0x7F800000
 _DTYPES = {"float32": cutlass.Float32, "float16": cutlass.Float16, "bfloat16": cutlass.BFloat16}
@@ -71,6 +87,18 @@ def _tf32(x: cutlass.Float32) -> cutlass.Int32:
     return cutlass.Int32(cute.arch.cvt_f32_tf32(x))
 
 
+@cute.jit
+def _split(x: cutlass.Float32):
+    """(big, small) of 3xTF32: big = tf32(x), small = tf32(x - big); small = 0 where big is
+    Inf or NaN (not Inf - Inf = NaN)."""
+    big_bits = _tf32(x)
+    big = _as_float(big_bits)
+    small = cutlass.Float32(0.0)
+    if (big_bits & _EXPONENT) != _EXPONENT:
+        small = _as_float(_tf32(x - big))
+    return big, small
+
+
 class OperandPrep:
     """Writes the copy (with ``parts`` 2, the TF32 split) of an operand; see the docstring."""
 
@@ -83,22 +111,78 @@ class OperandPrep:
         self.parts = parts
         self.k_major = k_major
         self.element = _DTYPES[dtype]
+        self.vec = _VECTOR_BYTES * 8 // self.element.width  # elements per 16-byte vector
 
     @cute.jit
     def __call__(self, mX: cute.Tensor, mD: cute.Tensor, stream: cuda.CUstream):
         rows, width, batch = mD.shape
-        k_blocks = cute.ceil_div(width // self.parts, _TILE)
-        row_blocks = cute.ceil_div(rows, _TILE)
+        if cutlass.const_expr(self.k_major):
+            vectors = width // self.parts // self.vec  # per row and part
+            rows_per_cta = cutlass.max(_VECTORS_PER_CTA // vectors, 1)
+            self.straight(mX, mD, vectors, rows_per_cta).launch(
+                grid=[cute.ceil_div(rows, rows_per_cta), cutlass.min(batch, _MAX_GRID_Y), 1],
+                block=[_THREADS, 1, 1], stream=stream,
+            )
+        else:
+            k_blocks = cute.ceil_div(width // self.parts, _TILE)
+            row_blocks = cute.ceil_div(rows, _TILE)
 
-        @cute.struct
-        class Storage:
-            tile: cute.struct.Align[cute.struct.MemRange[self.element, _TILE * (_TILE + 1)], 16]
+            @cute.struct
+            class Storage:
+                tile: cute.struct.Align[cute.struct.MemRange[self.element, _TILE * (_TILE + 1)],
+                                        16]
 
-        self._storage = Storage
-        self.kernel(mX, mD, k_blocks, row_blocks).launch(
-            grid=[k_blocks * row_blocks * batch, 1, 1], block=[_TILE * _ROWS_PER_PASS, 1, 1],
-            smem=Storage.size_in_bytes(), stream=stream,
-        )
+            self._storage = Storage
+            self.transposed(mX, mD, k_blocks, row_blocks).launch(
+                grid=[k_blocks * row_blocks * batch, 1, 1], block=[_THREADS, 1, 1],
+                smem=Storage.size_in_bytes(), stream=stream,
+            )
+
+    @cute.kernel
+    def straight(self, mX: cute.Tensor, mD: cute.Tensor, vectors: cutlass.Int32,
+                 rows_per_cta: cutlass.Int32):
+        """The straight copy (``k_major``): see the module docstring."""
+        tid, _, _ = cute.arch.thread_idx()
+        bid, first_batch, _ = cute.arch.block_idx()
+        _, batch_step, _ = cute.arch.grid_dim()
+        rows, _, batch = mD.shape
+        k_size = mX.shape[1]
+        r0 = bid * rows_per_cta
+        count = cutlass.min(rows - r0, rows_per_cta) * vectors  # this CTA's vectors per part
+        vec = self.vec
+        for b in range(first_batch, batch, batch_step):
+            for start in range(0, count, _VECTORS_PER_CTA):
+                values = cute.make_rmem_tensor(cute.make_layout((vec, _UNROLL)), self.element)
+                for u in cutlass.range_constexpr(_UNROLL):
+                    i = start + u * _THREADS + tid
+                    row = r0 + i // vectors
+                    c0 = (i % vectors) * vec
+                    for e in cutlass.range_constexpr(vec):
+                        x = self.element(0.0)
+                        if i < count and c0 + e < k_size:
+                            x = mX[(row, c0 + e, b)]
+                        values[e, u] = x
+                for u in cutlass.range_constexpr(_UNROLL):
+                    i = start + u * _THREADS + tid
+                    if i < count:
+                        row = r0 + i // vectors
+                        self._store_vector(mD[(row, None, b)], i % vectors, vectors,
+                                           values[None, u])
+
+    @cute.jit
+    def _store_vector(self, d_row: cute.Tensor, j, vectors, values: cute.Tensor):
+        """Vector ``j`` of one row of D (and with two parts, vector ``vectors + j``: the small
+        part) from ``values``, 16-byte stores."""
+        runs = cute.zipped_divide(d_row, (self.vec,))
+        if cutlass.const_expr(self.parts == 1):
+            runs[None, j].store(values.load())
+        else:
+            big = cute.make_rmem_tensor(cute.make_layout((self.vec,)), cutlass.Float32)
+            small = cute.make_rmem_tensor(cute.make_layout((self.vec,)), cutlass.Float32)
+            for e in cutlass.range_constexpr(self.vec):
+                big[e], small[e] = _split(values[e])
+            runs[None, j].store(big.load())
+            runs[None, vectors + j].store(small.load())
 
     @cute.jit
     def _store(self, mD: cute.Tensor, row, k, batch, x):
@@ -107,17 +191,14 @@ class OperandPrep:
             mD[(row, k, batch)] = x
         else:
             kp = mD.shape[1] // 2
-            big_bits = _tf32(x)
-            big = _as_float(big_bits)
-            small = cutlass.Float32(0.0)
-            if (big_bits & _EXPONENT) != _EXPONENT:  # Inf/NaN: small = 0, not Inf - Inf
-                small = _as_float(_tf32(x - big))
+            big, small = _split(x)
             mD[(row, k, batch)] = big
             mD[(row, kp + k, batch)] = small
 
     @cute.kernel
-    def kernel(self, mX: cute.Tensor, mD: cute.Tensor, k_blocks: cutlass.Int32,
-               row_blocks: cutlass.Int32):
+    def transposed(self, mX: cute.Tensor, mD: cute.Tensor, k_blocks: cutlass.Int32,
+                   row_blocks: cutlass.Int32):
+        """The transposing copy (not ``k_major``): see the module docstring."""
         tid, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
         tx = tid % _TILE
@@ -132,34 +213,23 @@ class OperandPrep:
         # Columns of D per part: whole K-tiles in the TF32 modes, but another copy's width need
         # not be a multiple of the block's 32, so every store is held inside it.
         width = mD.shape[1] // self.parts
-        if cutlass.const_expr(self.k_major):
-            # Straight through: lanes run along K in X and in D.
-            for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
-                row = r0 + ty + j * _ROWS_PER_PASS
-                k = k0 + tx
-                if row < rows and k < width:
-                    x = self.element(0.0)
-                    if k < k_size:
-                        x = mX[(row, k, batch)]
-                    self._store(mD, row, k, batch, x)
-        else:
-            # Transposed through shared memory: lanes run along rows (X's unit stride) when
-            # reading and along K when writing.
-            smem = cutlass.memory.SmemAllocator()
-            storage = smem.allocate(self._storage)
-            tile = storage.tile.get_tensor(cute.make_layout((_TILE, _TILE), stride=(_TILE + 1, 1)))
-            for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
-                row = r0 + tx
-                k = k0 + ty + j * _ROWS_PER_PASS
-                x = self.element(0.0)
-                if row < rows and k < k_size:
-                    x = mX[(row, k, batch)]
-                tile[(tx, ty + j * _ROWS_PER_PASS)] = x
-            cute.arch.barrier()
-            for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
-                row = r0 + ty + j * _ROWS_PER_PASS
-                if row < rows and k0 + tx < width:
-                    self._store(mD, row, k0 + tx, batch, tile[(ty + j * _ROWS_PER_PASS, tx)])
+        # Transposed through shared memory: lanes run along rows (X's unit stride) when
+        # reading and along K when writing.
+        smem = cutlass.memory.SmemAllocator()
+        storage = smem.allocate(self._storage)
+        tile = storage.tile.get_tensor(cute.make_layout((_TILE, _TILE), stride=(_TILE + 1, 1)))
+        for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
+            row = r0 + tx
+            k = k0 + ty + j * _ROWS_PER_PASS
+            x = self.element(0.0)
+            if row < rows and k < k_size:
+                x = mX[(row, k, batch)]
+            tile[(tx, ty + j * _ROWS_PER_PASS)] = x
+        cute.arch.barrier()
+        for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
+            row = r0 + ty + j * _ROWS_PER_PASS
+            if row < rows and k0 + tx < width:
+                self._store(mD, row, k0 + tx, batch, tile[(ty + j * _ROWS_PER_PASS, tx)])
 
 
 @cute.jit
@@ -179,7 +249,10 @@ def prep_from_pointers(
     stream: cuda.CUstream,
 ):
     """The pointer entry: X (rows, k, batch) with strides (x_row_stride, x_col_stride,
-    x_batch_stride); D (rows, width, batch) with strides (ld_dst, 1, batch_stride_dst)."""
+    x_batch_stride); D (rows, width, batch) with strides (ld_dst, 1, batch_stride_dst), both
+    whole 16-byte vectors (the straight copy's vector stores rest on it)."""
+    ld_dst = cute.assume(ld_dst, divby=prep.vec)
+    batch_stride_dst = cute.assume(batch_stride_dst, divby=prep.vec)
     mX = cute.make_tensor(
         x_ptr,
         cute.make_layout((rows, k, batch), stride=(x_row_stride, x_col_stride, x_batch_stride)),
