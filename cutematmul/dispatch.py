@@ -438,6 +438,23 @@ def reduce_key(capability: tuple[int, int], dtype: str) -> ReduceKey:
     return ReduceKey("splitk_reduce", target_arch(capability), dtype, pdl=capability >= (9, 0))
 
 
+#: Threads the reduction aims for (about 1000 per SM of an H200): fewer outputs than this share
+#: their splits among ``reduce_lanes`` threads each.
+REDUCE_THREADS = 1 << 17
+
+
+def reduce_lanes(outputs: int, splits: int) -> int:
+    """Threads per output element of the reduction (``kernels/splitk_reduce.py``): a power of
+    two, at most 32 and at most ``splits``, raised until ``outputs`` x lanes reach
+    ``REDUCE_THREADS``.  Many outputs keep one lane each (a coalesced, bandwidth-bound sum);
+    a few outputs of many splits, a deep product's tile or two, would otherwise leave a few
+    hundred threads each walking every split in sequence."""
+    lanes = 1
+    while lanes < 32 and 2 * lanes <= splits and outputs * lanes < REDUCE_THREADS:
+        lanes *= 2
+    return lanes
+
+
 @dataclass(frozen=True)
 class PrepKey:
     """The operand preparation (``kernels/operand_prep.py``): ``parts`` 1 is a copy (values

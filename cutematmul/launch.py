@@ -36,7 +36,7 @@ from .cache import get_compiled, on_change, tuned_choice
 from .configs.sm90 import TF32_TILE_K, streamk_workspace
 from .dispatch import (
     FAMILIES, KernelKey, ReduceKey, choose_families,
-    copy_key, math_type, output_dtype, problem_order, reduce_key, schedule,
+    copy_key, math_type, output_dtype, problem_order, reduce_key, reduce_lanes, schedule,
     operand_copies, through_workspace,
 )
 from .dispatch import itemsize as element_bytes
@@ -420,7 +420,8 @@ def _run_split(adapter, fn, launch: Launch, pa: int, pb: int, pc: int, sizes: tu
     else:
         fn(pa, pb, wp, m, n, k, batch, splits, lda, bsa, ldb, bsb, ldw, m * ldw, stream)
         w_strides = (ldw, 1, m * ldw)
-    get_compiled(launch.reduce)(wp, pc, m, n, batch, splits, *w_strides, ldc, bsc, stream)
+    get_compiled(launch.reduce)(wp, pc, m, n, batch, splits, reduce_lanes(m * n * batch, splits),
+                                *w_strides, ldc, bsc, stream)
     del workspace  # released in stream order by the library's allocator
 
 

@@ -1,7 +1,9 @@
 """The split-K reduction compiles for sm_80 and sm_90a (no GPU needed) into plain fp32 adds.
 
 Its PTX must read the fp32 partials, add them in fp32 and convert once to the output dtype, with
-no atomics (the reduction is deterministic by construction: a fixed order, one thread per output).
+no atomics (the reduction is deterministic by construction: a fixed order, whether one thread
+sums an output or several lanes share its splits and add their sums in a fixed butterfly of warp
+shuffles).  ``dispatch.reduce_lanes``, the host's choice of lanes, is checked here too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ PATTERNS = {
     "cvt_f16": r"\bcvt\.rn\.f16\.f32",
     "cvt_bf16": r"\bcvt\.rn\.bf16\.f32",
     "atom": r"\b(?:atom|red)\.",
+    "shfl_bfly": r"\bshfl\.sync\.bfly\.b32",
     "local": r"\.local\b",
     "pdl_wait": r"\bgriddepcontrol\.wait\b",
     "pdl_launch": r"\bgriddepcontrol\.launch_dependents\b",
@@ -47,5 +50,24 @@ def test_reduce_compiles_to_fp32_adds_without_atomics(arch, pdl, tmp_path):
         assert c["load_f32"] >= 1, f"{dtype}: no fp32 loads of the partials: {c}"
         assert c["add_f32"] >= 1, f"{dtype}: no fp32 adds: {c}"
         assert c["atom"] == 0, f"{dtype}: atomics make the sum order nondeterministic: {c}"
+        assert c["shfl_bfly"] == 5, f"{dtype}: the lanes' butterfly, one shuffle per stage: {c}"
         assert c["local"] == 0, f"{dtype}: {c}"
     assert counts["float16"]["cvt_f16"] >= 1 and counts["bfloat16"]["cvt_bf16"] >= 1, counts
+
+
+def test_reduce_lanes_share_splits_only_among_few_outputs():
+    """One lane per output where the outputs fill the machine; a power of two up to 32 (and up
+    to the split count) where a few outputs sum many splits."""
+    from cutematmul.dispatch import REDUCE_THREADS, reduce_lanes
+
+    assert reduce_lanes(REDUCE_THREADS, 64) == 1
+    assert reduce_lanes(32 * 4096, 16) == 1
+    assert reduce_lanes(28 * 68, 64) == 32
+    assert reduce_lanes(28 * 68, 6) == 4  # no more lanes than splits
+    assert reduce_lanes(1, 1) == 1
+    for outputs in (1, 7, 1000, 5000, 40000, 70000):
+        for splits in (2, 3, 16, 64, 512):
+            lanes = reduce_lanes(outputs, splits)
+            assert lanes & (lanes - 1) == 0 and 1 <= lanes <= min(32, splits), (outputs, splits)
+            assert lanes == min(32, 1 << (splits.bit_length() - 1)) or (
+                outputs * lanes >= REDUCE_THREADS), (outputs, splits, lanes)

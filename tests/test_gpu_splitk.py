@@ -21,7 +21,10 @@ LAYOUTS = ["nn", "tn", "nt", "tt"]  # t: the operand is a transposed view
 SPLIT_SHAPES = [(16, 4096, 4096), (7, 1000, 8191), (130, 2040, 6000), (1, 512, 16384),
                 (32, 4096, 16384),
                 # 17 <= M <= 32, transposed onto 32-wide tiles: tails in M, N and K.
-                (17, 1000, 4100), (31, 2056, 3001), (24, 4096, 4096)]
+                (17, 1000, 4100), (31, 2056, 3001), (24, 4096, 4096),
+                # A small C from a long K: a tile or two split deep, several reduction lanes
+                # per output (``dispatch.reduce_lanes``).
+                (28, 68, 40000), (9, 110, 30001)]
 
 
 def _splits(m, n, k, batch, dtype) -> int:
@@ -69,12 +72,19 @@ def test_split_k_with_a_broadcast_batch_and_a_strided_out(mk, dtype, m):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-def test_split_k_is_bitwise_deterministic(mk, dtype):
-    """The same inputs give bitwise-identical outputs, run to run and stream to stream."""
+@pytest.mark.parametrize("shape, shared", [((32, 4096, 16384), False), ((28, 68, 40000), True)],
+                         ids=["one-lane", "shared-lanes"])
+def test_split_k_is_bitwise_deterministic(mk, dtype, shape, shared):
+    """The same inputs give bitwise-identical outputs, run to run and stream to stream: with
+    one reduction thread per output, and with several sharing each output's splits."""
     import torch
 
-    m, n, k = 32, 4096, 16384
-    assert _splits(m, n, k, 1, dtype) > 1
+    from cutematmul.dispatch import reduce_lanes
+
+    m, n, k = shape
+    splits = _splits(m, n, k, 1, dtype)
+    assert splits > 1
+    assert (reduce_lanes(m * n, splits) > 1) == shared, (shape, splits)
     a, b = layout_operands(mk, m, n, k, "nn", dtype)
     first = cutematmul.matmul(a, b)
     side = torch.cuda.Stream()

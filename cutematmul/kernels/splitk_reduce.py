@@ -4,17 +4,25 @@ What it computes
     W holds the fp32 partial sums a split-K GEMM wrote (``kernels/entry.py``: ``splits`` matrices
     per batch).  Its strides are runtime values: (ldw, 1, bsw) when the GEMM computed C, (1, ldw,
     bsw) when it computed C^T (small-M products, ``configs/sm90.py``), so the reduction also
-    transposes.  Each output element is the fp32 sum of its ``splits`` partials, added in split
-    order 0, 1, ..., then rounded once to C's dtype (fp32, fp16 or bf16); with one split it is a
-    conversion.  The same inputs give bitwise-identical outputs run to run: no atomics, no order
+    transposes.  Each output element is the fp32 sum of its ``splits`` partials, rounded once
+    to C's dtype (fp32, fp16 or bf16); with one split it is a conversion.  The order of the
+    additions is fixed by (``splits``, ``lanes``) alone, both functions of the problem's
+    shape: the same inputs give bitwise-identical outputs run to run; no atomics, no order
     that depends on scheduling.
 
 How
-    One thread per output element, a 1-D grid over the M x N x L elements with N fastest, so a
-    warp writes 32 consecutive elements of a row of C and, for an untransposed W, reads 32
-    consecutive floats of each partial matrix.  The work is a few bytes per element; it is launched
-    only when the GEMM's tiles would leave most SMs idle, where the reduction costs a few
-    microseconds against the GEMM's tens.
+    ``lanes`` threads (a power of two up to 32, a runtime value: ``dispatch.reduce_lanes``)
+    sum each output element: lane g of a group adds partials g, g + lanes, g + 2 lanes, ... in
+    order, then the group adds its lanes' sums in a fixed butterfly (``shfl.sync.bfly``, IEEE
+    addition being commutative, every lane of a pair holds the same bits).  A warp takes 32 /
+    ``lanes`` consecutive elements (N fastest), lanes of one element ``32 / lanes`` apart, so
+    each load instruction reads ``lanes`` runs of consecutive floats.  With one lane a warp
+    writes 32 consecutive elements of a row of C and, for an untransposed W, reads 32
+    consecutive floats of each partial matrix: the bandwidth-bound case of many outputs.  A
+    few outputs over many splits (a deep product's one or two tiles: 1904 outputs of 64
+    splits) would leave a few hundred threads each walking 64 dependent loads; their lanes
+    split the walk instead.  The work is a few bytes per element; it is launched only when the
+    GEMM's tiles would leave most SMs idle.
 
     With ``pdl`` (Hopper) it is launched with programmatic stream serialization: it may start
     while the GEMM ahead of it on the stream finishes (that kernel's producer lets it launch
@@ -23,7 +31,8 @@ How
     waits likewise before touching memory, if it is a PDL kernel).
 
 Constraints
-    M * N * L < 2**31 (the planner splits only far smaller products).  C has unit stride along N;
+    M * N * L * lanes < 2**31 (the planner splits only far smaller products; ``lanes`` > 1
+    only for a few outputs).  C has unit stride along N;
     its row and batch strides are runtime values, as are all of W's.
 
 Benchmark
@@ -40,6 +49,7 @@ from cutlass.cute.runtime import make_fake_stream, make_ptr
 
 _DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16, "float32": cutlass.Float32}
 _THREADS = 256
+_WARP = 32
 _FAKE_ADDRESS = 1 << 20
 
 
@@ -54,34 +64,44 @@ class SplitKReduce:
 
     @cute.jit
     def __call__(self, mW: cute.Tensor, mC: cute.Tensor, splits: cutlass.Int32,
-                 stream: cuda.CUstream):
+                 lanes: cutlass.Int32, stream: cuda.CUstream):
         m, n, batch = mC.shape
         total = m * n * batch
-        self.kernel(mW, mC, splits, total).launch(
-            grid=[cute.ceil_div(total, _THREADS), 1, 1], block=[_THREADS, 1, 1],
+        self.kernel(mW, mC, splits, lanes, total).launch(
+            grid=[cute.ceil_div(total * lanes, _THREADS), 1, 1], block=[_THREADS, 1, 1],
             use_pdl=self.pdl, stream=stream,
         )
 
     @cute.kernel
     def kernel(self, mW: cute.Tensor, mC: cute.Tensor, splits: cutlass.Int32,
-               total: cutlass.Int32):
+               lanes: cutlass.Int32, total: cutlass.Int32):
         tid, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
         if cutlass.const_expr(self.pdl):
             # The partials are the GEMM's output: read none before it has finished.
             cute.arch.griddepcontrol_wait()
             cute.arch.griddepcontrol_launch_dependents()
-        i = bid * _THREADS + tid
+        t = bid * _THREADS + tid
+        per_warp = _WARP // lanes  # outputs per warp
+        lane = t % _WARP
+        group = lane // per_warp  # this thread's lane within its output's group
+        i = t // _WARP * per_warp + lane % per_warp
+        n_size = mC.shape[1]
+        m_size = mC.shape[0]
+        col = i % n_size
+        rest = i // n_size
+        row = rest % m_size
+        batch = rest // m_size
+        acc = cutlass.Float32(0.0)
         if i < total:
-            n_size = mC.shape[1]
-            m_size = mC.shape[0]
-            col = i % n_size
-            rest = i // n_size
-            row = rest % m_size
-            batch = rest // m_size
-            acc = cutlass.Float32(0.0)
-            for s in range(splits):
+            for s in range(group, splits, lanes):
                 acc = acc + mW[(row, col, batch * splits + s)]
+        # Every lane takes part (the shuffles need the whole warp): groups of 32 / per_warp.
+        for stage in cutlass.range_constexpr(5):
+            offset = (_WARP // 2) >> stage
+            if offset >= per_warp:
+                acc = acc + cute.arch.shuffle_sync_bfly(acc, offset)
+        if i < total and group == 0:
             mC[(row, col, batch)] = acc.to(self.dtype)
 
 
@@ -94,6 +114,7 @@ def reduce_from_pointers(
     n: cutlass.Int32,
     batch: cutlass.Int32,
     splits: cutlass.Int32,
+    lanes: cutlass.Int32,
     w_row_stride: cutlass.Int64,
     w_col_stride: cutlass.Int64,
     w_batch_stride: cutlass.Int64,
@@ -102,26 +123,27 @@ def reduce_from_pointers(
     stream: cuda.CUstream,
 ):
     """The pointer entry: W (m, n, batch * splits) fp32 with strides (w_row_stride,
-    w_col_stride, w_batch_stride), C (m, n, batch) with strides (ldc, 1, batch_stride_c)."""
+    w_col_stride, w_batch_stride), C (m, n, batch) with strides (ldc, 1, batch_stride_c);
+    ``lanes`` threads per output element (a power of two, at most 32)."""
     mW = cute.make_tensor(
         w_ptr,
         cute.make_layout((m, n, batch * splits),
                          stride=(w_row_stride, w_col_stride, w_batch_stride)),
     )
     mC = cute.make_tensor(c_ptr, cute.make_layout((m, n, batch), stride=(ldc, 1, batch_stride_c)))
-    reduce(mW, mC, splits, stream)
+    reduce(mW, mC, splits, lanes, stream)
 
 
 def compile_reduce(dtype: str, *, pdl: bool = False, keep_ptx: bool = False):
-    """The TVM-FFI function ``f(w_ptr, c_ptr, m, n, batch, splits, w_row_stride, w_col_stride,
-    w_batch_stride, ldc, batch_stride_c, stream)`` for C of ``dtype``; sizes and strides are
+    """The TVM-FFI function ``f(w_ptr, c_ptr, m, n, batch, splits, lanes, w_row_stride,
+    w_col_stride, w_batch_stride, ldc, batch_stride_c, stream)`` for C of ``dtype``; sizes and strides are
     runtime values, so one compile serves all.  ``pdl``: a dependent launch (sm_90 and newer).
     With ``keep_ptx`` the PTX is kept as ``__ptx__`` (the instruction checks of the tests)."""
     kernel = SplitKReduce(dtype, pdl)
     w = make_ptr(cutlass.Float32, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=4)
     c = make_ptr(kernel.dtype, _FAKE_ADDRESS, cute.AddressSpace.gmem,
                  assumed_align=kernel.dtype.width // 8)
-    sizes = [cutlass.Int32(1)] * 4
+    sizes = [cutlass.Int32(1)] * 5
     strides = [cutlass.Int64(1)] * 5
     options = "--enable-tvm-ffi" + (" --keep-ptx" if keep_ptx else "")
     return cute.compile(reduce_from_pointers, kernel, w, c, *sizes, *strides, make_fake_stream(),
