@@ -5,8 +5,9 @@
 * One-pass TF32 with an M-major A or an N-major B: wgmma takes A from registers (four per k8),
   loaded by ``ld.shared.b32`` two k-blocks ahead of their wgmma (``wgmma.wait_group 2``).
 * The operand prep: ``cvt.rna.tf32.f32`` twice per element for the 3xTF32 split and never for
-  the plain copy; the transposing variant goes through shared memory with one barrier; the
-  16-bit copies (operands TMA cannot address) load and store 16-bit elements.
+  the plain copy; the transposing variant goes through shared memory with one barrier, the
+  straight one stores only 16-byte vectors; the 16-bit copies (operands TMA cannot address)
+  load 16-bit elements.
 """
 
 from __future__ import annotations
