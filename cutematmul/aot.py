@@ -31,7 +31,7 @@ from pathlib import Path
 from . import cache
 from .dispatch import (
     FAMILIES, HALF_MATH, PRECISIONS, TF32_MATH, choose_families, choose_family, itemsize, math_type,
-    copy_key, output_dtype, operand_copies, prep_key, reduce_key, schedule, through_workspace,
+    operand_copy, output_dtype, operand_copies, prep_key, reduce_key, schedule, through_workspace,
 )
 
 #: SM counts of the usual GPU of each target, for machines without one (``--num-sms`` overrides).
@@ -206,7 +206,7 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
                 # the copies' prep kernels (TF32's are all in _prep_keys already).
                 copies = operand_copies(runs, math, *LAYOUTS[layout], m, n, k)
                 a_major, b_major = (c or x for c, x in zip(copies, LAYOUTS[layout]))
-                keys += [copy_key(capability, math, source, major)
+                keys += [operand_copy(capability, math, source, major).key
                          for source, major in zip(LAYOUTS[layout], copies) if major]
                 key, splits, transposed = schedule(runs, capability, num_sms, math, a_major,
                                                    b_major, aligns, m, n, k, count)
@@ -218,11 +218,11 @@ def _prep_keys(capability, math: str, alignments: str = "all") -> list:
     """A TF32 kernel reads K-major copies: the prep kernels that make them, either source major
     (an operand it cannot read is copied too, whatever the layout).  A 16-bit operand whose
     rows are no whole 16-byte vectors is copied in its own major (``configs.sm90``): with
-    ``alignments`` "all", the three straight copies."""
+    ``alignments`` "all", the straight copy (one kernel, whichever the major)."""
     if math in HALF_MATH:
         if alignments != "all":
             return []
-        return [copy_key(capability, math, major, major) for major in ("k", "m", "n")]
+        return [operand_copy(capability, math, "k", "k").key]
     if math not in TF32_MATH:
         return []
     parts = 2 if math == "tf32x3" else 1
@@ -274,7 +274,7 @@ def tuned_keys(directory: Path) -> list:
         # B it reads K-major an N-major one.  (A's copy is asked of two K-major operands, B's
         # of an M-major or a K-major A: each rule's case.)
         family, m, n, k = FAMILIES[problem.family], problem.m, problem.n, problem.k
-        copied = [copy_key(capability, problem.math, source, major)
+        copied = [operand_copy(capability, problem.math, source, major).key
                   for source, major, read in (
                       ("k", operand_copies(family, problem.math, "k", "k", m, n, k)[0],
                        problem.a_major),

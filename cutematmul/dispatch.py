@@ -457,35 +457,45 @@ def reduce_lanes(outputs: int, splits: int) -> int:
 
 @dataclass(frozen=True)
 class PrepKey:
-    """The operand preparation (``kernels/operand_prep.py``): ``parts`` 1 is a copy (values
-    unchanged), 2 the big/small split of 3xTF32.  ``to_major`` is the copy's major: "k" (the
-    TF32 modes; a 16-bit K-major operand), or the operand's other dimension ("m" or "n": a
-    K-major operand transposed, for the fp32 SIMT kernel, or a 16-bit M- or N-major operand in
-    padded rows).  ``k_major`` is the kernel's compile-time variant: whether the matrix it
-    reads (the operand, or for ``to_major`` "m"/"n" the operand's transpose) runs along its
-    columns already (a straight copy; else it transposes through shared memory).  ``dtype``
-    is the operand's (and the copy's) element type."""
+    """The operand preparation kernel (``kernels/operand_prep.py``): ``parts`` 1 is a copy
+    (values unchanged), 2 the big/small split of 3xTF32.  ``k_major`` is its compile-time
+    variant: whether the matrix it reads runs along its columns already (a straight copy; else
+    it transposes through shared memory).  ``dtype`` is the operand's (and the copy's) element
+    type.  Which major the copy lands in is a launch argument (``OperandCopy.to_major``), not
+    part of the kernel."""
 
     family: str
     arch: str
     parts: int
     k_major: bool
-    to_major: str = "k"
     dtype: str = "float32"
 
 
 def prep_key(capability: tuple[int, int], parts: int, k_major: bool,
-             to_major: str = "k", dtype: str = "float32") -> PrepKey:
-    return PrepKey("operand_prep", target_arch(capability), parts, k_major, to_major, dtype)
+             dtype: str = "float32") -> PrepKey:
+    return PrepKey("operand_prep", target_arch(capability), parts, k_major, dtype)
 
 
-def copy_key(capability: tuple[int, int], math: str, source_major: str, to_major: str) -> PrepKey:
-    """The prep kernel that copies an operand stored ``source_major`` into ``to_major`` (an
-    ``operand_copies`` answer) for ``math``: 3xTF32 splits, every other math copies; a 16-bit
-    math copies its own dtype, every fp32 math fp32."""
-    return prep_key(capability, 2 if math == "tf32x3" else 1,
-                    (source_major == "k") == (to_major == "k"), to_major,
-                    math if math in HALF_MATH else "float32")
+class OperandCopy(NamedTuple):
+    """One operand rewritten into a workspace of ours before the GEMM: the prep kernel that
+    does it (``key``) and the major the GEMM then reads the copy in (``to_major``): "k" (the
+    TF32 modes; a 16-bit K-major operand), or the operand's other dimension ("m" or "n": a
+    K-major operand transposed, for the fp32 SIMT kernel, or a 16-bit M- or N-major operand in
+    padded rows).  The kernel reads the operand, or for "m"/"n" its transpose."""
+
+    key: PrepKey
+    to_major: str
+
+
+def operand_copy(capability: tuple[int, int], math: str, source_major: str,
+                 to_major: str) -> OperandCopy:
+    """The copy of an operand stored ``source_major`` into ``to_major`` (an ``operand_copies``
+    answer) for ``math``: 3xTF32 splits, every other math copies; a 16-bit math copies its own
+    dtype, every fp32 math fp32."""
+    key = prep_key(capability, 2 if math == "tf32x3" else 1,
+                   (source_major == "k") == (to_major == "k"),
+                   math if math in HALF_MATH else "float32")
+    return OperandCopy(key, to_major)
 
 
 def build_kernel(key: KernelKey):

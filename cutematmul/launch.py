@@ -36,7 +36,7 @@ from .cache import get_compiled, on_change, tuned_choice
 from .configs.sm90 import TF32_TILE_K, streamk_workspace
 from .dispatch import (
     FAMILIES, KernelKey, ReduceKey, choose_families,
-    copy_key, math_type, output_dtype, problem_order, reduce_key, reduce_lanes, schedule,
+    math_type, operand_copy, output_dtype, problem_order, reduce_key, reduce_lanes, schedule,
     operand_copies, through_workspace,
 )
 from .dispatch import itemsize as element_bytes
@@ -67,7 +67,7 @@ class Launch(NamedTuple):
     calls: tuple  # ((oa, ob, oc) in bytes, (m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc))
     reduce: ReduceKey | None = None
     transposed: bool = False
-    #: Per operand (A, B), None or the ``PrepKey`` of the kernel that first copies it into a
+    #: Per operand (A, B), None or the ``OperandCopy`` that first copies it into a
     #: workspace (``kernels/operand_prep.py``): K-major in the TF32 modes (3xTF32 splits it);
     #: for the fp32 SIMT kernel, a K-major operand transposed; a 16-bit operand TMA cannot
     #: address, in padded rows (``dispatch.operand_copies``).
@@ -356,7 +356,7 @@ _TF32X3_MAX_K = 2**30 - TF32_TILE_K
 def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
               held: list) -> tuple:
     """Rewrite A and/or B into workspaces of ours (``prep``: per operand None or its
-    ``PrepKey``, whose dtype the copy keeps); append each workspace to ``held`` (the caller
+    ``OperandCopy``, whose key's dtype the copy keeps); append each workspace to ``held`` (the caller
     keeps them until the GEMM is issued) and return (A's pointer, B's pointer, the GEMM's sizes)
     over the prepared operands.
 
@@ -374,11 +374,11 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
     kp = round_up(k, TF32_TILE_K)
     ptrs = [pa, pb]
     for index, (rows, ptr, ld, bs) in enumerate(((m, pa, lda, bsa), (n, pb, ldb, bsb))):
-        key = prep[index]
-        if key is None:
+        if prep[index] is None:
             continue
+        key, to_major = prep[index]
         size = element_bytes(key.dtype)
-        if key.to_major == "k":  # the prep reads the operand (rows, K)
+        if to_major == "k":  # the prep reads the operand (rows, K)
             d_rows, extent, width = rows, k, key.parts * kp
         elif key.parts == 1:  # the prep reads the operand's transpose (K, rows)
             d_rows, extent, width = k, rows, round_up(rows, 16 // size)
@@ -397,7 +397,7 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
             lda, bsa = new
         else:
             ldb, bsb = new
-    if any(key is not None and key.parts == 2 for key in prep):
+    if any(copy is not None and copy.key.parts == 2 for copy in prep):
         k = 2 * kp  # both operands are (big | small)
     return ptrs[0], ptrs[1], (m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc)
 
@@ -582,7 +582,7 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
 
 
 def _operand_prep(family, capability, math: str, gemm: Gemm, readable: tuple[bool, bool]) -> tuple:
-    """(A's, B's) preparation: None or a ``PrepKey``; ``readable`` says which operands the
+    """(A's, B's) preparation: None or an ``OperandCopy``; ``readable`` says which operands the
     kernel could read as they are.  The family's rule (``dispatch.operand_copies``) decides
     which and in what major: "tf32" copies B K-major (values unchanged) when neither operand is
     K-major, "tf32x3" splits both into TF32 (big | small) parts, the fp32 SIMT kernel copies a
@@ -597,7 +597,7 @@ def _operand_prep(family, capability, math: str, gemm: Gemm, readable: tuple[boo
                             readable)
     if copies == (None, None):
         return copies
-    return tuple(None if major is None else copy_key(capability, math, layout.major, major)
+    return tuple(None if major is None else operand_copy(capability, math, layout.major, major)
                  for layout, major in zip((gemm.a, gemm.b), copies))
 
 

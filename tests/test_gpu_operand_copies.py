@@ -125,7 +125,7 @@ def test_straight_prep_kernel_writes_exactly_its_rows(case):
     guard = 64
     buf = torch.full((batch * rows * parts * width + guard,), float("nan"), device="cuda",
                      dtype=t)
-    key = dispatch.prep_key((9, 0), parts, True, "k", dtype)
+    key = dispatch.prep_key((9, 0), parts, True, dtype)
     fn = cache.get_compiled(key)
     stream = torch.cuda.current_stream().cuda_stream
     fn(x.data_ptr(), buf.data_ptr(), rows, k, batch, parts * width, k + 3, 1, rows * (k + 3),

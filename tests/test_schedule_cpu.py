@@ -248,7 +248,7 @@ def test_an_under_aligned_c_is_staged_only_where_the_kernel_itself_would_store_i
         assert direct.prep is None
         copied = plan(4096, n, 4096, False)
         assert isinstance(copied, launch.Launch) and copied.reduce is not None, copied
-        assert copied.prep == (None, dispatch.copy_key(H200[0], "float16", "n", "n"))
+        assert copied.prep == (None, dispatch.operand_copy(H200[0], "float16", "n", "n"))
         assert copied.key.b_major == "n" and copied.key.align_b == 8, copied.key
     assert plan(4096, 1001, 4096, True) == launch.Staging(False, False, True)
 
@@ -270,9 +270,10 @@ def test_16_bit_operands_tma_cannot_address_are_copied_in_their_own_major(dtype,
     assert isinstance(resolved, launch.Launch), resolved
     a_major = "k" if layout[0] == "n" else "m"
     b_major = "n" if layout[1] == "n" else "k"
-    assert resolved.prep == tuple(dispatch.copy_key(H200[0], dtype, x, x)
+    assert resolved.prep == tuple(dispatch.operand_copy(H200[0], dtype, x, x)
                                   for x in (a_major, b_major)), resolved.prep
-    assert all(p.dtype == dtype and p.parts == 1 and p.k_major for p in resolved.prep)
+    assert all(p.key.dtype == dtype and p.key.parts == 1 and p.key.k_major
+               for p in resolved.prep)
     key = resolved.key
     assert (key.align_a, key.align_b) == (8, 8) and resolved.reduce is not None, key
     strided = plan_gemm((m, k), (2 * k, 2), (k, n), b_strides, (n, 1))

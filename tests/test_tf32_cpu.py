@@ -63,7 +63,7 @@ def test_tf32_copies_only_when_neither_operand_is_k_major(a_major, b_major):
     assert tuple(p is not None for p in prep) == copies
     for p in prep:
         if p is not None:
-            assert p.parts == 1 and not p.k_major and p.to_major == "k"
+            assert p.key.parts == 1 and not p.key.k_major and p.to_major == "k"
     assert sm90.supports(1000, 700, 900, 1, "tf32", *majors, 4, 4, 4) is None
 
 
@@ -89,8 +89,8 @@ def test_tf32_copies_an_operand_it_cannot_read(a_major, b_major):
 def test_tf32x3_splits_both_operands(a_major, b_major):
     resolved = _resolve(1000, 700, 900, "tf32x3", a_major, b_major, batch=(3,))
     assert resolved.key.dtype == "tf32x3" and resolved.key.config.tile_k == 32
-    assert all(p.parts == 2 for p in resolved.prep)
-    assert [p.k_major for p in resolved.prep] == [a_major == "k", b_major == "k"]
+    assert all(p.key.parts == 2 for p in resolved.prep)
+    assert [p.key.k_major for p in resolved.prep] == [a_major == "k", b_major == "k"]
     (offsets, sizes), = resolved.calls  # the launch proof ran on the caller's sizes
     assert sizes[:4] == (1000, 700, 900, 3)
 
@@ -112,15 +112,17 @@ def test_run_prep_lays_out_big_and_small_parts(monkeypatch):
                         lambda key: lambda *args: calls.append((key, args)))
     rec = Recorder()
     keys = (dispatch.prep_key(HOPPER, 2, True), dispatch.prep_key(HOPPER, 2, False))
+    copies = tuple(dispatch.OperandCopy(key, "k") for key in keys)
     m, n, k, batch = 100, 60, 70, 3
     sizes = (m, n, k, batch, 1, k, m * k, n, 0, n, m * n)  # B (N-major) broadcast
     held = []
-    pa, pb, out = launch._run_prep(rec, keys, 1 << 20, 2 << 20, sizes, None, 7, held)
+    pa, pb, out = launch._run_prep(rec, copies, 1 << 20, 2 << 20, sizes, None, 7, held)
     kp = 96
     assert rec.calls == [m * 2 * kp * batch, n * 2 * kp * 1]
     assert (pa, pb) == (4096, 8192) and len(held) == 2  # the GEMM reads the workspaces
     assert out == (m, n, 2 * kp, batch, 1, 2 * kp, m * 2 * kp, 2 * kp, 0, n, m * n)
     (ka, a_args), (kb, b_args) = calls
+    assert (ka, kb) == keys
     assert a_args[2:11] == (m, k, batch, 2 * kp, k, 1, m * k, 2 * kp, m * 2 * kp)
     assert b_args[2:11] == (n, k, 1, 2 * kp, 1, n, 0, 2 * kp, n * 2 * kp)
 
@@ -160,7 +162,7 @@ def test_highest_copies_k_major_operands_on_large_products(capability, m, n, a_m
         if want is None:
             assert got is None
         else:
-            assert got == dispatch.prep_key(capability, 1, False, want) and read == want
+            assert got == (dispatch.prep_key(capability, 1, False), want) and read == want
     assert dispatch.operand_copies(SIMT, "float32", "m", b_major, m, n, k,
                                    (True, False)) == (None, None)  # unreadable: staged instead
     # Few columns: the row-streaming kernel reads a K-major B as C^T = B^T A^T.
@@ -192,7 +194,7 @@ def test_highest_copies_few_columns_k_major(m, n, k, a_major, copied):
     prep = resolved.prep or (None, None)
     assert prep[0] is None
     if copied:
-        assert prep[1] == dispatch.prep_key(HOPPER, 1, False, "k")
+        assert prep[1] == (dispatch.prep_key(HOPPER, 1, False), "k")
         assert resolved.transposed and resolved.key.config.gemv
         assert (resolved.key.a_major, resolved.key.b_major) == ("k", "k")
     else:
@@ -213,17 +215,17 @@ def test_run_prep_transposes_a_k_major_b(monkeypatch):
             recorded.append(count)
             return object(), 4096
 
-    key = dispatch.prep_key(HOPPER, 1, False, "n")
+    copy = dispatch.OperandCopy(dispatch.prep_key(HOPPER, 1, False), "n")
     m, n, k, batch, ldb = 3000, 61, 70, 2, 75
     for bsb, count in ((0, 1), (n * ldb, batch)):
         recorded.clear(), calls.clear()
         sizes = (m, n, k, batch, 1, k, m * k, ldb, bsb, n, m * n)
-        pa, pb, out = launch._run_prep(Recorder(), (None, key), 1 << 20, 2 << 20, sizes, None,
+        pa, pb, out = launch._run_prep(Recorder(), (None, copy), 1 << 20, 2 << 20, sizes, None,
                                        7, [])
         assert (pa, pb) == (1 << 20, 4096) and recorded == [k * 64 * count]
         assert out == (m, n, k, batch, 1, k, m * k, 64, k * 64 if bsb else 0, n, m * n)
-        (_, args), = calls
-        assert args[:11] == (2 << 20, 4096, k, n, count, 64, 1, ldb, bsb, 64, k * 64)
+        (key, args), = calls
+        assert key == copy.key and args[:11] == (2 << 20, 4096, k, n, count, 64, 1, ldb, bsb, 64, k * 64)
 
 
 def test_sm90_tf32_schedule_uses_32_wide_k_tiles_and_three_passes():
@@ -367,6 +369,6 @@ def test_precompile_builds_the_fp32_copies_and_the_kernels_that_read_them():
                                            shapes=((m, n, k),)))
         preps = [key for key in keys if isinstance(key, dispatch.PrepKey)]
         majors = tuple(c or "k" for c in copied)
-        assert preps == [dispatch.copy_key(HOPPER, "float32", "k", c) for c in copied if c]
+        assert preps == [dispatch.operand_copy(HOPPER, "float32", "k", c).key for c in copied if c]
         gemms = [key for key in keys if isinstance(key, dispatch.KernelKey)]
         assert {(g.a_major, g.b_major) for g in gemms} == {majors}, gemms

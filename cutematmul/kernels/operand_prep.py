@@ -11,7 +11,7 @@ What it computes
         kernel reads any other layout itself) and of an operand it cannot read as it is;
       - fp32 "highest" (``configs.simt.operand_copies``): the host hands it X = the transpose
         (K, rows) of a K-major A or B, so D is that operand stored M- or N-major, the layouts
-        the SIMT kernel reads fastest (``PrepKey.to_major``);
+        the SIMT kernel reads fastest (``dispatch.OperandCopy.to_major``);
       - 16-bit products (``configs.sm90.operand_copies``): an operand whose rows are no whole
         16-byte vectors (TMA cannot address it: a few columns N = 9, an odd K or M) is copied
         in its own major into rows padded to 16 bytes, on the caller's stream, inside the
