@@ -219,13 +219,14 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
     16-byte strides) is copied in its own major into padded rows, the layout the caller's
     library staged it in before (``launch.Staging``): the schedule stays what it was, and the
     copy is one of the launch's kernels, so the call costs no library operations on the host
-    and repeats take the fast path.  H200, 2026-12-03, 16-bit products of M, N 8-320 and a
-    long K, staged before / copied (cuBLAS), us: bf16 9x9x29472 66.4 / 11.6 (13.5), fp16 tn
-    60x98x15984 78.8 / 22.6 (10.8), bf16 tn 191x42x72520 143.6 / 83.2 (43.1); the geometric
-    means of ``tools/shape_classes.py``'s deepK class, three seeds of 8 products, 0.61 / 0.41
-    / 0.49x -> 0.90 / 0.76 / 0.67x cuBLAS; its odd class (staged C, copied A and B) 1.64x
-    (1.54x staged, measured the session before on another machine).  An operand of no unit
-    stride is still staged.
+    and repeats take the fast path.  H200, 16-bit products of M, N 8-320 and a long K, staged
+    / first copies / vector copies with shared reduction lanes (cuBLAS), us: fp16 tn
+    60x98x15984 78.8 / 22.6 / 16.2 (10.9), bf16 tn 191x42x72520 143.6 / 83.2 / 54.3 (43.0);
+    ``tools/shape_classes.py``'s deepK class, three seeds of 8 products, 0.61 / 0.41 / 0.49x
+    staged -> 1.27 / 1.09 / 0.96x cuBLAS (docs/performance.md, twenty-fourth and twenty-fifth
+    sessions); the odd class (staged C, copied A and B) 1.64x.  What still loses is the copy
+    itself: it moves every byte once more than a kernel reading the rows directly would.  An
+    operand of no unit stride is still staged.
     """
     if math not in TF32:
         return tuple(major if not ok and major in ("k", "m", "n") else None
