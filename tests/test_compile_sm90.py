@@ -32,6 +32,7 @@ PATTERNS = {
     "release": r"\bst\.release\.gpu\.global",
     "pdl_wait": r"\bgriddepcontrol\.wait\b",
     "pdl_launch": r"\bgriddepcontrol\.launch_dependents\b",
+    "wgmma_n64": r"\bwgmma\.mma_async\.sync\.aligned\.m64n64k16\.",
     "wgmma_n160": r"\bwgmma\.mma_async\.sync\.aligned\.m64n160k16\.",
     "wgmma_n224": r"\bwgmma\.mma_async\.sync\.aligned\.m64n224k16\.",
     "wgmma_n128": r"\bwgmma\.mma_async\.sync\.aligned\.m64n128k16\.",
@@ -194,6 +195,11 @@ _SWAPPED = [
                            "swap": True}),
     # M of 65-127 (configs.sm90._SWAP_ONE_ROW), A M-major.
     ("BFloat16", "m", "n", {"tile_m": 128, "tile_n": 128, "cluster_m": 2, "pdl": True,
+                            "swap": True}),
+    # M of 33-63 (configs.sm90._SWAP_NARROW): 64-wide tiles of 64 and 128 rows, 2x1.
+    ("Float16", "k", "n", {"tile_m": 64, "tile_n": 64, "cluster_m": 2, "pdl": True,
+                           "swap": True}),
+    ("BFloat16", "m", "k", {"tile_m": 128, "tile_n": 64, "cluster_m": 2, "pdl": True,
                             "swap": True}),
 ]
 

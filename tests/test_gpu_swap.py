@@ -112,10 +112,13 @@ def test_swapped_c_view_inside_a_wider_buffer(mk, tile):
 
 # Skinny products the dispatcher itself runs swapped (``configs.sm90._swapped_skinny``):
 # 64-row tiles in one wave, 128-row tiles, stream-K (few tiles, >= 128 K-tiles) with N and K
-# tails, a product of a few 64-row tiles per batch that fill the SMs together, and M of 65-127
-# on 128 x 128 tiles in 2x1 clusters (an M tail inside the tile's width, N and K tails).
+# tails, a product of a few 64-row tiles per batch that fill the SMs together, M of 65-127
+# on 128 x 128 tiles in 2x1 clusters (an M tail inside the tile's width, N and K tails), A's
+# rows of no whole 128-byte lines (2x1 clusters, 6008), and M of 33-63 on 64-wide tiles in 2x1
+# clusters, 64 and 128 rows.
 NATURAL = [(160, 8192, 2048), (176, 10240, 1024), (224, 5000, 8200), (200, 4096, 8192),
-           (129, 6000, 3000), (97, 10000, 3000)]
+           (129, 6000, 3000), (97, 10000, 3000), (160, 6000, 6008), (48, 6000, 3000),
+           (40, 16000, 2056)]
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -135,7 +138,7 @@ def test_skinny_products_run_swapped_by_default(mk, dtype, shape):
 
 
 @pytest.mark.parametrize("layout", ["tn", "nt", "tt"])
-@pytest.mark.parametrize("m", [192, 168])  # 168: A^T rows of no whole 32-byte sectors
+@pytest.mark.parametrize("m", [192, 168, 48])  # 168: A^T rows of no whole 32-byte sectors
 def test_skinny_swapped_by_default_in_every_layout(mk, m, layout):
     import cutematmul
     from cutematmul import launch

@@ -817,7 +817,7 @@ def test_tall_tile_configuration():
 
 SWAP_M = [129, 150, 160, 176, 192, 200, 224]
 SWAP_NK = [(4096, 4096), (4096, 14336), (8192, 8192), (10240, 8192), (12288, 12288),
-           (16384, 16384)]
+           (16384, 16384), (6264, 6264), (10520, 10520)]
 
 
 @pytest.mark.parametrize("math", ["float16", "bfloat16"])
@@ -827,7 +827,8 @@ def test_skinny_16bit_products_of_m_129_to_224_run_swapped_on_one_tile_column(ma
     """All of M in one tile of the narrowest width that holds it (160, 192, 224), the long N
     along 64-row tiles where they fit one wave (else 128-row), unsplit; stream-K in 2x1
     clusters where the tiles fill under 3/4 of the SMs over at least 128 K-tiles; A K-major
-    unclustered.  The XLA route (no workspace) keeps the data-parallel kernel."""
+    unclustered, but in 2x1 clusters where its rows are no whole 128-byte lines (K of 6264 and
+    10520).  The XLA route (no workspace) keeps the data-parallel kernel."""
     config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132, math=math)
     config.validate()
     assert config.swap and splits == 1 and not transposed and not config.partials
@@ -835,7 +836,9 @@ def test_skinny_16bit_products_of_m_129_to_224_run_swapped_on_one_tile_column(ma
     assert config.tile_m == (64 if -(-n // 64) <= 132 else 128), config
     tiles = -(-n // config.tile_m)
     streamk = tiles < 0.75 * 132 and k // 64 >= 128
-    assert config.streamk == streamk and config.cluster_m == (2 if streamk else 1), config
+    lines = k * 2 % 128 == 0
+    assert config.streamk == streamk, config
+    assert config.cluster_m == (2 if streamk or not lines else 1), config
     assert config.pdl != streamk
     unsplit = sm90.choose_config(m, n, k, 1, 132, math=math)
     assert unsplit.swap and not unsplit.streamk and not unsplit.partials, unsplit
@@ -884,6 +887,36 @@ def test_skinny_16bit_products_of_m_65_to_127_run_swapped_on_128x128_tiles(math,
     assert (config.tile_m, config.tile_n, config.cluster_m) == (128, 128, 2), config
     assert not config.partials and not config.streamk and config.pdl
     assert sm90.choose_config(m, n, k, batch, 132, math=math, majors=majors) == config
+
+
+@pytest.mark.parametrize("math", ["float16", "bfloat16"])
+@pytest.mark.parametrize("majors", [("k", "n"), ("m", "n"), ("k", "k"), ("m", "k")])
+@pytest.mark.parametrize("m, n, k, batch", [(47, 5960, 5960, 1), (33, 13848, 13848, 1),
+                                            (63, 8192, 8192, 1), (36, 4528, 8608, 1),
+                                            (57, 9000, 1000, 1), (40, 2048, 1024, 4)])
+def test_skinny_16bit_products_of_m_33_to_63_run_swapped_on_64_wide_tiles(math, majors, m, n,
+                                                                         k, batch):
+    """All of M in one 64-wide tile, N along 64-row tiles where they fit one wave (else
+    128-row, whatever A's layout), in 2x1 clusters (the A tile multicast), data-parallel, on
+    the XLA route too."""
+    config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, math=math,
+                                                      majors=majors)
+    config.validate()
+    assert config.swap and splits == 1 and not transposed, config
+    tile_m = 64 if -(-n // 64) * batch <= 132 else 128
+    assert (config.tile_m, config.tile_n, config.cluster_m) == (tile_m, 64, 2), config
+    assert not config.partials and not config.streamk and config.pdl
+    assert sm90.choose_config(m, n, k, batch, 132, math=math, majors=majors) == config
+
+
+@pytest.mark.parametrize("m, n, k", [(32, 8192, 8192), (48, 2048, 8192), (63, 3000, 1024),
+                                     (48, 150, 8192), (64, 8192, 8192), (64, 16384, 4096)])
+def test_m_of_33_to_64_with_a_short_n_or_m_of_32_or_64_is_not_swapped(m, n, k):
+    """N's 64-row tiles fill under 0.45 of the SMs, or N under 4 M, or M = 64 (no padded rows):
+    the one-row tiles (64 x 64, 64 x 128, split where K is long); M of 32 or less runs
+    transposed through the workspace."""
+    config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132)
+    assert not config.swap and transposed == (m <= 32), (config, splits, transposed)
 
 
 def test_a_batch_of_products_with_short_n_is_not_swapped():
@@ -937,6 +970,6 @@ def test_the_default_precompile_set_holds_swapped_skinny_kernels():
     from cutematmul import aot
 
     keys = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",)))
-    for m, n in ((192, 8192), (96, 16384)):
+    for m, n in ((192, 8192), (96, 16384), (48, 8192), (48, 32768)):
         config = sm90.choose_schedule(m, n, 8192, 1, 132)[0]
         assert config.swap and any(k.family == "sm90" and k.config == config for k in keys)

@@ -562,22 +562,51 @@ _SWAP_STREAMK_K_TILES = 128
 #: 17.6, 124x7168x5488 24.5 / 29.4), and on fewer tiles it lost (89x5120x11808, 40 tiles: 42.2
 #: / 57.2); 64-row swapped tiles lost to 128-row ones.
 _SWAP_ONE_ROW = 128
+#: M of 33-63 over a long N runs swapped on 64-wide tiles in 2x1 clusters (the A tile
+#: multicast), 64 rows where N's 64-row tiles (times the batch) fit one wave, else 128; never
+#: stream-K.  Untransposed it was one row of 64 x 64 or 64 x 128 tiles, each CTA loading its own
+#: copy of the A tile.  H200, 2026-12-03, fp16, L2-cold rotated inputs, us, the untransposed
+#: pick / this rule's schedule (cuBLAS): nn 47x5960x5960 31.5 / 27.4 (24.6), 39x14184x14184
+#: 121.2 / 110.7 (107.7), 43x4656x4656 18.1 / 16.9 (17.2), 33x13848x13848 139.3 / 107.7
+#: (105.0), 35x11808x11808 77.8 / 79.1 (73.4); tn 47x5960x5960 38.7 / 30.3, 39x14184x14184
+#: 156.2 / 120.3, 33x13848x13848 199.5 / 117.1, 35x11808x11808 98.2 / 80.6.  Stream-K lost on
+#: each (35x11808x11808 nn 85.4, tn 90.1), and so did the 128-row tile where the 64-row ones fit
+#: one wave, whether or not A's rows are whole sectors (tn 47x5960x5960 35.0 against 30.3).
+#: Then on a fresh draw (13 products of M 33-60, N and K 4096-16384; rule set before it ran),
+#: geometric mean x cuBLAS, previous picks / this rule: nn 0.866x / 0.957x (least 0.68 / 0.82),
+#: tn 1.507x / 1.791x (53x15240x7080 nn 81.2 / 58.1 us, 37x5712x8792 42.9 / 35.9, 51x7320x8664 52.3 / 41.2; where
+#: it lost, 60x12288x12288 nn 76.7 / 81.8 and 56x4096x14336 nn 34.4 / 36.3, tn won both).  At
+#: M = 64 (no padded rows) it lost by 1-3% (64x8192x8192 nn 34.1 / 34.7, 64x4096x4096 11.9 /
+#: 12.2): M = 64 stays untransposed, as M = 128 does.
+_SWAP_NARROW = 64
+#: A K-major A whose rows are no whole 128-byte lines (K x itemsize) is multicast too: each
+#: TMA row of its tile then spans two lines, and the two CTAs of a cluster share one load.
+#: H200, 2026-12-03, fp16 nn, us, unclustered / 2x1 (cuBLAS): 153x6264x6264 (64 x 160) 55.5 /
+#: 38.7 (30.7), 167x5800x5800 (64 x 192) 53.5 / 38.7 (28.3), 135x10520x10520 (128 x 160)
+#: 98.4 / 79.2 (63.5); with whole lines unclustered stays faster (200x4352x4352, 64 x 224:
+#: 21.9 / 23.5; 192x8192x8192 41.9 / 48.5, 2026-12-02).  Then on a fresh draw (rule set before
+#: it ran): 152x12696x12696 145.3 / 111.6 (97.8), 160x8200x8200 87.0 / 52.8 (54.7),
+#: 202x4720x4720 29.0 / 26.7 (29.4), 136x4464x4464 21.2 / 19.8 (21.5), 220x4688x4688 27.6 /
+#: 27.3 (28.4); and with whole lines 192x6144x6144 27.7 / 34.2 (28.3), kept unclustered.
+_LINE_BYTES = 128
 
 
 def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
                     math: str, majors: tuple[str, str],
                     c_aligned: bool = True) -> tuple[Config, int, bool] | None:
-    """The swapped schedule of a skinny 16-bit product (``_SWAP_ONE_ROW``, ``_SWAP_WIDTHS``;
-    N at least 4 M), or None.
+    """The swapped schedule of a skinny 16-bit product (``_SWAP_ONE_ROW``, ``_SWAP_WIDTHS``,
+    ``_SWAP_NARROW``; N at least 4 M), or None.
 
     M of 65-127 (``_SWAP_ONE_ROW``) runs on 128 x 128 tiles in 2x1 clusters where N's 128-row
-    tiles fit one wave and its 64-row ones would not.  Wider, the tile is as wide as the
-    narrowest width that holds M, and 64 rows where N's 64-row tiles
-    fit in one wave (else 128; always 128 with A's rows of no whole sectors).  With A M-major
-    (M up to ``_SWAP_ACROSS_M``) 2x1 clusters, the A tile multicast, whose tile rows are read
-    across; unclustered with A K-major, where they measured faster (192x8192x8192 41.9
-    against 48.5 us).  Stream-K (``_SWAP_STREAMK_FILL``) needs the workspace, so the XLA
-    route (``max_splits`` 1) runs data-parallel.  C must be TMA-storable through its transpose
+    tiles fit one wave and its 64-row ones would not.  Otherwise the tile is as wide as the
+    narrowest width that holds M (64 for M of 33-63, 160, 192 or 224), and 64 rows where N's
+    64-row tiles fit in one wave (else 128; always 128 with A M-major in rows of no whole
+    sectors, but on 64-wide tiles).  The A tile is multicast in 2x1 clusters with A M-major (M
+    up to ``_SWAP_ACROSS_M``), whose tile rows are read across, with A K-major in rows of no
+    whole 128-byte lines (``_LINE_BYTES``), and on 64-wide tiles; unclustered otherwise, where
+    that measured faster (192x8192x8192 41.9 against 48.5 us).  Stream-K
+    (``_SWAP_STREAMK_FILL``; not on 64-wide tiles) needs the workspace, so the XLA route
+    (``max_splits`` 1) runs data-parallel.  C must be TMA-storable through its transpose
     (``c_aligned``)."""
     if math not in _CLUSTERED_MATH or not c_aligned or n < 4 * m:
         return None
@@ -588,21 +617,24 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
             return None
         return Config(tile_m=_SWAP_ONE_ROW, tile_n=width, raster_group=8, epi_n=32,
                       cluster_m=2, pdl=_PDL, swap=True), 1, False
-    if width not in _SWAP_WIDTHS:
+    narrow = width == _SWAP_NARROW
+    if width not in _SWAP_WIDTHS and not (narrow and m < _SWAP_NARROW):
         return None
     across = majors[0] == "m"
     if across and m > _SWAP_ACROSS_M:
         return None
-    row_bytes = m * _RATES[16][1].in_bytes
-    sectors = not across or row_bytes % _ACROSS_BYTES == 0  # A's rows of whole 32-byte sectors
+    in_bytes = _RATES[16][1].in_bytes
+    # A's rows of whole 32-byte sectors (M-major) or of whole 128-byte lines (K-major)
+    sectors = not across or m * in_bytes % _ACROSS_BYTES == 0 or narrow
+    lines = across or k * in_bytes % _LINE_BYTES == 0
     row_tiles = -(-n // 64) * batch
     if row_tiles < _SWAP_FILL * num_sms:
         return None
     tile_m = 64 if row_tiles <= num_sms and sectors else 128
     tiles = -(-n // tile_m) * batch
     config = Config(tile_m=tile_m, tile_n=width, raster_group=8, epi_n=32,
-                    cluster_m=2 if across else 1, pdl=_PDL, swap=True)
-    if (max_splits > 1 and tiles < _SWAP_STREAMK_FILL * num_sms
+                    cluster_m=2 if across or narrow or not lines else 1, pdl=_PDL, swap=True)
+    if (max_splits > 1 and not narrow and tiles < _SWAP_STREAMK_FILL * num_sms
             and -(-k // config.tile_k) >= _SWAP_STREAMK_K_TILES):
         streamk = replace(config, cluster_m=2, streamk=True, pdl=False)
         if streamk_fits(streamk, m, n, k, batch):

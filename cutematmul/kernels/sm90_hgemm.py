@@ -62,8 +62,8 @@ How
       transposing ``stmatrix`` (plain shared stores for fp32) and TMA stores them.  The
       schedule swaps skinny 16-bit products whose M fits one 160-, 192- or 224-wide tile
       (``configs/sm90._SWAP_WIDTHS``), which untransposed pad M to whole 64- or 128-row tiles,
-      and M of 65-127 over a long N on 128 x 128 tiles (``_SWAP_ONE_ROW``); one-pass TF32 swaps
-      whenever B is N-major (below).
+      M of 65-127 over a long N on 128 x 128 tiles (``_SWAP_ONE_ROW``) and M of 33-63 on
+      64-wide tiles (``_SWAP_NARROW``); one-pass TF32 swaps whenever B is N-major (below).
     * Epilogue: the fp32 accumulators are converted to the output dtype, written to a ring of
       swizzled shared-memory sub-tiles with ``stmatrix``, and stored by TMA (``cp.async.bulk``).
       One named barrier per sub-tile: the storing warp waits for older stores with a lag of
