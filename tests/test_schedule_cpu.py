@@ -813,6 +813,21 @@ def test_tall_tile_configuration():
             Config(tile_m=256, **{"tile_n": 128, **bad}).validate()
 
 
+def test_simt_tiles_of_few_rows_give_way_to_taller_ones_when_b_is_k_major():
+    """A K-major B is read 4 bytes per load and transposed once per tile, so with B K-major (as
+    the kernel reads it) the 16-, 32- and 64-row tiles lose part of their efficiency
+    (``simt._K_MAJOR_B``): M = 75 takes a 128-row tile, not the 32-row one it takes with B
+    N-major; the 128-row tiles keep theirs."""
+    for m, n, k in ((75, 2864, 3300), (81, 2424, 3524), (75, 12000, 8192)):
+        assert simt.choose_schedule(m, n, k, 1, 132, majors=("m", "k"))[0].tile_m == 128
+        assert simt.choose_schedule(m, n, k, 1, 132, majors=("k", "n"))[0].tile_m == 32
+    _, n_major = simt._space(75, 2864)
+    _, k_major = simt._space(75, 2864, "k")
+    for tile, (efficiency, _) in n_major.items():
+        assert k_major[tile][0] == pytest.approx(efficiency * simt._K_MAJOR_B[tile[0]])
+    assert k_major[(128, 256)][0] == n_major[(128, 256)][0]
+
+
 # ------------------------------------------------- skinny 16-bit products computed swapped
 
 SWAP_M = [129, 150, 160, 176, 192, 200, 224]

@@ -248,6 +248,22 @@ def _min_blocks(cfg: Config) -> int:
 _TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.94, (128, 64): 0.86, (64, 128): 0.94,
                     (64, 64): 0.82, (32, 128): 0.82, (128, 32): 0.78, (32, 64): 0.68,
                     (32, 32): 0.53, (16, 256): 0.7, (16, 128): 0.6, (16, 64): 0.5}
+#: What a K-major B (as the kernel reads it: not copied N-major, ``operand_copies``) leaves of
+#: each tile height's efficiency: B is then read 4 bytes per load and transposed into shared
+#: memory once per tile, and a tile of few rows does that for few FMAs.  Fitted to H200 runs,
+#: 2026-12-03, fp32 "highest" with A copied M-major and B K-major (``x @ w.T``), us per
+#: schedule (cuBLAS SGEMM), padded work over time against 128 x 256: 75x2864x3300 32x128 (13
+#: splits) 111.1, 64x128 (11) 77.0, 128x128 (11) 69.9, 128x256 (11) 68.0 (66.0): 0.44, 0.85,
+#: 0.93, 1; 81x2424x3524 32x128 (16) 100.0, 128x128 (13) 64.7, 128x256 (13) 62.8 (64.1): 0.45,
+#: 0.92, 1.  With an N-major B the 32-row tile kept its 0.82 (75x2864x3300 nn 58.4 us at 11
+#: splits, cuBLAS 60.5), and 16- and 32-row tiles ran 2.2x slower with B K-major than N-major
+#: (13x5084x5864 106.3 / 50.3 us, 17x6448x5012 150.2 / 66.3).  Then, set before it ran, on
+#: 16 products whose pick it changes (M 16-1200, N 128-12000, K 512-8192; same method, every
+#: result checked against float64), previous / new pick x cuBLAS SGEMM: geometric mean 0.685x /
+#: 0.862x (with the two above; least 0.45 / 0.62), e.g. 75x4096x3300 0.56 / 0.98x, 48x512x2048
+#: 0.78 / 1.04x, 160x4096x8192 0.62 / 0.88x; where it lost, 1200x4096x1024 (64x128 unsplit
+#: 266.0 us against 128x256 in 4 splits 301.3).
+_K_MAJOR_B = {16: 0.54, 32: 0.54, 64: 0.9, 128: 1.0}
 # The 16-row tiles' are not fitted: below the 32-row tiles', they still win at M <= 16 (the only
 # products they are offered for), where they compute half the padding.  Their split is the
 # model's: at 16x8192x8192 its pick (16x256, 11 splits, 102.9 us) ran 22% slower than the best
@@ -415,7 +431,8 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     most 8 columns on it as C^T = B^T A^T (``transposed``, through the workspace; not when
     ``transposable`` is False), each where it reads the operands' ``majors`` well
     (``gemv_reads``); see ``_ranked``.  Other products take the ladder tile and split of least
-    estimated time under the wave model (``waves``): tiles much longer than the problem (beyond
+    estimated time under the wave model (``waves``), each tile's efficiency lowered by a
+    K-major B by its height (``_K_MAJOR_B``): tiles much longer than the problem (beyond
     its extent rounded up to a power of two) are not considered, and when even the smaller
     tiles leave SMs idle (skinny products, long K), K is split and
     ``kernels/splitk_reduce.py`` adds the fp32 partial sums.
@@ -452,7 +469,7 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit)
     if transposable and _gemv_rows(n) and gemv_reads(*transposed_majors(a_major, b_major)):
         return _gemv_ranked(n, m, k, batch, num_sms, max_splits, True, limit)
-    configs, tiles = _space(m, n)
+    configs, tiles = _space(m, n, b_major)
     tile, splits = waves.best(m, n, k, batch, num_sms, Config.tile_k, tiles, max_splits)
     # A deep product of a tile or two then splits its tile further, until the CTAs make two
     # per SM (``waves.DEEP_CTAS_PER_SM``: 64 splits of one tile left half the SMs idle); the
@@ -491,8 +508,9 @@ def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_spl
     return [(config, s, transposed) for s in order[:1 + limit]]
 
 
-def _space(m: int, n: int) -> tuple[dict, dict]:
-    """(tile -> Config, tile -> (efficiency, Rate)): the ladder tiles worth trying."""
+def _space(m: int, n: int, b_major: str = "n") -> tuple[dict, dict]:
+    """(tile -> Config, tile -> (efficiency, Rate)): the ladder tiles worth trying; with a
+    K-major B each tile's efficiency scaled by its height's ``_K_MAJOR_B``."""
 
     def fits(tile: int, extent: int) -> bool:
         # A tile longer than the extent rounded up to a power of two mostly computes padding.
@@ -508,7 +526,10 @@ def _space(m: int, n: int) -> tuple[dict, dict]:
             lone_is_faster = micro_m * micro_n <= 64 and cfg.threads >= 64
             rate = waves.Rate(_FLOPS_PER_SM, cfg.min_blocks, 4, 4, _MIN_K_TILES,
                               tail_scaling=_TAIL_SCALING if lone_is_faster else 0.0)
-            tiles[(tm, tn)] = (_TILE_EFFICIENCY[(tm, tn)], rate)
+            efficiency = _TILE_EFFICIENCY[(tm, tn)]
+            if b_major == "k":
+                efficiency *= _K_MAJOR_B[tm]
+            tiles[(tm, tn)] = (efficiency, rate)
     return configs, tiles
 
 
