@@ -624,7 +624,8 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     if across and m > _SWAP_ACROSS_M:
         return None
     in_bytes = _RATES[16][1].in_bytes
-    # A's rows of whole 32-byte sectors (M-major) or of whole 128-byte lines (K-major)
+    # An M-major A in rows of no whole 32-byte sectors takes 128-row tiles (not on 64-wide
+    # ones); a K-major A in rows of no whole 128-byte lines is multicast.
     sectors = not across or m * in_bytes % _ACROSS_BYTES == 0 or narrow
     lines = across or k * in_bytes % _LINE_BYTES == 0
     row_tiles = -(-n // 64) * batch
