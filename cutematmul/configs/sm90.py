@@ -617,8 +617,8 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
             return None
         return Config(tile_m=_SWAP_ONE_ROW, tile_n=width, raster_group=8, epi_n=32,
                       cluster_m=2, pdl=_PDL, swap=True), 1, False
-    narrow = width == _SWAP_NARROW
-    if width not in _SWAP_WIDTHS and not (narrow and m < _SWAP_NARROW):
+    narrow = width == _SWAP_NARROW and m < _SWAP_NARROW  # M of 33-63 (64: no padded rows)
+    if width not in _SWAP_WIDTHS and not narrow:
         return None
     across = majors[0] == "m"
     if across and m > _SWAP_ACROSS_M:
