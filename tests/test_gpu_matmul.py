@@ -257,6 +257,32 @@ def test_clustered_products(dtype, layout, shape):
     _check_torch_product(dtype, layout, *shape)
 
 
+# 16-bit products whose 2x2 clusters fit one wave with an even count of tile columns run in 2x2
+# clusters (configs.sm90._QUAD: A and B multicast): 64- and 128-row tiles, tails in M, N and K,
+# odd tile rows (the last cluster row's second CTAs have no rows), every layout.
+QUAD = [(200, 1000, 999), (1537, 1531, 1000), (2816, 256, 2496), (648, 968, 2784)]
+
+
+@pytest.mark.parametrize("shape", QUAD, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_2x2_clustered_products(dtype, layout, shape):
+    key, splits = _sm90_pick(dtype, *shape, "a 2x2 cluster")
+    assert (key.config.cluster_m, key.config.cluster_n, splits) == (2, 2, 1), key.config
+    _check_torch_product(dtype, layout, *shape)
+
+
+def test_2x2_clustered_batch_with_broadcast():
+    """A batch of 2x2-clustered products against one shared B (batch stride 0)."""
+    m, n, k = 648, 968, 2784
+    key, _ = _sm90_pick("bfloat16", m, n, k, "a 2x2 cluster", batch=2)
+    assert key.config.cluster_n == 2, key.config
+    mk = _lib("torch")
+    a, b = mk.randn((2, m, k), "bfloat16"), mk.randn((k, n), "bfloat16")
+    out = mk.poisoned((2, m, n), "bfloat16")
+    check_matmul(cutematmul.matmul(a, b, out=out), a, b, "bfloat16")
+
+
 def test_clustered_batch_with_broadcast():
     """A batch of clustered products against one shared B (batch stride 0), odd tile rows."""
     m, n, k = 300, 520, 260

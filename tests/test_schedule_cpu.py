@@ -575,6 +575,52 @@ def test_odd_tile_rows_that_spill_a_wave_in_clusters_run_unclustered(layout):
     assert splits > 1 and config.cluster_m == 2, (config, splits)
 
 
+def test_resident_clusters_leave_each_gpc_up_to_two_sms_under_4_cta_clusters():
+    """1- and 2-CTA clusters fill every SM; 4-CTA ones lose up to 2 SMs in each of 8 GPCs
+    (an H200 measured 30 resident of 33; the bound says 29)."""
+    assert sm90.resident_clusters(132, 1) == 132 and sm90.resident_clusters(132, 2) == 66
+    assert sm90.resident_clusters(132, 4) == 29
+    assert sm90.resident_clusters(114, 4) == 24
+    assert sm90.resident_clusters(8, 4) == 1
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
+def test_one_wave_of_2x2_clusters_takes_them_with_an_even_count_of_tile_columns(layout):
+    """A 16-bit data-parallel product in 2x1 clusters moves to 2x2 (A multicast as well) where
+    its tile columns are even and its 2x2 clusters (times the batch) all run at once."""
+    majors = LAYOUT_MAJORS[layout]
+    for shape, batch in (((928, 744, 1312), 1), ((1568, 1448, 3072), 1), ((648, 968, 2784), 2),
+                         ((2816, 256, 2496), 1)):
+        config, splits, transposed = sm90.choose_schedule(*shape, batch, 132, majors=majors)
+        assert (config.cluster_m, config.cluster_n, splits, transposed) == (2, 2, 1, False), (
+            shape, config)
+        rows, cols = -(-shape[0] // config.tile_m), -(-shape[1] // config.tile_n)
+        assert cols % 2 == 0 and -(-rows // 2) * cols // 2 * batch <= 29, (shape, config)
+        config.validate()
+        assert sm90.choose_config(*shape, batch, 132, majors=majors) == config  # the XLA route
+    for shape, batch in (((1224, 280, 1376), 1),   # three tile columns
+                         ((1000, 1000, 1000), 1),  # 32 clusters: more than run at once
+                         ((4096, 4096, 4096), 1), ((8192, 8192, 8192), 1),
+                         ((928, 744, 1312), 8)):   # batched past one wave
+        config, _, _ = sm90.choose_schedule(*shape, batch, 132, majors=majors)
+        assert config.cluster_n == 1, (shape, batch, config)
+    for math in ("tf32", "tf32x3"):  # 16-bit only
+        config, _, _ = sm90.choose_schedule(928, 744, 1312, 1, 132, math=math, majors=majors)
+        assert config.cluster_n == 1, (math, config)
+
+
+def test_2x2_clusters_are_built_for_data_parallel_cooperative_16bit_tiles_only():
+    sm90.Config(tile_m=64, tile_n=128, cluster_m=2, cluster_n=2, pdl=True).validate()
+    for bad in ({"streamk": True}, {"pingpong": True, "tile_n": 128}, {"swap": True},
+                {"partials": True}, {"tile_k": 32, "tile_n": 128}, {"tile_n": 64},
+                {"tile_m": 256, "tile_n": 128}):
+        fields = {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "cluster_n": 2, **bad}
+        with pytest.raises(ValueError, match="2x2 clusters are built for"):
+            sm90.Config(**fields).validate()
+    with pytest.raises(ValueError, match="must be 1x1, 2x1, 1x2 or 2x2"):
+        sm90.Config(cluster_m=4).validate()
+
+
 # ----------------------------------------------------------------------- SIMT few-row products
 
 LAYOUT_MAJORS = {"nn": ("k", "n"), "tn": ("m", "n"), "nt": ("k", "k"), "tt": ("m", "k")}

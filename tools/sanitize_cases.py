@@ -8,7 +8,7 @@ the sm90 tiles of widths that are no power of two, 16-bit operands TMA cannot ad
 by the operand prep in their own major), the sm90 pingpong schedule (forced: two
 warpgroups on alternate tiles, an order barrier between them) in every layout, skinny products
 the sm90 kernel computes swapped (C^T = B^T A^T, C stored through its transpose, data-parallel
-and stream-K), every SIMT tile, the SIMT row-streaming
+and stream-K), products in 2x2 clusters, every SIMT tile, the SIMT row-streaming
 kernel (untransposed and transposed) and the one-pass TF32
 schedules with a register operand in every layout (forced),
 split-K products (fp32 partials and the reduction kernel) and a column-major ``out``; "streamk"
@@ -126,6 +126,30 @@ def _swapped(gen, quick: bool, poison: bool) -> int:
         work = launch.planned_launch(adapter_for(a), a, b)
         if work is None or not work.key.config.swap:
             raise AssertionError(f"{what}: the dispatcher did not plan a swapped launch")
+        out = _out((m, n), a.dtype, poison)
+        _check(cutematmul.matmul(a, b, out=out), a, b, (dtype, "highest"), what)
+        count += 1
+    return count
+
+
+#: Products the dispatcher runs in 2x2 clusters (``configs.sm90._QUAD``: A and B multicast),
+#: odd tile rows, tails, every layout.
+CLUSTER_CASES = [(200, 1000, 999, "float16", "nn", (2, 2)), (1537, 1531, 1000, "bfloat16", "tn", (2, 2)),
+                 (2816, 256, 2496, "float16", "nt", (2, 2)), (648, 968, 2784, "float16", "tt", (2, 2))]
+
+
+def _clusters(gen, quick: bool, poison: bool) -> int:
+    """The sm90 kernel in 2x2 clusters, as the dispatcher picks them."""
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    count = 0
+    for m, n, k, dtype, layout, cluster in CLUSTER_CASES[::3] if quick else CLUSTER_CASES:
+        a, b = _operands(m, n, k, layout, dtype, gen)
+        what = f"{cluster[0]}x{cluster[1]} clusters {dtype} {m}x{n}x{k} {layout}"
+        work = launch.planned_launch(adapter_for(a), a, b)
+        if work is not None and (work.key.config.cluster_m, work.key.config.cluster_n) != cluster:
+            raise AssertionError(f"{what}: the dispatcher planned {work.key.config.name}")
         out = _out((m, n), a.dtype, poison)
         _check(cutematmul.matmul(a, b, out=out), a, b, (dtype, "highest"), what)
         count += 1
@@ -400,6 +424,7 @@ def run(families, quick: bool, poison: bool = True) -> int:
         count += _wide(gen, quick, poison)
         count += _pingpong(gen, quick, poison)
         count += _swapped(gen, quick, poison)
+        count += _clusters(gen, quick, poison)
         count += _sm90_copies(gen, quick, poison)
     if "simt" in families:
         count += _simt_tiles(gen, quick, poison)

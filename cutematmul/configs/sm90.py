@@ -136,11 +136,19 @@ class Config:
                              "a 16-bit C (tile_k 64), without stream-K.")
         if self.tile_k not in (32, 64):
             raise ValueError(f"Config.tile_k must be 64 (16-bit) or 32 (TF32), got {self.tile_k}.")
-        if (self.cluster_m, self.cluster_n) not in ((1, 1), (2, 1), (1, 2)):
+        if (self.cluster_m, self.cluster_n) not in ((1, 1), (2, 1), (1, 2), (2, 2)):
             raise ValueError(
-                "Config cluster must be 1x1, 2x1 or 1x2, "
+                "Config cluster must be 1x1, 2x1, 1x2 or 2x2, "
                 f"got {self.cluster_m}x{self.cluster_n}."
             )
+        if self.cluster_m * self.cluster_n > 2 and (
+                self.streamk or self.pingpong or self.swap or self.partials or self.tile_k != 64
+                or self.tile_n < 128 or self.tile_m > 128):
+            # Stream-K needs every CTA of its grid resident, and a GPU runs fewer 4-CTA
+            # clusters at once than its SMs / 4 (``resident_clusters``).
+            raise ValueError("Config 2x2 clusters are built for 16-bit data-parallel cooperative "
+                             "tiles of 64 or 128 rows, at least 128 wide; got "
+                             f"{self.name}.")
         if self.tile_n % self.epi_n or self.epi_n % 16:
             raise ValueError(
                 f"Config.epi_n must divide tile_n and be a multiple of 16, got {self.epi_n}."
@@ -508,7 +516,10 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     rows, cols = (n, m) if space.transposed else (m, n)
     tile, splits = waves.best(rows, cols, space.k, batch, num_sms, space.tile_k, space.tiles,
                               max_splits, workspace=space.workspace, min_splits=space.fewest)
-    return _config(space, math, m, tile, splits), splits, space.transposed
+    config = _config(space, math, m, tile, splits)
+    if splits == 1 and not space.transposed:
+        config = _quad(config, m, n, batch, num_sms)
+    return config, splits, space.transposed
 
 
 #: Skinny 16-bit products whose M fits one tile width of ``_SWAP_WIDTHS`` run swapped
@@ -884,6 +895,53 @@ def _cluster_m(math: str, tile: tuple[int, int], m: int, splits: int) -> int:
     if math == "tf32" and splits == 1 and tile_m == 128 and m_tiles % 2 == 0:
         return _TF32_CLUSTER[0]
     return 1
+
+
+#: Graphics processing clusters (GPCs) of a Hopper GPU.  A cluster's CTAs run on one GPC, and
+#: a GPC's SMs come in pairs (TPCs): 2-CTA clusters fill every SM, while 4-CTA ones leave up to
+#: 2 SMs of each GPC idle.  H200 (132 SMs), 2026-12-03, cuOccupancyMaxActiveClusters at one CTA
+#: per SM: 132, 66, 30 and 15 clusters of 1, 2, 4 and 8 CTAs (this bound: 29 of 4).
+_GPCS = 8
+
+
+def resident_clusters(num_sms: int, size: int) -> int:
+    """Clusters of ``size`` CTAs (one CTA per SM) that run at once on a Hopper GPU of
+    ``num_sms`` SMs, at least: the persistent grid's size (``kernels/sm90_hgemm.py``).  A grid
+    of more 4-CTA clusters than run at once leaves the last ones to start when the first
+    finish: 3000^3 in 2x2 clusters took 147 us on 32 clusters, 100 on 30 (H200)."""
+    if size <= 2:
+        return num_sms // size
+    return max(1, (num_sms - 2 * _GPCS) // size)
+
+
+#: 16-bit products whose tiles fit one wave of 2x2 clusters run in them: each A tile is
+#: multicast to the two CTAs of a cluster row, as each B tile is to the two of a column, so L2
+#: serves half the bytes of A too.  H200, 2026-12-03, fp16, L2-cold rotated inputs, us, 2x1 /
+#: 2x2 (cuBLAS): nn 1480x776x1960 17.4 / 15.0 (13.4), 928x744x1312 8.8 / 7.7 (7.3),
+#: 1568x1448x3072 29.5 / 26.6 (27.6); tn alike.  Where the clusters do not fit one wave it lost,
+#: even on a grid of only the clusters that run at once: 2632x752x1744 (33 clusters) 16.0 /
+#: 21.5, 1000^3 (32) 7.8 / 10.5, 3000^3 84.0 / 99.9, 4104^3 229.6 / 253.3, 8192^3 1639 / 1718,
+#: but 4096x14336x4096 696.4 / 670.6 (cuBLAS 678.0).  Then on a fresh draw of 36 products whose
+#: 2x2 clusters fit one wave (M, N 256-3000, K 256-6000, six batched; rows of whole 128-byte
+#: lines and not; nn, tn, nt): with an even count of tile columns 2x1 / 2x2 geometric mean
+#: x cuBLAS 0.954x / 0.999x on whole lines (least gain 0.98), 0.956x / 1.048x on the others
+#: (least 0.96; 2x648x968x2784 22.5 / 17.6 (17.4), 312x1944x1832 12.5 / 10.5 (10.2)); with an
+#: odd count, where the last cluster column's second CTAs have no columns, it lost
+#: (1224x280x1376, three columns: 7.8 / 10.2; 512x896x2176, seven: 8.2 / 9.0).
+_QUAD = (2, 2)
+
+
+def _quad(config: Config, m: int, n: int, batch: int, num_sms: int) -> Config:
+    """``config`` in 2x2 clusters where they pay (``_QUAD``): a 16-bit data-parallel tile in 2x1
+    clusters, an even count of tile columns, and the 2x2 clusters of the product (times the
+    batch) no more than run at once (``resident_clusters``)."""
+    if config.cluster_m != 2 or config.partials or config.streamk or config.pingpong \
+            or config.swap or config.tile_n < 128 or config.tile_k != 64:
+        return config
+    rows, cols = -(-m // config.tile_m), -(-n // config.tile_n)
+    if cols % 2 or -(-rows // 2) * (cols // 2) * batch > resident_clusters(num_sms, 4):
+        return config
+    return replace(config, cluster_m=_QUAD[0], cluster_n=_QUAD[1])
 
 
 def choose_config(m: int, n: int, k: int, batch: int, num_sms: int, math: str = "float16",

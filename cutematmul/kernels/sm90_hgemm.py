@@ -44,7 +44,11 @@ How
       dispatcher runs 16-bit products whose M spans two tiles or more in 2x1 clusters (one B tile
       for two adjacent tile rows; with an odd row count the last cluster's second CTA has no
       rows: its loads are zero-filled and its stores clipped by TMA), and one-pass TF32
-      products of an even number of 128-row tiles (``configs/sm90._cluster_m``).
+      products of an even number of 128-row tiles (``configs/sm90._cluster_m``).  2x2
+      clusters multicast both: each A tile to the two CTAs of a cluster row, each B tile to
+      the two of a column (16-bit products whose clusters fit one wave, ``configs/sm90._QUAD``).
+      The grid holds no more clusters than the GPU runs at once
+      (``configs/sm90.resident_clusters``: a GPC may leave SMs idle under 4-CTA clusters).
     * Pingpong (``Config.pingpong``, 16-bit, tiles of at most 128 x 128): the two consumer
       warpgroups take alternate work units of the CTA, each computing a whole tile (two
       m64 wgmma rows for a 128-row tile), so one warpgroup's epilogue runs while the other's
@@ -108,7 +112,8 @@ Constraints
     tiles of small-M and small-N products: fp32 partials, or a 16-bit C, not stream-K; an
     N-major B tile 160 or 224 wide is 64-byte
     swizzled, the shared-memory atom ``hopper_helpers`` picks for a width that is a multiple of
-    32 but not of 64), tile_k = 64, clusters of at most 2 CTAs.  Pingpong: 16-bit inputs,
+    32 but not of 64), tile_k = 64, clusters 1x1, 2x1 or 1x2, or 2x2 (16-bit data-parallel cooperative tiles
+    at least 128 wide, no stream-K: a GPU runs fewer 4-CTA clusters at once than SMs / 4).  Pingpong: 16-bit inputs,
     tile_m x tile_n <= 128 x 128 (a whole tile's fp32 accumulators in one warpgroup's
     registers), no stream-K.  Swap: tile_m 64 or 128, not pingpong; a narrow tile (16 or 32)
     only writing fp32 partials (TF32's transposed small-M products).
@@ -135,7 +140,7 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.tensor_utils import LayoutEnum
 
-from ..configs.sm90 import _PRODUCER_REGISTERS, _THREADS_PER_WARPGROUP, TF32_READS, Config, choose_config, supports, swaps  # noqa: F401
+from ..configs.sm90 import _PRODUCER_REGISTERS, _THREADS_PER_WARPGROUP, TF32_READS, Config, choose_config, resident_clusters, supports, swaps  # noqa: F401
 from . import tf32_mma
 
 Sm90Config = Config  # the name the tests and docs use
@@ -306,7 +311,7 @@ class Sm90Hgemm:
         batch_splits = cute.size(mC, mode=[2])
         splits = batch_splits // cute.size(mA, mode=[2])
         total = cluster_tiles_m * cluster_tiles_n * batch_splits
-        max_clusters = self.num_sms // self.cluster_size
+        max_clusters = resident_clusters(self.num_sms, self.cluster_size)  # all run at once
         # With two parts A and B are (big | small) along K, each part k_tiles K-tiles wide.
         k_tiles = cute.ceil_div(cute.size(mA, mode=[1]), self.tile_mnk[2]) // self.parts
         k_tiles_per_split = cute.ceil_div(k_tiles, splits)
