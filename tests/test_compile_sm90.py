@@ -121,7 +121,8 @@ def test_sm90_wide_tiles_issue_wgmma_of_their_width(tmp_path):
 
 
 #: Clusters beyond 2x1: 2x2 (configs.sm90._QUAD: one wave of them, even tile columns) in every
-#: (A, B) major and both dtypes, on the tiles of 64 and 128 rows the dispatcher puts in them.
+#: (A, B) major and both dtypes, on the tiles of 64 and 128 rows the dispatcher puts in them;
+#: and the 64 x 64 tile in 2x1 (configs.sm90._ONE_ROW_TILE: N of at most 64).
 _CLUSTERS = [
     ("Float16", "k", "n", {"tile_m": 128, "tile_n": 128, "cluster_m": 2, "cluster_n": 2,
                            "pdl": True}),
@@ -133,20 +134,25 @@ _CLUSTERS = [
                             "pdl": True}),
     ("Float16", "k", "n", {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "cluster_n": 2,
                            "pdl": True}),
+    ("Float16", "k", "n", {"tile_m": 64, "tile_n": 64, "cluster_m": 2, "pdl": True}),
+    ("BFloat16", "k", "k", {"tile_m": 64, "tile_n": 64, "cluster_m": 2, "pdl": True}),
 ]
 
 
 def test_sm90_2x2_clusters_multicast_both_operands(tmp_path):
     """In 2x2 clusters every TMA load is multicast (A along the cluster's rows, B along its
-    columns).  No spills."""
+    columns); in 2x1 only B's are (the 64 x 64 tile too).  No spills."""
     counts = compile_in_child("sm_90a", _CHILD, _CLUSTERS, tmp_path)
     assert len(counts) == len(_CLUSTERS)
     for name, c in counts.items():
         assert c["wgmma"] >= 4 and c["tma_store"] >= 1 and c["setmaxnreg"] == 2, f"{name}: {c}"
         assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
         assert c["tma_load"] >= 2, f"{name}: {c}"
-        assert "_c2x2_" in name, name
-        assert c["multicast"] == c["tma_load"], f"{name}: a TMA load not multicast: {c}"
+        if "_c2x2_" in name:
+            assert c["multicast"] == c["tma_load"], f"{name}: a TMA load not multicast: {c}"
+        else:
+            assert "_c2x1_" in name and 1 <= c["multicast"] < c["tma_load"], f"{name}: {c}"
+            assert c["wgmma_n64"] >= 4, f"{name}: {c}"
         assert c["pdl_wait"] == 1, f"{name}: {c}"
 
 

@@ -283,6 +283,21 @@ def test_2x2_clustered_batch_with_broadcast():
     check_matmul(cutematmul.matmul(a, b, out=out), a, b, "bfloat16")
 
 
+# N of at most 64 over many tile rows: the 64 x 64 tile in 2x1 clusters (B multicast,
+# configs.sm90._ONE_ROW_TILE); odd tile rows and tails in M, N and K.
+ONE_COLUMN = [(2352, 40, 1056), (4097, 64, 1000), (1001, 33, 77), (3000, 57, 2000)]
+
+
+@pytest.mark.parametrize("shape", ONE_COLUMN, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_one_tile_column_products_in_clusters(dtype, layout, shape):
+    key, splits = _sm90_pick(dtype, *shape, "the 64x64 tile in 2x1 clusters")
+    config = key.config
+    assert (config.tile_m, config.tile_n, config.cluster_m, splits) == (64, 64, 2, 1), config
+    _check_torch_product(dtype, layout, *shape)
+
+
 def test_clustered_batch_with_broadcast():
     """A batch of clustered products against one shared B (batch stride 0), odd tile rows."""
     m, n, k = 300, 520, 260

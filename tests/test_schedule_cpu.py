@@ -195,10 +195,19 @@ def test_small_n_narrow_tiles_are_16bit_only(math):
 
 
 @pytest.mark.parametrize("n", [40, 64])
-def test_small_n_up_to_64_takes_the_64x64_tile_unsplit_and_unclustered(n):
+def test_small_n_up_to_64_takes_the_64x64_tile_unsplit_in_2x1_clusters(n):
+    """One tile column: every tile row rereads all of B, so unsplit the 64 x 64 tile runs in
+    2x1 clusters (B multicast); split it writes fp32 partials unclustered."""
     config, splits, transposed = sm90.choose_schedule(4096, n, 4096, 1, 132)
-    assert (config.tile_m, config.tile_n, config.cluster_m, transposed) == (64, 64, 1, False)
-    assert config.partials == (splits > 1)
+    assert (config.tile_m, config.tile_n, config.cluster_m, transposed) == (64, 64, 2, False)
+    assert splits == 1 and not config.partials
+    for m, k in ((2640, 4272), (2048, 8192)):  # few tile rows over a long K: split
+        config, splits, _ = sm90.choose_schedule(m, n, k, 1, 132)
+        assert (config.tile_m, config.tile_n) == (64, 64) and splits > 1, (m, k, config, splits)
+        assert config.partials and config.cluster_m == 1, config
+    # M of one 64-row tile row (the tile's other use): nothing to share, unclustered.
+    config, _, _ = sm90.choose_schedule(64, 4096, 4096, 1, 132)
+    assert (config.tile_m, config.tile_n, config.cluster_m) == (64, 64, 1), config
 
 
 def test_small_m_stored_m_major_runs_on_128_row_narrow_tiles_where_rows_split_sectors():

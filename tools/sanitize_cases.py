@@ -8,7 +8,7 @@ the sm90 tiles of widths that are no power of two, 16-bit operands TMA cannot ad
 by the operand prep in their own major), the sm90 pingpong schedule (forced: two
 warpgroups on alternate tiles, an order barrier between them) in every layout, skinny products
 the sm90 kernel computes swapped (C^T = B^T A^T, C stored through its transpose, data-parallel
-and stream-K), products in 2x2 clusters, every SIMT tile, the SIMT row-streaming
+and stream-K), products in 2x2 clusters and the 64 x 64 tile in 2x1 ones, every SIMT tile, the SIMT row-streaming
 kernel (untransposed and transposed) and the one-pass TF32
 schedules with a register operand in every layout (forced),
 split-K products (fp32 partials and the reduction kernel) and a column-major ``out``; "streamk"
@@ -133,13 +133,14 @@ def _swapped(gen, quick: bool, poison: bool) -> int:
 
 
 #: Products the dispatcher runs in 2x2 clusters (``configs.sm90._QUAD``: A and B multicast),
-#: odd tile rows, tails, every layout.
+#: and the 64 x 64 tile of N <= 64 in 2x1 clusters; odd tile rows, tails, every layout.
 CLUSTER_CASES = [(200, 1000, 999, "float16", "nn", (2, 2)), (1537, 1531, 1000, "bfloat16", "tn", (2, 2)),
-                 (2816, 256, 2496, "float16", "nt", (2, 2)), (648, 968, 2784, "float16", "tt", (2, 2))]
+                 (2816, 256, 2496, "float16", "nt", (2, 2)), (648, 968, 2784, "float16", "tt", (2, 2)),
+                 (4097, 64, 1000, "float16", "nn", (2, 1)), (3000, 57, 2000, "bfloat16", "nt", (2, 1))]
 
 
 def _clusters(gen, quick: bool, poison: bool) -> int:
-    """The sm90 kernel in 2x2 clusters, as the dispatcher picks them."""
+    """The sm90 kernel in the clusters the dispatcher picks beyond the 2x1 ones of wide tiles."""
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
 

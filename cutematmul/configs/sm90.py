@@ -310,7 +310,15 @@ _NARROW_EFFICIENCY = {(128, 64): 0.8, (128, 32): 0.6, (128, 16): 0.5, (64, 32): 
 #: 64 x 64 unsplit): 64x4096x4096 9.5 / 15.8 / 12.1; 64x8192x8192 35.3 / 39.4 / 35.5;
 #: 64x14336x4096 31.9 / 31.5 / 33.3 (the model keeps 64 x 128); 64x4096x14336 35.3 / 40.0 /
 #: 40.3.  It did not win at M = 32 (32x4096x4096: 16.3 against 16.4) nor at M = 96 (44.4 against
-#: 26.5 in 2x1 clusters).
+#: 26.5 in 2x1 clusters).  Where N fits it instead (N <= 64, one tile column, M spanning two
+#: tile rows or more) it runs unsplit in 2x1 clusters (``_cluster_m``): every tile row rereads
+#: the whole of B, and the two CTAs of a cluster share one load of it.  H200, 2026-12-03, fp16
+#: nn, L2-cold rotated inputs, us, 1x1 / 2x1 (cuBLAS): 7168x40x7816 56.6 / 38.3 (33.7),
+#: 7776x56x3664 24.7 / 19.8 (20.0), 2352x40x1056 6.2 / 5.0 (5.8), 6704x48x1512 11.4 / 10.0
+#: (10.2), but 4368x64x1192 6.2 / 6.7 (6.8); nt alike.  Out of sample (10 products, M
+#: 1800-15400, N 40-64, K 680-5600; rule set before they ran), geometric mean x cuBLAS 1x1 /
+#: 2x1: nn 0.818x / 0.998x, tn 0.818x / 1.028x, nt 0.997x / 1.013x (15320x40x2376 nn 40.9 /
+#: 26.1 us (24.7); where it lost, nt 1888x40x1472 5.2 / 5.6, 6568x48x5568 22.4 / 23.3).
 _ONE_ROW_TILE = ((64, 64), 0.7)
 #: The 64 x 64 tile keeps few bytes in flight per CTA, as the narrow tiles do, so a wave of
 #: fewer CTAs draws less of the bandwidth (``waves.Rate.saturation``).  H200, 2026-12-02, fp16,
@@ -818,7 +826,9 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         tiles.update((tile, (eff, in_clusters)) for tile, eff in _WIDE_EFFICIENCY.items())
     one_row = _ONE_ROW_TILE[0][0]
     if math in _CLUSTERED_MATH and (ONE_ROW_M < m <= one_row or n <= one_row):
-        tiles[_ONE_ROW_TILE[0]] = (_ONE_ROW_TILE[1], rate._replace(saturation=_ONE_ROW_SATURATION))
+        one_rate = in_clusters if _cluster_m(math, _ONE_ROW_TILE[0], m, 1) > 1 else rate
+        tiles[_ONE_ROW_TILE[0]] = (_ONE_ROW_TILE[1],
+                                   one_rate._replace(saturation=_ONE_ROW_SATURATION))
     if math in _CLUSTERED_MATH:
         pingpong = in_clusters if _cluster_m(math, _PINGPONG_TILE[0][:2], m, 1) > 1 else rate
         tiles[_PINGPONG_TILE[0]] = (_PINGPONG_TILE[1], pingpong._replace(
@@ -882,15 +892,16 @@ def _cluster_m(math: str, tile: tuple[int, int], m: int, splits: int) -> int:
 
     16-bit: whenever M spans two tiles or more (a product of one tile row would leave the
     second CTA of every cluster idle; with an odd count the last cluster's second CTA has no
-    rows, its loads are zero-filled and its stores clipped by TMA), on tiles at least 128 wide
-    and on the unsplit narrow tiles of small-N products (``_NARROW_N_MATH``); the 64-wide
-    tiles were measured unclustered.  One-pass TF32: unsplit products of an even number of
+    rows, its loads are zero-filled and its stores clipped by TMA), on tiles at least 128 wide,
+    on the unsplit narrow tiles of small-N products (``_NARROW_N_MATH``) and on the unsplit
+    64 x 64 tile (``_ONE_ROW_TILE``: N of at most 64 there); the narrow 128 x 64 tile was
+    measured unclustered.  One-pass TF32: unsplit products of an even number of
     128-row tiles (``_TF32_CLUSTER``).  3xTF32: never.
     """
     tile_m, tile_n = tile
     m_tiles = -(-m // tile_m)
     if math in _CLUSTERED_MATH:
-        wide_enough = tile_n >= 128 or (tile_n < 64 and splits == 1)
+        wide_enough = tile_n >= 128 or (splits == 1 and (tile_n < 64 or tile == _ONE_ROW_TILE[0]))
         return 2 if m_tiles >= 2 and wide_enough else 1
     if math == "tf32" and splits == 1 and tile_m == 128 and m_tiles % 2 == 0:
         return _TF32_CLUSTER[0]
@@ -927,7 +938,10 @@ def resident_clusters(num_sms: int, size: int) -> int:
 #: x cuBLAS 0.954x / 0.999x on whole lines (least gain 0.98), 0.956x / 1.048x on the others
 #: (least 0.96; 2x648x968x2784 22.5 / 17.6 (17.4), 312x1944x1832 12.5 / 10.5 (10.2)); with an
 #: odd count, where the last cluster column's second CTAs have no columns, it lost
-#: (1224x280x1376, three columns: 7.8 / 10.2; 512x896x2176, seven: 8.2 / 9.0).
+#: (1224x280x1376, three columns: 7.8 / 10.2; 512x896x2176, seven: 8.2 / 9.0).  Out of sample
+#: (16 products, M and N 200-3500, K 256-8192, four batched; rule set before they ran),
+#: geometric mean x cuBLAS 2x1 / 2x2: nn 0.914x / 0.984x, tn 0.915x / 1.038x, nt 0.941x /
+#: 1.026x (840x1728x1632 nn 13.8 / 11.7 us (12.0); least gain nn 296x712x2272 9.4 / 9.5).
 _QUAD = (2, 2)
 
 
