@@ -826,9 +826,9 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         tiles.update((tile, (eff, in_clusters)) for tile, eff in _WIDE_EFFICIENCY.items())
     one_row = _ONE_ROW_TILE[0][0]
     if math in _CLUSTERED_MATH and (ONE_ROW_M < m <= one_row or n <= one_row):
-        one_rate = in_clusters if _cluster_m(math, _ONE_ROW_TILE[0], m, 1) > 1 else rate
-        tiles[_ONE_ROW_TILE[0]] = (_ONE_ROW_TILE[1],
-                                   one_rate._replace(saturation=_ONE_ROW_SATURATION))
+        # Priced unclustered: its split schedules run so, and unsplit over N <= 64 an odd count
+        # of tile rows leaves one CTA idle in one tile column only.
+        tiles[_ONE_ROW_TILE[0]] = (_ONE_ROW_TILE[1], rate._replace(saturation=_ONE_ROW_SATURATION))
     if math in _CLUSTERED_MATH:
         pingpong = in_clusters if _cluster_m(math, _PINGPONG_TILE[0][:2], m, 1) > 1 else rate
         tiles[_PINGPONG_TILE[0]] = (_PINGPONG_TILE[1], pingpong._replace(
