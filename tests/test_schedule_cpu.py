@@ -618,6 +618,22 @@ def test_one_wave_of_2x2_clusters_takes_them_with_an_even_count_of_tile_columns(
         assert config.cluster_n == 1, (math, config)
 
 
+def test_the_tuner_also_times_the_pick_in_2x2_clusters_over_several_waves():
+    """Past one wave the model keeps 2x1, and the tuner times the same tile in 2x2 too; not
+    where the tile columns are odd, nor for split, transposed or TF32 picks."""
+    for shape in ((4096, 14336, 4096), (8192, 8192, 8192), (1000, 1000, 1000)):
+        pick, *rest = sm90.candidates(*shape, 1, 132)
+        assert pick[0].cluster_n == 1, (shape, pick)
+        quad = (replace(pick[0], cluster_n=2), 1, False)
+        assert quad in rest, (shape, pick)
+        assert quad in dispatch.tunable(dispatch.Problem("sm90", "sm_90a", "float16", "k", "n", 16,
+                                                          16, 16, *shape, 1, 132),
+                                        dispatch.EVERY_CANDIDATE), shape
+    for shape, math in (((4104, 4104, 4104), "float16"), ((16, 8192, 8192), "float16"),
+                        ((4096, 4096, 4096), "tf32")):
+        assert not [c for c, _, _ in sm90.candidates(*shape, 1, 132, math=math) if c.cluster_n == 2]
+
+
 def test_2x2_clusters_are_built_for_data_parallel_cooperative_16bit_tiles_only():
     sm90.Config(tile_m=64, tile_n=128, cluster_m=2, cluster_n=2, pdl=True).validate()
     for bad in ({"streamk": True}, {"pingpong": True, "tile_n": 128}, {"swap": True},

@@ -154,6 +154,16 @@ def _clusters(gen, quick: bool, poison: bool) -> int:
         out = _out((m, n), a.dtype, poison)
         _check(cutematmul.matmul(a, b, out=out), a, b, (dtype, "highest"), what)
         count += 1
+    # Several waves of 2x2 clusters, as the tuner may record them (``_quad_shape``): the grid
+    # holds only resident clusters, each walking several tiles.
+    from cutematmul.configs.sm90 import Config
+
+    for m, n, k, layout, tile in ((1000, 1000, 1000, "tn", (64, 128)),
+                                  (2056, 2056, 520, "nt", (128, 256)))[:1 if quick else 2]:
+        choice = (Config(tile_m=tile[0], tile_n=tile[1], cluster_m=2, cluster_n=2, pdl=True), 1,
+                  False)
+        count += _forced_exactly(gen, m, n, k, layout, choice, ("float16", "highest"), "auto",
+                                 poison, f"2x2 clusters over several waves {m}x{n}x{k} {layout}")
     return count
 
 

@@ -702,8 +702,9 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                limit: int = 8, swapped: bool = False, majors: tuple[str, str] = ("k", "n"),
                c_aligned: bool = True) -> list[tuple[Config, int, bool]]:
     """What the autotuner times (``cutematmul.tune``): the ``limit`` schedules the wave model
-    ranks best, each 16-bit clustered one but the wide tiles also unclustered, and a stream-K
-    schedule where the tiles leave a partial wave (``_streamk_candidate``); for a skinny
+    ranks best, each 16-bit clustered one but the wide tiles also unclustered, a stream-K
+    schedule where the tiles leave a partial wave (``_streamk_candidate``), and the pick in 2x2
+    clusters where they are whole (``_quad_shape``) but span several waves; for a skinny
     product that runs swapped (``_swapped_skinny``), its 64- and 128-row tiles in 1x1 and 2x1
     clusters and stream-K as well; ``choose_schedule``'s pick first; ``swapped``, ``majors``
     and ``c_aligned`` as there.
@@ -735,6 +736,13 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
     streamk = _streamk_candidate(m, n, space, batch, num_sms, math) if max_splits > 1 else None
     if streamk is not None:
         found.append(streamk)
+    # The pick in 2x2 clusters over several waves as well (``_QUAD`` takes them within one
+    # wave): H200, 2026-12-03, fp16 nn, us, 2x1 / 2x2 on a grid of resident clusters (cuBLAS):
+    # 4096x14336x4096 696.4 / 670.6 (678.0), but 4104^3 229.6 / 253.3 (199.6).
+    config, splits, transposed = found[0]
+    quad = _quad_shape(config, n) if splits == 1 and not transposed else None
+    if quad is not None and (quad, 1, False) not in found:
+        found.append((quad, 1, False))
     return found
 
 
@@ -945,17 +953,28 @@ def resident_clusters(num_sms: int, size: int) -> int:
 _QUAD = (2, 2)
 
 
+def _quad_shape(config: Config, n: int) -> Config | None:
+    """``config`` in 2x2 clusters, or None where they are not built or would idle CTAs: a 16-bit
+    data-parallel tile in 2x1 clusters over an even count of tile columns."""
+    if config.cluster_m != 2 or config.cluster_n != 1 or config.partials or config.streamk \
+            or config.pingpong or config.swap or config.tile_n < 128 or config.tile_k != 64:
+        return None
+    if -(-n // config.tile_n) % 2:
+        return None
+    return replace(config, cluster_n=_QUAD[1])
+
+
 def _quad(config: Config, m: int, n: int, batch: int, num_sms: int) -> Config:
-    """``config`` in 2x2 clusters where they pay (``_QUAD``): a 16-bit data-parallel tile in 2x1
-    clusters, an even count of tile columns, and the 2x2 clusters of the product (times the
-    batch) no more than run at once (``resident_clusters``)."""
-    if config.cluster_m != 2 or config.partials or config.streamk or config.pingpong \
-            or config.swap or config.tile_n < 128 or config.tile_k != 64:
+    """``config`` in 2x2 clusters where they pay (``_QUAD``): ``_quad_shape``, and the 2x2
+    clusters of the product (times the batch) no more than run at once
+    (``resident_clusters``)."""
+    quad = _quad_shape(config, n)
+    if quad is None:
         return config
     rows, cols = -(-m // config.tile_m), -(-n // config.tile_n)
-    if cols % 2 or -(-rows // 2) * (cols // 2) * batch > resident_clusters(num_sms, 4):
+    if -(-rows // 2) * (cols // 2) * batch > resident_clusters(num_sms, 4):
         return config
-    return replace(config, cluster_m=_QUAD[0], cluster_n=_QUAD[1])
+    return quad
 
 
 def choose_config(m: int, n: int, k: int, batch: int, num_sms: int, math: str = "float16",
