@@ -71,6 +71,15 @@ class Config:
         )
 
     @property
+    def quad_built(self) -> bool:
+        """Whether the kernel is built for this tile in 2x2 clusters: 16-bit data-parallel
+        cooperative tiles of 64 or 128 rows, at least 128 wide (not stream-K: it needs every
+        CTA of its grid resident, and a GPU runs fewer 4-CTA clusters at once than its SMs / 4,
+        ``resident_clusters``)."""
+        return not (self.streamk or self.pingpong or self.swap or self.partials) \
+            and self.tile_k == 64 and self.tile_n >= 128 and self.tile_m <= 128
+
+    @property
     def consumer_warpgroups(self) -> int:
         """One per 64 rows of the tile, at most two (a 256-row tile gives each 128 rows)."""
         return 2 if self.pingpong else min(2, self.tile_m // 64)
@@ -141,11 +150,7 @@ class Config:
                 "Config cluster must be 1x1, 2x1, 1x2 or 2x2, "
                 f"got {self.cluster_m}x{self.cluster_n}."
             )
-        if self.cluster_m * self.cluster_n > 2 and (
-                self.streamk or self.pingpong or self.swap or self.partials or self.tile_k != 64
-                or self.tile_n < 128 or self.tile_m > 128):
-            # Stream-K needs every CTA of its grid resident, and a GPU runs fewer 4-CTA
-            # clusters at once than its SMs / 4 (``resident_clusters``).
+        if self.cluster_m * self.cluster_n > 2 and not self.quad_built:
             raise ValueError("Config 2x2 clusters are built for 16-bit data-parallel cooperative "
                              "tiles of 64 or 128 rows, at least 128 wide; got "
                              f"{self.name}.")
@@ -954,12 +959,10 @@ _QUAD = (2, 2)
 
 
 def _quad_shape(config: Config, n: int) -> Config | None:
-    """``config`` in 2x2 clusters, or None where they are not built or would idle CTAs: a 16-bit
-    data-parallel tile in 2x1 clusters over an even count of tile columns."""
-    if config.cluster_m != 2 or config.cluster_n != 1 or config.partials or config.streamk \
-            or config.pingpong or config.swap or config.tile_n < 128 or config.tile_k != 64:
-        return None
-    if -(-n // config.tile_n) % 2:
+    """``config`` in 2x2 clusters, or None where they are not built (``Config.quad_built``) or
+    would idle CTAs: a tile in 2x1 clusters over an even count of tile columns."""
+    if (config.cluster_m, config.cluster_n) != (2, 1) or not config.quad_built \
+            or -(-n // config.tile_n) % 2:
         return None
     return replace(config, cluster_n=_QUAD[1])
 
