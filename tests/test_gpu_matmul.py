@@ -206,6 +206,16 @@ def _check_torch_product(dtype: str, layout: str, m: int, n: int, k: int) -> Non
     check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
 
 
+def _check_picked(dtype: str, layout: str, shape, what: str, splits: int | None = None,
+                  **fields) -> None:
+    """The dispatcher's sm90 pick for ``shape`` has these config ``fields`` (and ``splits``,
+    unless None), and the product in ``layout`` is correct."""
+    key, picked = _sm90_pick(dtype, *shape, what)
+    found = {name: getattr(key.config, name) for name in fields}
+    assert found == fields and splits in (None, picked), (key.config, picked)
+    _check_torch_product(dtype, layout, *shape)
+
+
 @pytest.mark.parametrize("shape", WAVE_FILL, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -252,9 +262,7 @@ CLUSTERED = [(128, 2000, 3000), (200, 1000, 999), (300, 777, 555), (1000, 1000, 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_clustered_products(dtype, layout, shape):
-    key, _ = _sm90_pick(dtype, *shape, "a 2x1 cluster")
-    assert key.config.cluster_m == 2, key.config
-    _check_torch_product(dtype, layout, *shape)
+    _check_picked(dtype, layout, shape, "a 2x1 cluster", cluster_m=2)
 
 
 # 16-bit products whose 2x2 clusters fit one wave with an even count of tile columns run in 2x2
@@ -267,9 +275,7 @@ QUAD = [(200, 1000, 999), (1537, 1531, 1000), (2816, 256, 2496), (648, 968, 2784
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_2x2_clustered_products(dtype, layout, shape):
-    key, splits = _sm90_pick(dtype, *shape, "a 2x2 cluster")
-    assert (key.config.cluster_m, key.config.cluster_n, splits) == (2, 2, 1), key.config
-    _check_torch_product(dtype, layout, *shape)
+    _check_picked(dtype, layout, shape, "a 2x2 cluster", splits=1, cluster_m=2, cluster_n=2)
 
 
 def test_2x2_clustered_batch_with_broadcast():
@@ -292,10 +298,8 @@ ONE_COLUMN = [(2352, 40, 1056), (4097, 64, 1000), (1001, 33, 77), (3000, 57, 200
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_one_tile_column_products_in_clusters(dtype, layout, shape):
-    key, splits = _sm90_pick(dtype, *shape, "the 64x64 tile in 2x1 clusters")
-    config = key.config
-    assert (config.tile_m, config.tile_n, config.cluster_m, splits) == (64, 64, 2, 1), config
-    _check_torch_product(dtype, layout, *shape)
+    _check_picked(dtype, layout, shape, "the 64x64 tile in 2x1 clusters", splits=1, tile_m=64,
+                  tile_n=64, cluster_m=2)
 
 
 def test_clustered_batch_with_broadcast():
