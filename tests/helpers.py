@@ -172,6 +172,31 @@ def forced_runs(a, b, choose, holds, repeats: int = 1, **call) -> list:
     return outs
 
 
+def check_c_view(mk, m: int, n: int, k: int, choice) -> None:
+    """A fresh fp16 ``m x n x k`` product with ``choice`` (config, splits, transposed) forced,
+    written into ``out``, a column slice of a wider NaN-poisoned row-major buffer: correct, and
+    the columns around the slice keep their poison (TMA stores stay inside the view)."""
+    import torch
+
+    import cutematmul
+    from cutematmul import cache, launch
+    from cutematmul.adapters import adapter_for
+
+    a, b = layout_operands(mk, m, n, k, "nn", "float16")
+    buffer = torch.full((m, n + 72), float("nan"), dtype=a.dtype, device="cuda")
+    out = buffer[:, 40:40 + n]
+    # The view's rows are whole 16-byte vectors at a 16-byte aligned start, so its product
+    # is the fresh result's problem.
+    work = launch.planned_launch(adapter_for(a), a, b)
+    assert work is not None and work.problem is not None
+    with cache.trial_tuned(work.problem, choice):
+        assert launch.planned_launch(adapter_for(a), a, b).key.config == choice[0]
+        cutematmul.matmul(a, b, out=out)
+    torch.cuda.synchronize()
+    check_matmul(out, a, b, "float16")
+    assert torch.isnan(buffer[:, :40]).all() and torch.isnan(buffer[:, 40 + n:]).all()
+
+
 def dispatched(dtype: str, m: int, n: int, k: int, batch: int = 1):
     """(family, KernelKey, splits, transposed) the dispatcher picks on this machine's current GPU
     for row-major, 16-byte aligned operands: what a GPU test asserts its shapes still exercise."""

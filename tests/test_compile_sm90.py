@@ -35,6 +35,9 @@ PATTERNS = {
     "wgmma_n64": r"\bwgmma\.mma_async\.sync\.aligned\.m64n64k16\.",
     "wgmma_n160": r"\bwgmma\.mma_async\.sync\.aligned\.m64n160k16\.",
     "wgmma_n224": r"\bwgmma\.mma_async\.sync\.aligned\.m64n224k16\.",
+    "wgmma_n80": r"\bwgmma\.mma_async\.sync\.aligned\.m64n80k16\.",
+    "wgmma_n96": r"\bwgmma\.mma_async\.sync\.aligned\.m64n96k16\.",
+    "wgmma_n112": r"\bwgmma\.mma_async\.sync\.aligned\.m64n112k16\.",
     "wgmma_n128": r"\bwgmma\.mma_async\.sync\.aligned\.m64n128k16\.",
     "wgmma_n256": r"\bwgmma\.mma_async\.sync\.aligned\.m64n256k16\.",
     "wgmma_n192": r"\bwgmma\.mma_async\.sync\.aligned\.m64n192k16\.",
@@ -118,6 +121,39 @@ def test_sm90_wide_tiles_issue_wgmma_of_their_width(tmp_path):
         assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
         assert (c["multicast"] >= 1) == ("_c2x1_" in name), f"{name}: {c}"
         assert c["pdl_wait"] == (1 if name.endswith("_pdl") else 0), f"{name}: {c}"
+
+
+#: Widths of 80, 96 and 112 (configs.sm90._ODD_N: N of 65-127, or a swapped M): both B majors
+#: (an N-major B tile of 96 is 64-byte swizzled, of 80 and 112 32-byte), both A majors,
+#: unclustered and in 2x1 clusters, 64 and 128 rows, split (fp32 partials), swapped.
+_ODD = [
+    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 80, "epi_n": 16, "cluster_m": 2, "pdl": True}),
+    ("BFloat16", "k", "k", {"tile_m": 128, "tile_n": 96, "cluster_m": 2, "pdl": True}),
+    ("Float16", "m", "n", {"tile_m": 64, "tile_n": 112, "epi_n": 16, "pdl": True}),
+    ("BFloat16", "m", "k", {"tile_m": 128, "tile_n": 112, "epi_n": 16, "cluster_m": 2}),
+    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 96, "partials": True, "pdl": True}),
+    ("Float16", "k", "k", {"tile_m": 128, "tile_n": 80, "epi_n": 16, "cluster_m": 2,
+                           "swap": True, "pdl": True}),
+    ("BFloat16", "m", "k", {"tile_m": 128, "tile_n": 96, "cluster_m": 2, "swap": True,
+                            "pdl": True}),
+]
+
+
+def test_sm90_odd_width_tiles_issue_wgmma_of_their_width(tmp_path):
+    """Tiles 80, 96 and 112 wide: wgmma n80 / n96 / n112, TMA loads and stores, no spills,
+    multicast exactly in 2x1 clusters, swapped ones storing C through the transposing
+    ``stmatrix``."""
+    counts = compile_in_child("sm_90a", _CHILD, _ODD, tmp_path)
+    assert len(counts) == len(_ODD)
+    for name, c in counts.items():
+        width = _tile_n(name)
+        assert width in (80, 96, 112), name
+        assert c[f"wgmma_n{width}"] >= 4, f"{name}: no m64n{width}k16 wgmma: {c}"
+        assert c["tma_load"] >= 2 and c["tma_store"] >= 1 and c["setmaxnreg"] == 2, f"{name}: {c}"
+        assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
+        assert (c["multicast"] >= 1) == ("_c2x1_" in name), f"{name}: {c}"
+        swapped = "_swap" in name
+        assert (c["stmatrix_trans"] >= 1) == (swapped and "_partials" not in name), f"{name}: {c}"
 
 
 #: Clusters beyond 2x1: 2x2 (configs.sm90._QUAD: one wave of them, even tile columns) in every

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import require_module
-from helpers import Maker, check_matmul, dispatched, forced_runs, layout_operands
+from helpers import Maker, check_c_view, check_matmul, dispatched, forced_runs, layout_operands
 
 pytestmark = pytest.mark.gpu
 
@@ -86,28 +86,8 @@ def test_swapped_batch_with_a_broadcast_operand(mk):
 def test_swapped_c_view_inside_a_wider_buffer(mk, tile):
     """C^T's TMA stores run along N: a C that is a column slice of a wider row-major buffer is
     written inside the slice only (the columns around it keep their NaN poison)."""
-    import torch
-
-    import cutematmul
-    from cutematmul import cache, launch
-    from cutematmul.adapters import adapter_for
-
-    m, n, k = 150, 4104, 2000
-    a, b = layout_operands(mk, m, n, k, "nn", "float16")
     config, splits = _config(tile)
-    buffer = torch.full((m, n + 72), float("nan"), dtype=a.dtype, device="cuda")
-    out = buffer[:, 40:40 + n]
-    # The view's rows are whole 16-byte vectors at a 16-byte aligned start, so its product
-    # is the fresh result's problem.
-    work = launch.planned_launch(adapter_for(a), a, b)
-    assert work is not None and work.problem is not None
-    with cache.trial_tuned(work.problem, (config, splits, False)):
-        forced = launch.planned_launch(adapter_for(a), a, b)
-        assert forced.key.config == config, forced
-        cutematmul.matmul(a, b, out=out)
-    torch.cuda.synchronize()
-    check_matmul(out, a, b, "float16")
-    assert torch.isnan(buffer[:, :40]).all() and torch.isnan(buffer[:, 40 + n:]).all()
+    check_c_view(mk, 150, 4104, 2000, (config, splits, False))
 
 
 # Skinny products the dispatcher itself runs swapped (``configs.sm90._swapped_skinny``):

@@ -210,6 +210,64 @@ def test_small_n_up_to_64_takes_the_64x64_tile_unsplit_in_2x1_clusters(n):
     assert (config.tile_m, config.tile_n, config.cluster_m) == (64, 64, 1), config
 
 
+#: Products of N 65-112 (B K-major): (M, N, K, the odd width); tile rows, clusters and splits
+#: as the 128-wide tiles would take them.
+ODD_N = [(3688, 112, 1416, 112), (6656, 80, 5680, 80), (10704, 104, 4912, 112),
+         (2480, 65, 880, 80), (4000, 96, 3000, 96), (1592, 72, 3464, 80)]
+
+
+@pytest.mark.parametrize("math", ["float16", "bfloat16"])
+@pytest.mark.parametrize("m, n, k, width", ODD_N, ids=str)
+def test_n_of_65_to_112_with_b_k_major_takes_the_narrowest_odd_width(math, m, n, k, width):
+    """B K-major (its tile rows are K, 128-byte swizzled whatever the width): the narrowest of
+    80, 96, 112 that holds N instead of 128, unsplit in 2x1 clusters where M spans two tiles
+    (split: fp32 partials, unclustered); the XLA route (no workspace) too."""
+    for max_splits in (waves.MAX_SPLITS, 1):
+        config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132, max_splits,
+                                                          math=math, majors=("k", "k"))
+        config.validate()
+        assert config.tile_n == width and not transposed and not config.swap, config
+        assert config.epi_n == sm90.epilogue_width(width) and not config.streamk
+        assert config.cluster_m == (1 if splits > 1 else 2) and config.partials == (splits > 1)
+
+
+@pytest.mark.parametrize("majors", [("k", "n"), ("m", "n")])
+@pytest.mark.parametrize("m, n, k, width", ODD_N, ids=str)
+def test_n_of_65_to_112_with_b_n_major_keeps_128_wide_tiles(majors, m, n, k, width):
+    """B stored along N: a tile 80 or 112 wide would be 32-byte swizzled, and it lost or tied;
+    no odd width is offered, to the model or to the tuner."""
+    config, _, _ = sm90.choose_schedule(m, n, k, 1, 132, majors=majors)
+    assert config.tile_n not in (80, 96, 112), config
+    assert all(c.tile_n not in (80, 96, 112)
+               for c, _, _ in sm90.candidates(m, n, k, 1, 132, majors=majors))
+
+
+@pytest.mark.parametrize("case", [dict(n=120), dict(n=64), dict(n=96, math="tf32"),
+                                  dict(n=96, math="tf32x3")], ids=str)
+def test_odd_widths_stay_out_of_other_products(case):
+    """N past 112 (the 128-wide tile pads less than 16 columns), N of at most 64 (the 64 x 64
+    tile), and fp32 inputs through TF32 (tile_k 32: not built)."""
+    case = dict(case)
+    n = case.pop("n")
+    for c, _, _ in sm90.candidates(6000, n, 4000, 1, 132, majors=("k", "k"), **case):
+        assert c.tile_n not in (80, 96, 112), (n, case, c)
+
+
+def test_odd_widths_are_offered_to_the_tuner_without_stream_k():
+    """The tuner times the odd width and the 128-wide tile, never an odd-width stream-K
+    schedule (not built) nor one in 2x2 clusters."""
+    found = sm90.candidates(10704, 104, 4912, 1, 132, majors=("k", "k"))
+    widths = {c.tile_n for c, _, _ in found}
+    assert 112 in widths and 128 in widths, found
+    for c, _, _ in found:
+        c.validate()
+        if c.tile_n == 112:
+            assert not c.streamk and c.cluster_n == 1, c
+    swapped = sm90.candidates(72, 12432, 2296, 1, 132, majors=("k", "n"))
+    assert swapped[0][0].swap and swapped[0][0].tile_n == 80, swapped[0]
+    assert all(not (c.streamk and c.tile_n == 80) for c, _, _ in swapped)
+
+
 def test_small_m_stored_m_major_runs_on_128_row_narrow_tiles_where_rows_split_sectors():
     """A transposed small-M product whose A is M-major, rows of A^T no whole number of 32-byte
     sectors (M = 8, 24, 31 in 16 bits): the 64-row narrow tiles are left out; at M = 16 and 32
@@ -961,16 +1019,17 @@ def test_products_outside_the_skinny_swap_class_keep_their_orientation(case):
 @pytest.mark.parametrize("m, n, k, batch", [(67, 15792, 15224, 1), (94, 14736, 7336, 1),
                                             (120, 16152, 5400, 1), (65, 8500, 4096, 1),
                                             (100, 4400, 4096, 2)])
-def test_skinny_16bit_products_of_m_65_to_127_run_swapped_on_128x128_tiles(math, majors, m, n,
+def test_skinny_16bit_products_of_m_65_to_127_run_swapped_on_128_row_tiles(math, majors, m, n,
                                                                           k, batch):
-    """One 128-wide tile holds M; N's 128-row tiles (times the batch) fit one wave where its
-    64-row ones would not: 128 x 128 swapped in 2x1 clusters, data-parallel, on the XLA route
-    too."""
+    """One tile width holds M; N's 128-row tiles (times the batch) fit one wave where its
+    64-row ones would not: 128-row tiles swapped in 2x1 clusters, data-parallel, on the XLA
+    route too; 128 wide, or with A K-major and M <= 112 the narrowest of 80, 96, 112."""
     config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, math=math,
                                                       majors=majors)
     config.validate()
     assert config.swap and splits == 1 and not transposed, config
-    assert (config.tile_m, config.tile_n, config.cluster_m) == (128, 128, 2), config
+    width = next(w for w in (80, 96, 112) if w >= m) if majors[0] == "k" and m <= 112 else 128
+    assert (config.tile_m, config.tile_n, config.cluster_m) == (128, width, 2), config
     assert not config.partials and not config.streamk and config.pdl
     assert sm90.choose_config(m, n, k, batch, 132, math=math, majors=majors) == config
 

@@ -4,7 +4,8 @@ Each family (simt fp32, sm80 and sm90 fp16/bf16, and "tf32": the sm90 kernel in 
 3xTF32 modes with the operand prep of ``kernels/operand_prep.py``) runs tails in M, N and K, all four operand
 layouts (each twice: the repeat takes the device route's fast path), unaligned and strided
 views (which go through staging), broadcast batches, 1-D operands,
-the sm90 tiles of widths that are no power of two, 16-bit operands TMA cannot address (copied
+the sm90 tiles of widths that are no power of two (128 x 160 and 224; 80, 96 and 112 in every
+layout, split and swapped too), 16-bit operands TMA cannot address (copied
 by the operand prep in their own major), the sm90 pingpong schedule (forced: two
 warpgroups on alternate tiles, an order barrier between them) in every layout, skinny products
 the sm90 kernel computes swapped (C^T = B^T A^T, C stored through its transpose, data-parallel
@@ -277,6 +278,33 @@ def _wide(gen, quick: bool, poison: bool) -> int:
     return count
 
 
+#: Tiles 80, 96 and 112 wide (``configs.sm90._ODD_N``), forced in every layout: (M, N, K,
+#: dtype, (tile_m, tile_n), cluster_m, splits, swap).  The short side a tail inside the width,
+#: odd tile rows, K tails (every extent a multiple of 8: read in place in every layout);
+#: unsplit in 1x1 and 2x1 clusters, split (fp32 partials), swapped.
+ODD_CASES = [(1000, 72, 1000, "float16", (128, 80), 2, 1, False),
+             (392, 104, 2056, "bfloat16", (64, 112), 1, 3, False),
+             (200, 96, 520, "float16", (64, 96), 2, 1, False),
+             (88, 904, 776, "bfloat16", (128, 112), 2, 1, True)]
+
+
+def _odd_widths(gen, quick: bool, poison: bool) -> int:
+    """The sm90 kernel on tiles 80, 96 and 112 wide (an N-major B tile 32- or 64-byte swizzled,
+    epilogue sub-tiles 16 wide at 80 and 112) in every layout."""
+    from cutematmul.configs.sm90 import Config, epilogue_width
+
+    count = 0
+    for m, n, k, dtype, (tm, tn), cluster, splits, swap in ODD_CASES[:2] if quick else ODD_CASES:
+        config = Config(tile_m=tm, tile_n=tn, epi_n=epilogue_width(tn), cluster_m=cluster,
+                        partials=splits > 1, swap=swap, pdl=True)
+        for layout in ("nn", "tn", "nt", "tt"):
+            count += _forced_exactly(gen, m, n, k, layout, (config, splits, False),
+                                     (dtype, "highest"), "sm90", poison,
+                                     f"{tm}x{tn} c{cluster} s{splits}{' swap' if swap else ''} "
+                                     f"{dtype} {m}x{n}x{k} {layout}")
+    return count
+
+
 #: Pingpong schedules forced in every layout: (M, N, K, dtype, (tile_m, tile_n), cluster_m,
 #: splits).  Tails in every mode, several tiles per warpgroup, one warpgroup left with nothing
 #: but skipped stages, a K shorter than one K-tile, and a split; every operand 16-byte aligned
@@ -438,6 +466,7 @@ def run(families, quick: bool, poison: bool = True) -> int:
         families = [f for f in families if f != "cupy"]
     if "sm90" in families:
         count += _wide(gen, quick, poison)
+        count += _odd_widths(gen, quick, poison)
         count += _pingpong(gen, quick, poison)
         count += _swapped(gen, quick, poison)
         count += _clusters(gen, quick, poison)

@@ -8,6 +8,7 @@ Imports: ``configs.waves``, ``plan`` (the operand majors of a product computed t
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from math import gcd
 from typing import NamedTuple
 
 from ..plan import transposed_majors
@@ -21,6 +22,9 @@ _PRODUCER_REGISTERS = 40
 #: Tile widths the kernel is built for.  160 and 224 (multiples of 32, not 64) keep an N-major B
 #: tile in 64-byte swizzled shared memory, the others in 128-byte.
 _TILE_N = (16, 32, 64, 128, 160, 192, 224, 256)
+#: Widths between 64 and 128 for 16-bit tiles whose short side is 65-112 (``_odd_width``): an
+#: N-major B tile of 96 is 64-byte swizzled, of 80 or 112 32-byte (rows of 160 or 224 bytes).
+_ODD_N = (80, 96, 112)
 
 
 @dataclass(frozen=True)
@@ -134,10 +138,16 @@ class Config:
                              f"stream-K or pingpong; got {self.tile_m}x{self.tile_n}"
                              + (", stream-K" if self.streamk else "")
                              + (", pingpong" if self.pingpong else "") + ".")
-        if self.tile_n not in _TILE_N:
+        if self.tile_n not in _TILE_N + _ODD_N:
             raise ValueError(
-                f"Config.tile_n must be one of {', '.join(map(str, _TILE_N))}; got {self.tile_n}."
+                f"Config.tile_n must be one of {', '.join(map(str, sorted(_TILE_N + _ODD_N)))}; "
+                f"got {self.tile_n}."
             )
+        if self.tile_n in _ODD_N and (self.tile_k != 64 or self.streamk or self.pingpong
+                                      or self.cluster_n > 1):
+            raise ValueError(f"Config.tile_n={self.tile_n} is built for 16-bit cooperative tiles "
+                             "(tile_k 64) in 1x1 or 2x1 clusters, without stream-K; got "
+                             f"{self.name}.")
         if self.tile_n < 64 and (self.streamk or (not self.partials and self.tile_k != 64)):
             # 16-bit C or fp32 partials, data-parallel or split (stream-K measured slower:
             # ``_NARROW_N_MATH``).
@@ -181,6 +191,12 @@ class Config:
         if self.pdl and self.streamk:
             # The host zeroes the flags with a memset right before a stream-K launch.
             raise ValueError("Config.pdl is built for data-parallel and split-K kernels only.")
+
+
+def epilogue_width(tile_n: int) -> int:
+    """``Config.epi_n`` for a tile width: 32 columns per epilogue sub-tile, or 16 where 32 does
+    not divide the width (80, 112) or exceeds it."""
+    return gcd(32, tile_n)
 
 
 def streamk_fits(config: Config, m: int, n: int, k: int, batch: int) -> bool:
@@ -514,6 +530,9 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     computed transposed its tiles are chosen over (N, M) (a small-M product's transposed route
     runs in that orientation already).
 
+    16-bit products whose N is 65-112, with B K-major, are offered tiles 80, 96 or 112 wide
+    beside the 128-wide ones (``_odd_width``).
+
     Skinny 16-bit products whose M fits one tile width that is no multiple of 128 (128 < M <=
     224) run swapped instead (``_swapped_skinny``): C^T = B^T A^T in the kernel, all of M in
     one 160-, 192- or 224-wide tile, no padded rows.
@@ -584,7 +603,8 @@ _SWAP_STREAMK_K_TILES = 128
 #: it lost (nn 128x10240x8192 49.9 / 54.7, 128x16384x16384 132.8 / 130.2).  Where N's 64-row
 #: tiles fit one wave (two 64-row tile rows untransposed, 2x1) it did too (70x7144x2536 19.3 /
 #: 17.6, 124x7168x5488 24.5 / 29.4), and on fewer tiles it lost (89x5120x11808, 40 tiles: 42.2
-#: / 57.2); 64-row swapped tiles lost to 128-row ones.
+#: / 57.2); 64-row swapped tiles lost to 128-row ones.  With A K-major, M of 65-112 takes the
+#: narrowest of 80, 96 and 112 that holds it instead of 128 (``_odd_width``).
 _SWAP_ONE_ROW = 128
 #: M of 33-63 over a long N runs swapped on 64-wide tiles in 2x1 clusters (the A tile
 #: multicast), 64 rows where N's 64-row tiles (times the batch) fit one wave, else 128; never
@@ -613,6 +633,28 @@ _SWAP_NARROW = 64
 #: 202x4720x4720 29.0 / 26.7 (29.4), 136x4464x4464 21.2 / 19.8 (21.5), 220x4688x4688 27.6 /
 #: 27.3 (28.4); and with whole lines 192x6144x6144 27.7 / 34.2 (28.3), kept unclustered.
 _LINE_BYTES = 128
+#: A short side of 65-112 (N untransposed, or M swapped) takes the narrowest tile width of
+#: ``_ODD_N`` that holds it, in place of 128, where the operand along that side is K-major (B
+#: of an untransposed product, A of a swapped one): its tile rows are K, 128-byte swizzled
+#: whatever the width.  Stored along the short side, a tile 80 or 112 wide is 32-byte swizzled,
+#: and it lost.  H200, 2026-12-03, fp16, L2-cold rotated inputs, us, the previous pick / the
+#: odd width, same rows and cluster (cuBLAS): nt 6656x80x5680 37.5 (64 x 128) / 25.3 (64 x 80;
+#: 128 x 80 25.0) (24.2), 3688x112x1416 8.2 / 7.8 (7.9), 2536x104x2616 11.5 / 11.1 (9.9),
+#: 10704x104x4912 39.5 / 38.0 (32.4), 1592x72x3464 at 5 splits 12.1 / 11.4 at 4 (10.2); swapped
+#: (``_SWAP_ONE_ROW``), A K-major: nn 72x12432x2296 24.7 / 20.2 (20.5), 96x10896x3608 31.5 /
+#: 28.6 (25.2), 104x14056x9192 82.8 / 80.9 (71.3).  Stored along the short side it tied or
+#: lost: nn 5768x80x7024 31.0 (64 x 128) / 31.0 (64 x 96) / 31.4 (64 x 80), 4304x112x5648 22.3
+#: / 25.7 (64 x 112); swapped tn 72x8712x9048 52.6 (128 x 128) / 53.4 (128 x 96) / 58.1 (128 x
+#: 80).
+_ODD_MAJOR = "k"
+
+
+def _odd_width(math: str, short: int, major: str) -> int | None:
+    """The tile width for a 16-bit product's short side (N, or M swapped) of 65-112 whose
+    operand along it is K-major (``_ODD_MAJOR``), else None."""
+    if math not in _CLUSTERED_MATH or major != _ODD_MAJOR or not 64 < short <= _ODD_N[-1]:
+        return None
+    return next(width for width in _ODD_N if width >= short)
 
 
 def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
@@ -621,8 +663,9 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     """The swapped schedule of a skinny 16-bit product (``_SWAP_ONE_ROW``, ``_SWAP_WIDTHS``,
     ``_SWAP_NARROW``; N at least 4 M), or None.
 
-    M of 65-127 (``_SWAP_ONE_ROW``) runs on 128 x 128 tiles in 2x1 clusters where N's 128-row
-    tiles fit one wave and its 64-row ones would not.  Otherwise the tile is as wide as the
+    M of 65-127 (``_SWAP_ONE_ROW``) runs on 128-row tiles in 2x1 clusters where N's 128-row
+    tiles fit one wave and its 64-row ones would not: 128 wide, or 80, 96 or 112 for M of
+    65-112 with A K-major (``_odd_width``).  Otherwise the tile is as wide as the
     narrowest width that holds M (64 for M of 33-63, 160, 192 or 224), and 64 rows where N's
     64-row tiles fit in one wave (else 128; always 128 with A M-major in rows of no whole
     sectors, but on 64-wide tiles).  The A tile is multicast in 2x1 clusters with A M-major (M
@@ -639,8 +682,9 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
         tiles = -(-n // _SWAP_ONE_ROW) * batch
         if m == _SWAP_ONE_ROW or not num_sms < 2 * tiles <= 2 * num_sms:
             return None
-        return Config(tile_m=_SWAP_ONE_ROW, tile_n=width, raster_group=8, epi_n=32,
-                      cluster_m=2, pdl=_PDL, swap=True), 1, False
+        width = _odd_width(math, m, majors[0]) or width
+        return Config(tile_m=_SWAP_ONE_ROW, tile_n=width, raster_group=8,
+                      epi_n=epilogue_width(width), cluster_m=2, pdl=_PDL, swap=True), 1, False
     narrow = width == _SWAP_NARROW and m < _SWAP_NARROW  # M of 33-63 (64: no padded rows)
     if width not in _SWAP_WIDTHS and not narrow:
         return None
@@ -690,7 +734,7 @@ def _streamk_candidate(m: int, n: int, space: "_Space", batch: int, num_sms: int
         return None
     found = []
     for order, (tile, (efficiency, rate)) in enumerate(space.tiles.items()):
-        if tile in _WIDE_EFFICIENCY or tile[2:] or tile[1] < 64:
+        if tile in _WIDE_EFFICIENCY or tile[2:] or tile[1] < 64 or tile[1] in _ODD_N:
             continue  # stream-K: cooperative power-of-two tiles at least 64 wide, as clustered
         tiles, slots = -(-m // tile[0]) * -(-n // tile[1]) * batch, num_sms * rate.slots
         if tiles % slots == 0 or not _STREAMK_WAVES[0] <= tiles / slots <= _STREAMK_WAVES[1]:
@@ -722,7 +766,8 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
             plain = replace(skinny[0], tile_m=tile_m, streamk=False, pdl=_PDL)
             choices = [replace(plain, cluster_m=cluster) for cluster in (1, 2)]
             streamk = replace(plain, cluster_m=2, streamk=True, pdl=False)
-            if max_splits > 1 and streamk_fits(streamk, m, n, k, batch):
+            if (max_splits > 1 and plain.tile_n not in _ODD_N
+                    and streamk_fits(streamk, m, n, k, batch)):
                 choices.append(streamk)
             found += [(c, 1, False) for c in choices if (c, 1, False) not in found]
     m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped, majors,
@@ -837,6 +882,11 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
             tiles[tile] = (eff, rate)
     if math in _CLUSTERED_MATH and _cluster_m(math, (128, 256), m, 1) > 1:
         tiles.update((tile, (eff, in_clusters)) for tile, eff in _WIDE_EFFICIENCY.items())
+    odd = _odd_width(math, n, majors[1])
+    if odd is not None:
+        # Priced as the 128-wide tiles of as many rows: the narrower tile costs less math for
+        # the same bytes, and on a tie the least padding decides.
+        tiles.update(((rows, odd), tiles[(rows, 128)]) for rows in (128, 64))
     one_row = _ONE_ROW_TILE[0][0]
     if math in _CLUSTERED_MATH and (ONE_ROW_M < m <= one_row or n <= one_row):
         # Priced unclustered: its split schedules run so, and unsplit over N <= 64 an odd count
@@ -887,10 +937,10 @@ def _config(space: _Space, math: str, m: int, tile: tuple, splits: int,
     pdl = _PDL and not streamk
     cluster_m = 1 if alone else _cluster_m(math, tile, m, splits)
     if space.workspace:
-        return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn), partials=True,
+        return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=epilogue_width(tn), partials=True,
                       cluster_m=1 if space.transposed else cluster_m,
                       pdl=pdl, swap=space.swapped, **space.extra)
-    return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=min(32, tn), partials=splits > 1,
+    return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=epilogue_width(tn), partials=splits > 1,
                   streamk=streamk, cluster_m=cluster_m, pdl=pdl,
                   pingpong=pingpong, swap=space.swapped, **space.extra)
 
@@ -906,7 +956,8 @@ def _cluster_m(math: str, tile: tuple[int, int], m: int, splits: int) -> int:
     16-bit: whenever M spans two tiles or more (a product of one tile row would leave the
     second CTA of every cluster idle; with an odd count the last cluster's second CTA has no
     rows, its loads are zero-filled and its stores clipped by TMA), on tiles at least 128 wide,
-    on the unsplit narrow tiles of small-N products (``_NARROW_N_MATH``) and on the unsplit
+    on the unsplit narrow tiles of small-N products (``_NARROW_N_MATH``), on the unsplit tiles
+    80-112 wide (``_odd_width``) and on the unsplit
     64 x 64 tile (``_ONE_ROW_TILE``: N of at most 64 there); the narrow 128 x 64 tile was
     measured unclustered.  One-pass TF32: unsplit products of an even number of
     128-row tiles (``_TF32_CLUSTER``).  3xTF32: never.
@@ -914,7 +965,8 @@ def _cluster_m(math: str, tile: tuple[int, int], m: int, splits: int) -> int:
     tile_m, tile_n = tile
     m_tiles = -(-m // tile_m)
     if math in _CLUSTERED_MATH:
-        wide_enough = tile_n >= 128 or (splits == 1 and (tile_n < 64 or tile == _ONE_ROW_TILE[0]))
+        wide_enough = tile_n >= 128 or (splits == 1 and (tile_n < 64 or tile_n in _ODD_N
+                                                          or tile == _ONE_ROW_TILE[0]))
         return 2 if m_tiles >= 2 and wide_enough else 1
     if math == "tf32" and splits == 1 and tile_m == 128 and m_tiles % 2 == 0:
         return _TF32_CLUSTER[0]

@@ -17,7 +17,8 @@ What it computes
 How
     * One producer warpgroup and one or two consumer warpgroups per CTA.  A single producer warp
       issues TMA bulk-tensor copies (``cp.async.bulk.tensor``) of (tile_m x tile_k) A tiles and
-      (tile_n x tile_k) B tiles into a ring of ``stages`` swizzled shared-memory buffers (128-byte; 64 for an N-major B of width 160 or 224); an
+      (tile_n x tile_k) B tiles into a ring of ``stages`` swizzled shared-memory buffers (128-byte; for an N-major B of width 96, 160 or 224 64-byte,
+      of 80 or 112 32-byte); an
       mbarrier pair per stage (full: TMA bytes landed, empty: consumers are done) forms the pipeline.
     * Consumers run ``wgmma.mma_async`` (m64 x tile_n x k16) straight from shared memory, keeping one
       k-tile of wgmma in flight while the next stage's barrier is awaited.  With tile_m = 128 the two
@@ -66,7 +67,7 @@ How
       transposing ``stmatrix`` (plain shared stores for fp32) and TMA stores them.  The
       schedule swaps skinny 16-bit products whose M fits one 160-, 192- or 224-wide tile
       (``configs/sm90._SWAP_WIDTHS``), which untransposed pad M to whole 64- or 128-row tiles,
-      M of 65-127 over a long N on 128 x 128 tiles (``_SWAP_ONE_ROW``) and M of 33-63 on
+      M of 65-127 over a long N on 128-row tiles, 128 wide or 80-112 (``_SWAP_ONE_ROW``) and M of 33-63 on
       64-wide tiles (``_SWAP_NARROW``); one-pass TF32 swaps whenever B is N-major (below).
     * Epilogue: the fp32 accumulators are converted to the output dtype, written to a ring of
       swizzled shared-memory sub-tiles with ``stmatrix``, and stored by TMA (``cp.async.bulk``).
@@ -109,10 +110,11 @@ Constraints
     ``Config.partials`` (fp32 C).  Every operand's base address, leading stride and batch stride
     must be 16-byte aligned (a TMA rule); the host stages other inputs into aligned copies.  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
     {64, 128, 256} (256: 16-bit, tile_n <= 128, no stream-K), tile_n in {64, 128, 160, 192, 224, 256} (also 16 and 32, the narrow
-    tiles of small-M and small-N products: fp32 partials, or a 16-bit C, not stream-K; an
-    N-major B tile 160 or 224 wide is 64-byte
-    swizzled, the shared-memory atom ``hopper_helpers`` picks for a width that is a multiple of
-    32 but not of 64), tile_k = 64, clusters 1x1, 2x1 or 1x2, or 2x2 (16-bit data-parallel cooperative tiles
+    tiles of small-M and small-N products: fp32 partials, or a 16-bit C, not stream-K; and 80,
+    96 and 112 for 16-bit tiles of N (or a swapped M) of 65-127, cooperative, 1x1 or 2x1, not
+    stream-K; an N-major B tile 96, 160 or 224 wide is 64-byte swizzled, 80 or 112 wide 32-byte:
+    the shared-memory atom ``hopper_helpers`` picks for the widest swizzle that divides a row;
+    epilogue sub-tiles 16 wide where 32 does not divide the width), tile_k = 64, clusters 1x1, 2x1 or 1x2, or 2x2 (16-bit data-parallel cooperative tiles
     at least 128 wide, no stream-K: a GPU runs fewer 4-CTA clusters at once than SMs / 4).  Pingpong: 16-bit inputs,
     tile_m x tile_n <= 128 x 128 (a whole tile's fp32 accumulators in one warpgroup's
     registers), no stream-K.  Swap: tile_m 64 or 128, not pingpong; a narrow tile (16 or 32)
