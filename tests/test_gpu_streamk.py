@@ -28,14 +28,14 @@ TILES = [(128, 256, 2), (128, 128, 1), (64, 128, 2), (64, 256, 1)]
 
 
 def _streamk(config, tile):
-    from cutematmul.configs.sm90 import Config
+    from cutematmul.configs.sm90 import Config, epilogue_width
 
     tm, tn, cluster = tile
     # TF32: the natural schedule's swap, which the kernel's majors decide (``Config.swap``).
     extra = ({"tile_k": 32, "epi_stages": 2, "swap": config.swap} if config.tile_k == 32
              else {})
-    return Config(tile_m=tm, tile_n=tn, cluster_m=cluster, epi_n=min(32, tn), streamk=True,
-                  **extra)
+    return Config(tile_m=tm, tile_n=tn, cluster_m=cluster, epi_n=epilogue_width(tn),
+                  streamk=True, **extra)
 
 
 def _run(a, b, tile, precision="highest", repeats=1):

@@ -192,15 +192,15 @@ def _forced_exactly(gen, m: int, n: int, k: int, layout: str, choice, mode, kern
 def _streamk(gen, quick: bool, poison: bool) -> int:
     """The sm90 kernel's stream-K schedule (partial tiles through a workspace, flags between
     CTAs) on products whose tiles straddle CTAs."""
-    from cutematmul.configs.sm90 import Config
+    from cutematmul.configs.sm90 import Config, epilogue_width
 
     count = 0
     for m, n, k, dtype, precision, (tm, tn), cluster in STREAMK_CASES[:2] if quick else STREAMK_CASES:
         a, b = _operands(m, n, k, "nn", dtype, gen)
         # TF32 tiles; the kernel swaps (C^T = B^T A^T) as B is N-major here ("nn").
         extra = {"tile_k": 32, "epi_stages": 2, "swap": True} if dtype == "float32" else {}
-        config = Config(tile_m=tm, tile_n=tn, cluster_m=cluster, epi_n=min(32, tn), streamk=True,
-                        **extra)
+        config = Config(tile_m=tm, tile_n=tn, cluster_m=cluster, epi_n=epilogue_width(tn),
+                        streamk=True, **extra)
         what = f"streamk {dtype} {precision} {m}x{n}x{k}"
         res = _forced(a, b, (config, 1, False), precision, poison,
                       lambda work: work.streamk is not None, what)

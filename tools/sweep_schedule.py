@@ -69,8 +69,8 @@ CLUSTERS = ((1, 1), (2, 1), (1, 2))
 def _config(module, tm: int, tn: int, transposed: bool, splits: int, cluster=(1, 1),
             pingpong: bool = False):
     if module is sm90:
-        return sm90.Config(tile_m=tm, tile_n=tn, epi_n=sm90.epilogue_width(tn), cluster_m=cluster[0],
-                           cluster_n=cluster[1], partials=splits > 1 or transposed or tn < 64,
+        return sm90.Config(tile_m=tm, tile_n=tn, epi_n=sm90.epilogue_width(tn),
+                           cluster_m=cluster[0], cluster_n=cluster[1], partials=splits > 1 or transposed or tn < 64,
                            pingpong=pingpong)
     if tm in simt.GEMV_ROWS:  # the row-streaming kernel (transposed: on C^T)
         return simt.gemv_config(tm)

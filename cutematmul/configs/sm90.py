@@ -701,7 +701,7 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
         return None
     tile_m = 64 if row_tiles <= num_sms and sectors else 128
     tiles = -(-n // tile_m) * batch
-    config = Config(tile_m=tile_m, tile_n=width, raster_group=8, epi_n=32,
+    config = Config(tile_m=tile_m, tile_n=width, raster_group=8, epi_n=epilogue_width(width),
                     cluster_m=2 if across or narrow or not lines else 1, pdl=_PDL, swap=True)
     if (max_splits > 1 and not narrow and tiles < _SWAP_STREAMK_FILL * num_sms
             and -(-k // config.tile_k) >= _SWAP_STREAMK_K_TILES):
@@ -937,11 +937,11 @@ def _config(space: _Space, math: str, m: int, tile: tuple, splits: int,
     pdl = _PDL and not streamk
     cluster_m = 1 if alone else _cluster_m(math, tile, m, splits)
     if space.workspace:
-        return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=epilogue_width(tn), partials=True,
-                      cluster_m=1 if space.transposed else cluster_m,
+        return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=epilogue_width(tn),
+                      partials=True, cluster_m=1 if space.transposed else cluster_m,
                       pdl=pdl, swap=space.swapped, **space.extra)
-    return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=epilogue_width(tn), partials=splits > 1,
-                  streamk=streamk, cluster_m=cluster_m, pdl=pdl,
+    return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=epilogue_width(tn),
+                  partials=splits > 1, streamk=streamk, cluster_m=cluster_m, pdl=pdl,
                   pingpong=pingpong, swap=space.swapped, **space.extra)
 
 

@@ -17,8 +17,8 @@ What it computes
 How
     * One producer warpgroup and one or two consumer warpgroups per CTA.  A single producer warp
       issues TMA bulk-tensor copies (``cp.async.bulk.tensor``) of (tile_m x tile_k) A tiles and
-      (tile_n x tile_k) B tiles into a ring of ``stages`` swizzled shared-memory buffers (128-byte; for an N-major B of width 96, 160 or 224 64-byte,
-      of 80 or 112 32-byte); an
+      (tile_n x tile_k) B tiles into a ring of ``stages`` swizzled shared-memory buffers
+      (128-byte; for an N-major B of width 96, 160 or 224 64-byte, of 80 or 112 32-byte); an
       mbarrier pair per stage (full: TMA bytes landed, empty: consumers are done) forms the pipeline.
     * Consumers run ``wgmma.mma_async`` (m64 x tile_n x k16) straight from shared memory, keeping one
       k-tile of wgmma in flight while the next stage's barrier is awaited.  With tile_m = 128 the two
@@ -67,8 +67,8 @@ How
       transposing ``stmatrix`` (plain shared stores for fp32) and TMA stores them.  The
       schedule swaps skinny 16-bit products whose M fits one 160-, 192- or 224-wide tile
       (``configs/sm90._SWAP_WIDTHS``), which untransposed pad M to whole 64- or 128-row tiles,
-      M of 65-127 over a long N on 128-row tiles, 128 wide or 80-112 (``_SWAP_ONE_ROW``) and M of 33-63 on
-      64-wide tiles (``_SWAP_NARROW``); one-pass TF32 swaps whenever B is N-major (below).
+      M of 65-127 over a long N on 128-row tiles, 128 wide or 80-112 (``_SWAP_ONE_ROW``),
+      and M of 33-63 on 64-wide tiles (``_SWAP_NARROW``); one-pass TF32 swaps whenever B is N-major (below).
     * Epilogue: the fp32 accumulators are converted to the output dtype, written to a ring of
       swizzled shared-memory sub-tiles with ``stmatrix``, and stored by TMA (``cp.async.bulk``).
       One named barrier per sub-tile: the storing warp waits for older stores with a lag of
