@@ -31,7 +31,8 @@ from pathlib import Path
 from . import cache
 from .dispatch import (
     FAMILIES, HALF_MATH, PRECISIONS, TF32_MATH, choose_families, choose_family, itemsize, math_type,
-    operand_copy, output_dtype, operand_copies, prep_key, reduce_key, schedule, through_workspace,
+    copied_c, copies_c, operand_copy, output_dtype, operand_copies, prep_key, reduce_key, schedule,
+    through_workspace,
 )
 
 #: SM counts of the usual GPU of each target, for machines without one (``--num-sms`` overrides).
@@ -211,6 +212,11 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
                 key, splits, transposed = schedule(runs, capability, num_sms, math, a_major,
                                                    b_major, aligns, m, n, k, count)
                 keys += [key, *_reduce_keys(capability, math, key.config, splits, transposed)]
+                # The same product into a C whose rows the kernel cannot store (odd N): its
+                # copy from our padded rows (``launch._resolve``).
+                if (selection.alignments == "all" and runs.required_alignment > itemsize(math)
+                        and copies_c(runs, key.config, splits, transposed, False)):
+                    keys += copied_c(capability, key)
     return list(dict.fromkeys(keys))
 
 
@@ -283,6 +289,9 @@ def tuned_keys(directory: Path) -> list:
                       ("n", operand_copies(family, problem.math, "k", "n", m, n, k)[1],
                        problem.b_major))
                   if major is not None and major == read]
+        if copies_c(family, key.config, splits, transposed,
+                    problem.align_c >= family.required_alignment):
+            copied += copied_c(capability, key)  # the key itself too, writing our padded rows
         for k in (key, *_reduce_keys(capability, problem.math, key.config, splits, transposed),
                   *_prep_keys(capability, problem.math), *copied):
             keys.setdefault(replace(k, arch=problem.arch), None)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, NamedTuple
 
 
@@ -55,7 +55,7 @@ class Family:
     scalar_tails: bool
     #: True when the kernel stores C in whole 16-byte vectors along N (the sm90 TMA epilogue was
     #: measured writing up to the next 16-byte boundary): an output whose N is not a whole number
-    #: of vectors is then computed into a padded buffer of ours and copied out.
+    #: of vectors is then computed into padded rows of ours and copied out (``copied_c``).
     whole_vector_stores: bool
     #: True when the kernel reads A and B in whole 16-byte vectors along their unit stride with no
     #: scalar path (the sm80 cp.async byte-count tail still addresses the whole vector): operands
@@ -422,20 +422,44 @@ def kernel_key(family: Family, capability: tuple[int, int], num_sms: int, dtype:
 
 @dataclass(frozen=True)
 class ReduceKey:
-    """The split-K reduction (``kernels/splitk_reduce.py``) writing C of ``dtype``; ``pdl``:
-    launched with programmatic dependent launch (Hopper and newer)."""
+    """The split-K reduction (``kernels/splitk_reduce.py``) writing C of ``dtype`` from a
+    workspace of ``w_dtype`` (fp32 partials, or C's own dtype: ``copied_c``); ``pdl``: launched
+    with programmatic dependent launch (Hopper and newer)."""
 
     family: str
     arch: str
     dtype: str
     pdl: bool = False
+    w_dtype: str = "float32"
 
 
-def reduce_key(capability: tuple[int, int], dtype: str) -> ReduceKey:
-    """The reduction of a split or transposed product; on sm_90 and newer it is launched as a
-    dependent of the GEMM before it (whose producer lets it launch after its last load), so its
-    launch overlaps the GEMM's epilogue."""
-    return ReduceKey("splitk_reduce", target_arch(capability), dtype, pdl=capability >= (9, 0))
+def reduce_key(capability: tuple[int, int], dtype: str, w_dtype: str = "float32") -> ReduceKey:
+    """The reduction of a split or transposed product (or the copy of ``copied_c``); on sm_90
+    and newer it is launched as a dependent of the GEMM before it (whose producer lets it
+    launch after its last load), so its launch overlaps the GEMM's epilogue."""
+    return ReduceKey("splitk_reduce", target_arch(capability), dtype, pdl=capability >= (9, 0),
+                     w_dtype=w_dtype)
+
+
+def copies_c(family: Family, config, splits: int, transposed: bool, c_storable: bool) -> bool:
+    """Whether a launch writes C through ``copied_c``: its kernel cannot store C itself
+    (``c_storable`` False), the schedule neither writes through the workspace already
+    (``through_workspace``) nor takes a workspace of its own (stream-K), and the family has the
+    reduction (``split_k``).  Otherwise such a C is staged (``launch.Staging``)."""
+    return (not c_storable and family.split_k and not through_workspace(config, splits, transposed)
+            and not getattr(config, "streamk", False))
+
+
+def copied_c(capability: tuple[int, int], key: KernelKey) -> tuple[KernelKey, ReduceKey]:
+    """The launch of an unsplit kernel whose C it cannot store itself (rows of no whole 16-byte
+    vectors: odd N in 16 bits, for the TMA epilogue): the same kernel writing C's dtype into a
+    workspace of ours whose rows are padded to 16 bytes, and the reduction, one split of C's
+    own dtype, that copies it into C with scalar stores.  The one place this pair is built
+    (``launch._resolve`` runs it, ``aot`` precompiles it).  Before, such a C was staged through
+    the caller's library (a zeroed buffer and a copy back, 3 library operations and a second
+    planning per call)."""
+    out = output_dtype(key.dtype)
+    return replace(key, align_c=16 // itemsize(out)), reduce_key(capability, out, w_dtype=out)
 
 
 #: Threads the reduction aims for (about 1000 per SM of an H200): fewer outputs than this share
@@ -510,7 +534,7 @@ def compile_key(key: KernelKey | ReduceKey | PrepKey):
     if isinstance(key, ReduceKey):
         from .kernels.splitk_reduce import compile_reduce
 
-        return compile_reduce(key.dtype, pdl=key.pdl)
+        return compile_reduce(key.dtype, pdl=key.pdl, w_dtype=key.w_dtype)
     if isinstance(key, PrepKey):
         from .kernels.operand_prep import compile_prep
 

@@ -35,7 +35,7 @@ from . import device as _device
 from .cache import get_compiled, on_change, tuned_choice
 from .configs.sm90 import TF32_TILE_K, streamk_workspace
 from .dispatch import (
-    FAMILIES, KernelKey, ReduceKey, choose_families,
+    FAMILIES, KernelKey, ReduceKey, choose_families, copied_c, copies_c,
     math_type, operand_copy, output_dtype, problem_order, reduce_key, reduce_lanes, schedule,
     operand_copies, through_workspace,
 )
@@ -48,7 +48,7 @@ from .plan import (
 from .streams import explicit_handle, resolve_stream
 from .validate import (
     check_launches, check_operands, check_out, check_pointers, check_same_device,
-    element_strides, pointers_ok, span,
+    INT32_MAX, element_strides, pointers_ok, span,
 )
 
 
@@ -404,16 +404,22 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
 
 def _run_split(adapter, fn, launch: Launch, pa: int, pb: int, pc: int, sizes: tuple, like,
                stream: int) -> None:
-    """Partial sums into an fp32 workspace of ours, then the reduction into C, on ``stream``.
+    """Partial sums into an fp32 workspace of ours, then the reduction into C, on ``stream``;
+    or (``dispatch.copied_c``: the reduction reads C's own dtype) the unsplit kernel's C into
+    the workspace, then the reduction's copy into C.
 
     The workspace holds ``batch * splits`` row-major matrices of the kernel's output, (m, n), or
-    (n, m) when transposed, rows padded to 8 floats (TMA stores whole 16-byte vectors): exactly
-    the extent the kernel's C covers.  ``pa``, ``pb``, ``pc`` already include the call's offsets.
+    (n, m) when transposed, rows padded to 8 elements (TMA stores whole 16-byte vectors):
+    exactly the extent the kernel's C covers.  ``pa``, ``pb``, ``pc`` already include the
+    call's offsets.
     """
     m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc = sizes
     rows, cols = (n, m) if launch.transposed else (m, n)
     ldw = round_up(cols, _WORKSPACE_ROW)
-    workspace, wp = adapter.workspace(rows * ldw * batch * splits, like, stream)
+    elements = rows * ldw * batch * splits
+    if launch.reduce.w_dtype != "float32":  # 16-bit: the fp32 workspace holds two per float
+        elements = -(-elements // 2)
+    workspace, wp = adapter.workspace(elements, like, stream)
     if launch.transposed:
         fn(pb, pa, wp, n, m, k, batch, splits, ldb, bsb, lda, bsa, ldw, n * ldw, stream)
         w_strides = (1, ldw, n * ldw)
@@ -425,7 +431,7 @@ def _run_split(adapter, fn, launch: Launch, pa: int, pb: int, pc: int, sizes: tu
     del workspace  # released in stream order by the library's allocator
 
 
-_WORKSPACE_ROW = 8  # floats: 32 bytes
+_WORKSPACE_ROW = 8  # elements: 32 bytes of fp32 partials, 16 of a 16-bit C
 
 
 def _run_streamk(adapter, fn, workspace_size: tuple, pa: int, pb: int, pc: int, sizes: tuple,
@@ -505,9 +511,10 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     A launch-bound product (``dispatch.problem_order``) tries sm80 first and keeps it only when
     it reads every operand as it is.
     An operand the prep kernel rewrites (``_operand_prep``) needs only a unit stride: the
-    kernel then reads the aligned copy, in the copy's major.  So does C when the schedule goes
-    through the workspace (``dispatch.through_workspace``): the reduction writes it with scalar
-    stores, so an under-aligned C (a few columns, N = 3 or 12 in 16 bits) is not staged.
+    kernel then reads the aligned copy, in the copy's major.  So does C: the reduction writes
+    it with scalar stores, from the partials of a schedule through the workspace
+    (``dispatch.through_workspace``), else from the kernel's own C in padded rows of ours
+    (``dispatch.copies_c``), so an under-aligned C (N = 3, 12 or 851 in 16 bits) is not staged.
     """
     order = problem_order(family_names, gemm.m, gemm.n, gemm.k, gemm.batch)
     if order != family_names:  # a launch-bound product: sm80 first, where it needs no staging
@@ -564,8 +571,15 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         calls.append((tuple(o * itemsize for o in offsets), sizes))
     check_launches([(o, s, (gemm.a.major, gemm.b.major)) for o, s in calls], spans, itemsize)
     workspace = through_workspace(key.config, splits, transposed)
-    if not usable[2] and not workspace:  # the kernel's own stores would write C: stage it
-        return Staging(False, False, True)
+    reduce = reduce_key(capability, output_dtype(math)) if workspace else None
+    if not usable[2] and not workspace:
+        # The kernel's own stores cannot write C: it writes into our padded rows and the
+        # reduction copies them into C (``copies_c``), or, where it cannot (or its int32 index
+        # could not count C), C is staged.
+        if (not copies_c(family, key.config, splits, transposed, False)
+                or any(m * n * batch > INT32_MAX for _, (m, n, _, batch, *_) in calls)):
+            return Staging(False, False, True)
+        key, reduce = copied_c(capability, key)
     # An sm90 kernel writes C's dtype unless it writes partials; ``through_workspace`` counts
     # its partials, so only a split or transposed schedule without them can disagree.
     if getattr(key.config, "partials", workspace) != workspace:
@@ -576,9 +590,8 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         )
     streamk = (streamk_workspace(key.config, num_sms) if getattr(key.config, "streamk", False)
                else None)
-    return Launch(key, tuple(calls),
-                  reduce_key(capability, output_dtype(math)) if workspace else None,
-                  transposed, None if prep == (None, None) else prep, problem, streamk)
+    return Launch(key, tuple(calls), reduce, transposed,
+                  None if prep == (None, None) else prep, problem, streamk)
 
 
 def _operand_prep(family, capability, math: str, gemm: Gemm, readable: tuple[bool, bool]) -> tuple:

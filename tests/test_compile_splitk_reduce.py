@@ -3,7 +3,9 @@
 Its PTX must read the fp32 partials, add them in fp32 and convert once to the output dtype, with
 no atomics (the reduction is deterministic by construction: a fixed order, whether one thread
 sums an output or several lanes share its splits and add their sums in a fixed butterfly of warp
-shuffles).  ``dispatch.reduce_lanes``, the host's choice of lanes, is checked here too.
+shuffles).  ``dispatch.reduce_lanes``, the host's choice of lanes, is checked here too.  Its
+16-bit variant (``dispatch.copied_c``: W of C's own dtype) reads 16-bit values and writes them
+back unchanged.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from cutematmul.kernels.splitk_reduce import compile_reduce
 
 PATTERNS = {
     "load_f32": r"\bld\.global(?:\.\w+)*\.(?:f32|b32)",
+    "load_b16": r"\bld\.global(?:\.\w+)*\.(?:b16|u16|s16|f16|bf16)\b",
+    "store_b16": r"\bst\.global(?:\.\w+)*\.(?:b16|u16|s16|f16|bf16)\b",
     "add_f32": r"\badd(?:\.rn)?\.f32",
     "cvt_f16": r"\bcvt\.rn\.f16\.f32",
     "cvt_bf16": r"\bcvt\.rn\.bf16\.f32",
@@ -30,9 +34,10 @@ PATTERNS = {
     "pdl_launch": r"\bgriddepcontrol\.launch_dependents\b",
 }
 out = {}
-dtypes, pdl = json.loads(sys.argv[1])
+dtypes, pdl, copy = json.loads(sys.argv[1])
 for dtype in dtypes:
-    ptx = compile_reduce(dtype, pdl=pdl, keep_ptx=True).__ptx__
+    ptx = compile_reduce(dtype, pdl=pdl, w_dtype=dtype if copy else "float32",
+                         keep_ptx=True).__ptx__
     out[dtype] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
 print("COUNTS=" + json.dumps(out))
 """
@@ -43,7 +48,7 @@ def test_reduce_compiles_to_fp32_adds_without_atomics(arch, pdl, tmp_path):
     """On sm_90a as the dispatcher builds it (``dispatch.reduce_key``): a dependent launch that
     waits once for the GEMM before it, then lets the next kernel launch."""
     dtypes = ["float16", "bfloat16", "float32"]
-    counts = compile_in_child(arch, _CHILD, [dtypes, pdl], tmp_path)
+    counts = compile_in_child(arch, _CHILD, [dtypes, pdl, False], tmp_path)
     assert set(counts) == set(dtypes)
     for dtype, c in counts.items():
         assert (c["pdl_wait"], c["pdl_launch"]) == ((1, 1) if pdl else (0, 0)), f"{dtype}: {c}"
@@ -53,6 +58,32 @@ def test_reduce_compiles_to_fp32_adds_without_atomics(arch, pdl, tmp_path):
         assert c["shfl_bfly"] == 5, f"{dtype}: the lanes' butterfly, one shuffle per stage: {c}"
         assert c["local"] == 0, f"{dtype}: {c}"
     assert counts["float16"]["cvt_f16"] >= 1 and counts["bfloat16"]["cvt_bf16"] >= 1, counts
+
+
+def test_reduce_of_16_bit_c_copies_16_bit_values(tmp_path):
+    """The copy of an unsplit product's C from our padded rows (``dispatch.copied_c``), as the
+    dispatcher builds it on sm_90a: 16-bit loads and stores, no fp32 load, no atomics, one
+    dependent-launch wait; a W of another dtype than C's (or fp32) is refused."""
+    from cutematmul.dispatch import copied_c, reduce_key
+
+    dtypes = ["float16", "bfloat16"]
+    counts = compile_in_child("sm_90a", _CHILD, [dtypes, True, True], tmp_path)
+    for dtype, c in counts.items():
+        assert c["load_b16"] >= 1 and c["store_b16"] >= 1, f"{dtype}: {c}"
+        assert c["load_f32"] == 0 and c["atom"] == 0 and c["local"] == 0, f"{dtype}: {c}"
+        assert (c["pdl_wait"], c["pdl_launch"]) == (1, 1), f"{dtype}: {c}"
+    assert reduce_key((9, 0), "float16", "float16").w_dtype == "float16"
+    with pytest.raises(ValueError, match="fp32 partials or C's own dtype"):
+        from cutematmul.kernels.splitk_reduce import SplitKReduce
+
+        SplitKReduce("float16", w_dtype="bfloat16")
+    from cutematmul.configs.sm90 import Config
+    from cutematmul.dispatch import KernelKey
+
+    key = KernelKey("sm90", "sm_90a", "bfloat16", "k", "n", 8, 8, 1, Config(), 132)
+    gemm, reduce = copied_c((9, 0), key)
+    assert gemm.align_c == 8 and gemm.config == key.config
+    assert (reduce.dtype, reduce.w_dtype, reduce.pdl) == ("bfloat16", "bfloat16", True)
 
 
 def test_reduce_lanes_share_splits_only_among_few_outputs():

@@ -2,10 +2,12 @@
 
 An operand whose rows are no whole 16-byte vectors (a few columns N = 9, an odd K or M) is
 copied by ``kernels/operand_prep.py`` in its own major into padded rows of a workspace
-(``configs.sm90.operand_copies``), on the caller's stream; the library stages nothing.  Each
-case first asks the planner that the launch holds the copies it is meant to test, then checks
-the product against float64 in a NaN-poisoned ``out``, that the operands were only read, and
-that nothing outside ``out`` was written.
+(``configs.sm90.operand_copies``), on the caller's stream; the library stages nothing.  A C
+of such rows is written by the reduction: from fp32 partials where the schedule goes through
+the workspace, else copied from the kernel's own C in padded rows of ours
+(``dispatch.copied_c``).  Each case first asks the planner that the launch holds the copies it
+is meant to test, then checks the product against float64 in a NaN-poisoned ``out``, that the
+operands were only read, and that nothing outside ``out`` was written.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ pytestmark = pytest.mark.gpu
 
 LAYOUTS = ["nn", "tn", "nt", "tt"]
 # (M, N, K): a long K over a few rows and columns (split, C by the reduction), a 9 x 9 result,
-# a few columns over many rows, and a mid-size product whose C is staged (unsplit, 333 columns).
+# a few columns over many rows, and a mid-size product whose C is copied (unsplit, 333 columns).
 SHAPES = [(60, 98, 15985), (9, 9, 29473), (1000, 12, 3000), (301, 333, 1001)]
 
 
@@ -53,10 +55,7 @@ def test_unaligned_operands_are_copied_and_correct(mk, dtype, layout, shape):
     a_unit = m if layout[0] == "t" else k
     b_unit = k if layout[1] == "t" else n
     copied = _copied(a, b)
-    if copied is None:  # staged: only an under-aligned C that the kernel itself would store
-        assert n % 8 != 0, f"{shape} {layout}: an operand was staged, not copied"
-    else:
-        assert copied == (a_unit % 8 != 0, b_unit % 8 != 0), copied
+    assert copied == (a_unit % 8 != 0, b_unit % 8 != 0), f"{shape} {layout}: {copied}"
     a0, b0 = a.clone(), b.clone()
     wide = mk.poisoned((m, n + 9), dtype)
     out = wide[:, 4:n + 4]
@@ -88,6 +87,66 @@ def test_copies_with_a_broadcast_batch_a_misaligned_pointer_and_bitwise_repeats(
         assert torch.equal(other.view(torch.int16), again[0].view(torch.int16))
     for other in (cutematmul.matmul(a, b) for _ in range(2)):
         assert torch.equal(other.view(torch.int16), first.view(torch.int16))
+
+
+# (M, N, K) with rows of C no whole 16-byte vectors (odd N) on unsplit wide tiles: every side
+# odd (A and B copied too), aligned operands, and a pingpong tile.
+C_SHAPES = [(595, 851, 545), (1024, 1001, 2048), (2000, 2003, 2000), (4096, 4097, 512)]
+
+
+def _planned(a, b, **call):
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    return launch.planned_launch(adapter_for(a), a, b, **call)
+
+
+@pytest.mark.parametrize("shape", C_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_an_unaligned_c_is_copied_from_our_rows_by_the_reduction(mk, dtype, layout, shape):
+    """Not staged: the unsplit kernel writes C's dtype into padded rows of ours, the reduction
+    (one split of C's dtype) copies them into C, here a column slice of a wider NaN-poisoned
+    buffer; a repeat (the fast path) is bitwise equal."""
+    import torch
+
+    m, n, k = shape
+    a, b = layout_operands(mk, m, n, k, layout, dtype)
+    work = _planned(a, b)
+    assert work is not None and work.splits == 1 and not work.transposed, work
+    assert not work.key.config.partials and work.key.align_c == 8, work.key
+    assert work.reduce is not None and work.reduce.w_dtype == dtype, work.reduce
+    wide = mk.poisoned((m, n + 9), dtype)
+    out = wide[:, 4:n + 4]
+    check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
+    assert torch.isnan(wide[:, :4]).all() and torch.isnan(wide[:, n + 4:]).all(), \
+        "a product wrote outside the out view"
+    first = cutematmul.matmul(a, b)
+    for _ in range(2):
+        again = cutematmul.matmul(a, b)
+        assert torch.equal(again.view(torch.int16), first.view(torch.int16))
+    assert torch.equal(first.view(torch.int16), out.view(torch.int16))
+
+
+def test_an_unaligned_c_copied_with_a_broadcast_batch_and_in_fp32(mk):
+    """A stack of 3 against one shared B of 77 columns (batch stride 0), fp16; and fp32
+    "tf32" and "high" of 1001 columns, whose copy is the fp32 reduction itself."""
+    a = mk.randn((3, 640, 1000), "float16")
+    b = mk.randn((1000, 77), "float16")
+    work = _planned(a, b)
+    assert work is not None and work.reduce.w_dtype == "float16", work
+    check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((3, 640, 77), "float16")), a, b,
+                 "float16")
+    a = mk.randn((4096, 1024), "float32")
+    b = mk.randn((1024, 1001), "float32")
+    for precision in ("tf32", "high"):
+        work = _planned(a, b, precision=precision)
+        assert work is not None and work.splits == 1, (precision, work)
+        assert not work.key.config.partials and work.reduce.w_dtype == "float32", work
+        result = cutematmul.matmul(a, b, out=mk.poisoned((4096, 1001), "float32"),
+                                   precision=precision)
+        # One TF32 pass keeps 10 mantissa bits: the fp16 bound.
+        check_matmul(result, a, b, "float32" if precision == "high" else "float16")
 
 
 def test_copies_through_cupy():

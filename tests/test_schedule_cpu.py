@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from cutematmul import dispatch, launch
+from cutematmul import cache, dispatch, launch
 from cutematmul.configs import simt, sm80, sm90, waves
 from cutematmul.plan import plan_gemm, transposed_majors
 
@@ -297,11 +297,13 @@ def test_a_small_n_launch_writes_c_itself_unsplit_and_through_the_workspace_spli
         assert dispatch.through_workspace(config, splits, False) == split
 
 
-def test_an_under_aligned_c_is_staged_only_where_the_kernel_itself_would_store_it():
+def test_an_under_aligned_c_is_written_by_the_reduction_never_staged_by_the_library():
     """C rows of 8 or 24 bytes: a product through the workspace (a small-N narrow tile) has C
-    written by the reduction's scalar stores and takes C as it is; an unsplit product on a wide
-    tile (TMA stores) still stages C.  An N-major B of such rows is copied by the operand prep
-    into padded rows inside the launch (nothing staged), C then written by the reduction."""
+    written by the reduction's scalar stores and takes C as it is.  An N-major B of such rows
+    is copied by the operand prep into padded rows inside the launch (nothing staged), C then
+    written by the reduction.  An unsplit product on a wide tile (TMA stores) writes C's dtype
+    into padded rows of ours, which the reduction copies (``dispatch.copied_c``); only a
+    stream-K schedule, with a workspace of its own, still stages C."""
     def plan(m, n, k, b_k_major):
         b_strides = (1, k) if b_k_major else (n, 1)
         gemm = plan_gemm((m, k), (k, 1), (k, n), b_strides, (n, 1))
@@ -317,7 +319,52 @@ def test_an_under_aligned_c_is_staged_only_where_the_kernel_itself_would_store_i
         assert isinstance(copied, launch.Launch) and copied.reduce is not None, copied
         assert copied.prep == (None, dispatch.operand_copy(H200[0], "float16", "n", "n"))
         assert copied.key.b_major == "n" and copied.key.align_b == 8, copied.key
-    assert plan(4096, 1001, 4096, True) == launch.Staging(False, False, True)
+    for dtype in ("float16", "bfloat16"):
+        for n in (1001, 4095):
+            gemm = plan_gemm((4096, 4096), (4096, 1), (4096, n), (1, 4096), (n, 1))
+            spans = [(0, 4096 * 4096 * 2), (0, 4096 * n * 2), (0, 4096 * n * 2)]
+            copied = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, dtype, 2,
+                                     (True, True, True), spans, (False, False, False))
+            assert isinstance(copied, launch.Launch), copied
+            assert not copied.key.config.partials and copied.splits == 1, copied.key
+            assert copied.key.align_c == 8 and not copied.transposed  # our padded rows
+            assert copied.reduce == dispatch.reduce_key(H200[0], dtype, w_dtype=dtype)
+            assert copied.prep is None and copied.calls[0][1][9] == n  # C's own row stride
+            streamk = replace(copied.key.config, streamk=True, pdl=False, cluster_m=2)
+            problem = copied.problem
+            with cache.trial_tuned(problem, (streamk, 1, False)):
+                launch.clear_plans()
+                staged = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, dtype, 2,
+                                         (True, True, True), spans, (False, False, False))
+            launch.clear_plans()
+            assert staged == launch.Staging(False, False, True)
+
+
+def test_precompile_builds_the_copy_of_an_unaligned_c_where_launches_take_it():
+    """``aot`` names the pair ``launch._resolve`` runs for a C the kernel cannot store (one
+    decision: ``dispatch.copies_c``): the kernel writing our padded rows and the 16-bit copy;
+    the aligned-only set has neither."""
+    from cutematmul import aot
+
+    every = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16", "bfloat16"),
+                                        alignments="all", families=("sm90",)))
+    copies = {k.dtype for k in every if isinstance(k, dispatch.ReduceKey) and k.w_dtype != "float32"}
+    assert copies == {"float16", "bfloat16"}, copies
+    aligned = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",),
+                                          alignments="aligned", families=("sm90",)))
+    assert not [k for k in aligned if isinstance(k, dispatch.ReduceKey) and k.w_dtype != "float32"]
+    gemm = plan_gemm((1000, 1000), (1000, 1), (1000, 1001), (1001, 1), (1001, 1))
+    spans = [(0, 2 * 10**6), (0, 2 * 1001000), (0, 2 * 1001000)]
+    work = launch._resolve(("sm90",), H200[0], H200[1], gemm, "float16", 2, (True, True, True),
+                           spans, (False, False, False))
+    assert isinstance(work, launch.Launch) and work.reduce.w_dtype == "float16"
+    problem = work.problem
+    table = {problem: (work.key.config, 1, False)}
+    from unittest import mock
+
+    with mock.patch.object(aot.cache, "tuned_table", lambda directory: table):
+        tuned = aot.tuned_keys(None)
+    assert work.key in tuned and work.reduce in tuned, tuned
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

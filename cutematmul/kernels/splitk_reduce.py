@@ -2,7 +2,9 @@
 
 What it computes
     W holds the fp32 partial sums a split-K GEMM wrote (``kernels/entry.py``: ``splits`` matrices
-    per batch).  Its strides are runtime values: (ldw, 1, bsw) when the GEMM computed C, (1, ldw,
+    per batch), or, with ``w_dtype`` C's own 16-bit dtype and one split, the C an unsplit GEMM
+    wrote into rows of ours padded to 16 bytes, where the caller's C has rows TMA cannot store
+    (odd N): then the kernel is an exact copy (16 bits widened to fp32 and back).  Its strides are runtime values: (ldw, 1, bsw) when the GEMM computed C, (1, ldw,
     bsw) when it computed C^T (small-M products, ``configs/sm90.py``), so the reduction also
     transposes.  Each output element is the fp32 sum of its ``splits`` partials, rounded once
     to C's dtype (fp32, fp16 or bf16); with one split it is a conversion.  The order of the
@@ -56,10 +58,14 @@ _FAKE_ADDRESS = 1 << 20
 class SplitKReduce:
     """Sums split-K partials into C of ``dtype``; see the module docstring."""
 
-    def __init__(self, dtype: str, pdl: bool = False):
+    def __init__(self, dtype: str, pdl: bool = False, w_dtype: str = "float32"):
         if dtype not in _DTYPES:
             raise ValueError(f"SplitKReduce writes {', '.join(_DTYPES)}; got {dtype!r}.")
+        if w_dtype not in ("float32", dtype):
+            raise ValueError(f"SplitKReduce reads fp32 partials or C's own dtype ({dtype}); got "
+                             f"{w_dtype!r}.")
         self.dtype = _DTYPES[dtype]
+        self.w_dtype = _DTYPES[w_dtype]
         self.pdl = pdl
 
     @cute.jit
@@ -95,7 +101,7 @@ class SplitKReduce:
         acc = cutlass.Float32(0.0)
         if i < total:
             for s in range(group, splits, lanes):
-                acc = acc + mW[(row, col, batch * splits + s)]
+                acc = acc + mW[(row, col, batch * splits + s)].to(cutlass.Float32)
         # Every lane takes part (the shuffles need the whole warp): groups of 32 / per_warp.
         for stage in cutlass.range_constexpr(5):
             offset = (_WARP // 2) >> stage
@@ -122,7 +128,7 @@ def reduce_from_pointers(
     batch_stride_c: cutlass.Int64,
     stream: cuda.CUstream,
 ):
-    """The pointer entry: W (m, n, batch * splits) fp32 with strides (w_row_stride,
+    """The pointer entry: W (m, n, batch * splits) of the kernel's ``w_dtype`` with strides (w_row_stride,
     w_col_stride, w_batch_stride), C (m, n, batch) with strides (ldc, 1, batch_stride_c);
     ``lanes`` threads per output element (a power of two, at most 32)."""
     mW = cute.make_tensor(
@@ -134,13 +140,16 @@ def reduce_from_pointers(
     reduce(mW, mC, splits, lanes, stream)
 
 
-def compile_reduce(dtype: str, *, pdl: bool = False, keep_ptx: bool = False):
+def compile_reduce(dtype: str, *, pdl: bool = False, w_dtype: str = "float32",
+                   keep_ptx: bool = False):
     """The TVM-FFI function ``f(w_ptr, c_ptr, m, n, batch, splits, lanes, w_row_stride,
-    w_col_stride, w_batch_stride, ldc, batch_stride_c, stream)`` for C of ``dtype``; sizes and strides are
-    runtime values, so one compile serves all.  ``pdl``: a dependent launch (sm_90 and newer).
-    With ``keep_ptx`` the PTX is kept as ``__ptx__`` (the instruction checks of the tests)."""
-    kernel = SplitKReduce(dtype, pdl)
-    w = make_ptr(cutlass.Float32, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=4)
+    w_col_stride, w_batch_stride, ldc, batch_stride_c, stream)`` for C of ``dtype`` from W of
+    ``w_dtype``; sizes and strides are runtime values, so one compile serves all.  ``pdl``: a
+    dependent launch (sm_90 and newer).  With ``keep_ptx`` the PTX is kept as ``__ptx__`` (the
+    instruction checks of the tests)."""
+    kernel = SplitKReduce(dtype, pdl, w_dtype)
+    w = make_ptr(kernel.w_dtype, _FAKE_ADDRESS, cute.AddressSpace.gmem,
+                 assumed_align=kernel.w_dtype.width // 8)
     c = make_ptr(kernel.dtype, _FAKE_ADDRESS, cute.AddressSpace.gmem,
                  assumed_align=kernel.dtype.width // 8)
     sizes = [cutlass.Int32(1)] * 5
