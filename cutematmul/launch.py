@@ -48,7 +48,7 @@ from .plan import (
 from .streams import explicit_handle, resolve_stream
 from .validate import (
     check_launches, check_operands, check_out, check_pointers, check_same_device,
-    INT32_MAX, element_strides, pointers_ok, span,
+    element_strides, pointers_ok, span,
 )
 
 
@@ -574,10 +574,9 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     reduce = reduce_key(capability, output_dtype(math)) if workspace else None
     if not usable[2] and not workspace:
         # The kernel's own stores cannot write C: it writes into our padded rows and the
-        # reduction copies them into C (``copies_c``), or, where it cannot (or its int32 index
-        # could not count C), C is staged.
-        if (not copies_c(family, key.config, splits, transposed, False)
-                or any(m * n * batch > INT32_MAX for _, (m, n, _, batch, *_) in calls)):
+        # reduction copies them into C (``copies_c``), or, where it does not, C is staged.
+        outputs = max(m * n * batch for _, (m, n, _, batch, *_) in calls)
+        if not copies_c(family, key.config, splits, transposed, False, outputs):
             return Staging(False, False, True)
         key, reduce = copied_c(capability, key)
     # An sm90 kernel writes C's dtype unless it writes partials; ``through_workspace`` counts

@@ -89,9 +89,10 @@ def test_copies_with_a_broadcast_batch_a_misaligned_pointer_and_bitwise_repeats(
         assert torch.equal(other.view(torch.int16), first.view(torch.int16))
 
 
-# (M, N, K) with rows of C no whole 16-byte vectors (odd N) on unsplit wide tiles: every side
-# odd (A and B copied too), aligned operands, and a pingpong tile.
-C_SHAPES = [(595, 851, 545), (1024, 1001, 2048), (2000, 2003, 2000), (4096, 4097, 512)]
+# (M, N, K) with rows of C no whole 16-byte vectors (odd N) on unsplit tiles, C of at most
+# ``dispatch.COPIED_C_MAX`` elements: every side odd (A and B copied too), aligned operands,
+# a 128 x 128 tile over a short K.
+C_SHAPES = [(595, 851, 545), (1024, 1001, 2048), (300, 301, 302), (1020, 1027, 256)]
 
 
 def _planned(a, b, **call):
@@ -130,23 +131,29 @@ def test_an_unaligned_c_is_copied_from_our_rows_by_the_reduction(mk, dtype, layo
 
 def test_an_unaligned_c_copied_with_a_broadcast_batch_and_in_fp32(mk):
     """A stack of 3 against one shared B of 77 columns (batch stride 0), fp16; and fp32
-    "tf32" and "high" of 1001 columns, whose copy is the fp32 reduction itself."""
+    "tf32" and "high" of 1001 columns on the TF32 kernels, whose copy is the fp32 reduction
+    itself; a C past ``dispatch.COPIED_C_MAX`` elements is staged, and right."""
     a = mk.randn((3, 640, 1000), "float16")
     b = mk.randn((1000, 77), "float16")
     work = _planned(a, b)
     assert work is not None and work.reduce.w_dtype == "float16", work
     check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((3, 640, 77), "float16")), a, b,
                  "float16")
-    a = mk.randn((4096, 1024), "float32")
+    a = mk.randn((1000, 1024), "float32")
     b = mk.randn((1024, 1001), "float32")
     for precision in ("tf32", "high"):
-        work = _planned(a, b, precision=precision)
-        assert work is not None and work.splits == 1, (precision, work)
-        assert not work.key.config.partials and work.reduce.w_dtype == "float32", work
-        result = cutematmul.matmul(a, b, out=mk.poisoned((4096, 1001), "float32"),
-                                   precision=precision)
+        work = _planned(a, b, precision=precision, kernel="sm90")
+        assert work is not None and work.reduce.w_dtype == "float32", (precision, work)
+        if precision == "tf32":  # unsplit: its C copied ("high" splits K here)
+            assert work.splits == 1 and not work.key.config.partials, work
+        result = cutematmul.matmul(a, b, out=mk.poisoned((1000, 1001), "float32"),
+                                   precision=precision, kernel="sm90")
         # One TF32 pass keeps 10 mantissa bits: the fp16 bound.
         check_matmul(result, a, b, "float32" if precision == "high" else "float16")
+    a, b = mk.randn((1031, 640), "float16"), mk.randn((640, 1023), "float16")
+    assert _planned(a, b) is None  # staged
+    check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((1031, 1023), "float16")), a, b,
+                 "float16")
 
 
 def test_copies_through_cupy():
