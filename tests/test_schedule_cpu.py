@@ -356,7 +356,8 @@ def test_precompile_builds_the_copy_of_an_unaligned_c_where_launches_take_it():
 
     every = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16", "bfloat16"),
                                         alignments="all", families=("sm90",)))
-    copies = {k.dtype for k in every if isinstance(k, dispatch.ReduceKey) and k.w_dtype != "float32"}
+    copies = {k.dtype for k in every
+              if isinstance(k, dispatch.ReduceKey) and k.w_dtype != "float32"}
     assert copies == {"float16", "bfloat16"}, copies
     aligned = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",),
                                           alignments="aligned", families=("sm90",)))

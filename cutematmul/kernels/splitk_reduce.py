@@ -4,8 +4,9 @@ What it computes
     W holds the fp32 partial sums a split-K GEMM wrote (``kernels/entry.py``: ``splits`` matrices
     per batch), or, with ``w_dtype`` C's own 16-bit dtype and one split, the C an unsplit GEMM
     wrote into rows of ours padded to 16 bytes, where the caller's C has rows TMA cannot store
-    (odd N): then the kernel is an exact copy (16 bits widened to fp32 and back).  Its strides are runtime values: (ldw, 1, bsw) when the GEMM computed C, (1, ldw,
-    bsw) when it computed C^T (small-M products, ``configs/sm90.py``), so the reduction also
+    (odd N): then the kernel is an exact copy (16 bits widened to fp32 and back).  Its
+    strides are runtime values: (ldw, 1, bsw) when the GEMM computed C, (1, ldw, bsw) when it
+    computed C^T (small-M products, ``configs/sm90.py``), so the reduction also
     transposes.  Each output element is the fp32 sum of its ``splits`` partials, rounded once
     to C's dtype (fp32, fp16 or bf16); with one split it is a conversion.  The order of the
     additions is fixed by (``splits``, ``lanes``) alone, both functions of the problem's
@@ -128,8 +129,8 @@ def reduce_from_pointers(
     batch_stride_c: cutlass.Int64,
     stream: cuda.CUstream,
 ):
-    """The pointer entry: W (m, n, batch * splits) of the kernel's ``w_dtype`` with strides (w_row_stride,
-    w_col_stride, w_batch_stride), C (m, n, batch) with strides (ldc, 1, batch_stride_c);
+    """The pointer entry: W (m, n, batch * splits) of the kernel's ``w_dtype`` with strides
+    (w_row_stride, w_col_stride, w_batch_stride), C (m, n, batch) with strides (ldc, 1, batch_stride_c);
     ``lanes`` threads per output element (a power of two, at most 32)."""
     mW = cute.make_tensor(
         w_ptr,
