@@ -32,13 +32,19 @@ def mk():
     return Maker("torch", seed=11)
 
 
-def _copied(a, b):
-    """Which of the kernel's (A, B) the planned launch copies: None where nothing is planned
-    as one launch (an operand or C staged)."""
+def _planned(a, b, **call):
+    """The launch ``matmul(a, b, **call)`` would run; None where it is not one launch (an
+    operand or C staged)."""
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
 
-    work = launch.planned_launch(adapter_for(a), a, b)
+    return launch.planned_launch(adapter_for(a), a, b, **call)
+
+
+def _copied(a, b):
+    """Which of the kernel's (A, B) the planned launch copies: None where nothing is planned
+    as one launch (an operand or C staged)."""
+    work = _planned(a, b)
     if work is None:
         return None
     return tuple(p is not None for p in (work.prep or (None, None)))
@@ -93,13 +99,6 @@ def test_copies_with_a_broadcast_batch_a_misaligned_pointer_and_bitwise_repeats(
 # ``dispatch.COPIED_C_MAX`` elements: every side odd (A and B copied too), aligned operands,
 # a 128 x 128 tile over a short K.
 C_SHAPES = [(595, 851, 545), (1024, 1001, 2048), (300, 301, 302), (1020, 1027, 256)]
-
-
-def _planned(a, b, **call):
-    from cutematmul import launch
-    from cutematmul.adapters import adapter_for
-
-    return launch.planned_launch(adapter_for(a), a, b, **call)
 
 
 @pytest.mark.parametrize("shape", C_SHAPES, ids=lambda s: "x".join(map(str, s)))
