@@ -209,3 +209,41 @@ def test_straight_prep_kernel_writes_exactly_its_rows(case):
         assert torch.equal(big + small, x) or (
             (big.double() + small.double() - x.double()).abs() <= x.double().abs() * 2.0**-21
         ).all(), "big + small does not carry x"
+
+
+# The copy of a 16-bit C launched by itself: (dtype, batch, M, N).
+COPY_CASES = [
+    ("float16", 70000, 2, 3),  # a batch past the grid's 65535, rows of one partial vector
+    ("bfloat16", 3, 211, 37),  # several rows per CTA, a tail CTA
+    ("float16", 2, 3, 9001),  # rows longer than a CTA's vectors: walked in steps
+    ("bfloat16", 1, 700, 4097),  # one row per CTA, a last vector of one element
+]
+
+
+@pytest.mark.parametrize("case", COPY_CASES, ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}x{c[3]}")
+def test_copy_kernel_writes_exactly_c(case):
+    """``kernels/splitk_reduce.py``'s copy (``dispatch.copied_c``) launched by itself: W's
+    padded rows (random values in the padding too) into C, a view of a NaN-poisoned buffer
+    whose rows start one element in (2-byte aligned) and are 5 elements longer than C's:
+    C equals W's first N columns and nothing else of the buffer is written."""
+    require_module("torch")
+    import torch
+
+    from cutematmul import cache, dispatch
+
+    dtype, batch, m, n = case
+    t = getattr(torch, dtype)
+    ldw = -(-n // 8) * 8
+    w = torch.randn(batch, m, ldw, device="cuda").to(t)
+    buf = torch.full((batch, m, n + 5), float("nan"), device="cuda", dtype=t)
+    c = buf[..., 1:n + 1]
+    key = dispatch.reduce_key((9, 0), dtype, w_dtype=dtype)
+    stream = torch.cuda.current_stream().cuda_stream
+    cache.get_compiled(key)(w.data_ptr(), c.data_ptr(), m, n, batch, 1,
+                            dispatch.reduce_lanes(m * n * batch, 1), ldw, 1, m * ldw, n + 5,
+                            m * (n + 5), stream)
+    torch.cuda.synchronize()
+    assert torch.equal(c.view(torch.int16), w[..., :n].view(torch.int16)), \
+        "the copy changed or missed values"
+    assert torch.isnan(buf[..., 0]).all() and torch.isnan(buf[..., n + 1:]).all(), \
+        "the copy wrote outside C"

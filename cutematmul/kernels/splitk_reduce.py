@@ -28,11 +28,14 @@ How
     GEMM's tiles would leave most SMs idle.
 
     The copy of a 16-bit C (``w_dtype`` C's own dtype, one split) is a kernel of its own
-    (``copy_rows``): W's rows are ours, padded to whole 16-byte vectors, so a CTA takes whole
-    rows, each thread loads ``_COPY_UNROLL`` vectors before it stores their elements into C
-    with scalar stores (C's rows may start anywhere), one division per vector instead of two
-    per element.  The one-element-per-thread path ran a 16-bit copy at about 5 ps per element
-    (H200, thirtieth session: 4096 x 4097 in 83 us).
+    (``copy_rows``), with no division per element: a CTA takes whole rows, ``min(N, 256)``
+    threads per row; each thread walks its row in steps of that many columns, loading
+    ``_COPY_UNROLL`` elements before it stores them, so each warp instruction reads and writes
+    consecutive elements of one row (whole sectors; C's rows may start at any element).  The
+    one-element-per-thread path (integer divisions per element) ran a 16-bit copy at about 5
+    ps per element, a first rows-of-vectors version (16-byte loads, scalar stores 16 bytes
+    apart across a warp) at about 2 (H200, thirty-first session: 8192 x 8191 in 142 us more
+    than the library's copy).
 
     With ``pdl`` (Hopper) it is launched with programmatic stream serialization: it may start
     while the GEMM ahead of it on the stream finishes (that kernel's producer lets it launch
@@ -60,11 +63,8 @@ from cutlass.cute.runtime import make_fake_stream, make_ptr
 _DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16, "float32": cutlass.Float32}
 _THREADS = 256
 _WARP = 32
-#: The copy (``w_dtype`` C's own 16-bit dtype): elements per 16-byte vector of W's rows, the
-#: vectors each thread loads before it stores, and so the vectors a CTA takes per pass.
-_COPY_VEC = 8
+#: The copy (``w_dtype`` C's own 16-bit dtype): elements each thread loads before it stores.
 _COPY_UNROLL = 4
-_COPY_VECTORS_PER_CTA = _THREADS * _COPY_UNROLL
 _MAX_GRID_Y = 65535
 _FAKE_ADDRESS = 1 << 20
 
@@ -89,9 +89,9 @@ class SplitKReduce:
                  lanes: cutlass.Int32, stream: cuda.CUstream):
         m, n, batch = mC.shape
         if cutlass.const_expr(self.copy):
-            vectors = cute.ceil_div(n, _COPY_VEC)  # per row of W
-            rows_per_cta = cutlass.max(_COPY_VECTORS_PER_CTA // vectors, 1)
-            self.copy_rows(mW, mC, vectors, rows_per_cta).launch(
+            per_row = cutlass.min(n, _THREADS)  # threads per row
+            rows_per_cta = _THREADS // per_row
+            self.copy_rows(mW, mC, per_row, rows_per_cta).launch(
                 grid=[cute.ceil_div(m, rows_per_cta), cutlass.min(batch, _MAX_GRID_Y), 1],
                 block=[_THREADS, 1, 1], use_pdl=self.pdl, stream=stream,
             )
@@ -103,13 +103,11 @@ class SplitKReduce:
             )
 
     @cute.kernel
-    def copy_rows(self, mW: cute.Tensor, mC: cute.Tensor, vectors: cutlass.Int32,
+    def copy_rows(self, mW: cute.Tensor, mC: cute.Tensor, per_row: cutlass.Int32,
                   rows_per_cta: cutlass.Int32):
-        """C = W for one split of C's own dtype: a CTA takes whole rows (or, for a row longer
-        than ``_COPY_VECTORS_PER_CTA`` vectors, walks it in steps of that many), each thread
-        loads ``_COPY_UNROLL`` 16-byte vectors of W's padded rows before it stores their
-        elements into C with scalar stores (C's rows may start anywhere), lanes on consecutive
-        vectors; the grid's second dimension walks the batch."""
+        """C = W for one split of C's own dtype: ``rows_per_cta`` rows per CTA, ``per_row``
+        threads on each, every thread walking its row in steps of ``per_row`` columns with
+        ``_COPY_UNROLL`` loads in flight; the grid's second dimension walks the batch."""
         tid, _, _ = cute.arch.thread_idx()
         bid, first_batch, _ = cute.arch.block_idx()
         _, batch_step, _ = cute.arch.grid_dim()
@@ -118,25 +116,18 @@ class SplitKReduce:
             cute.arch.griddepcontrol_wait()
             cute.arch.griddepcontrol_launch_dependents()
         rows, n_size, batch = mC.shape
-        r0 = bid * rows_per_cta
-        count = cutlass.min(rows - r0, rows_per_cta) * vectors  # this CTA's vectors
-        for b in range(first_batch, batch, batch_step):
-            for start in range(0, count, _COPY_VECTORS_PER_CTA):
-                values = cute.make_rmem_tensor(cute.make_layout((_COPY_VEC, _COPY_UNROLL)),
-                                               self.w_dtype)
-                for u in cutlass.range_constexpr(_COPY_UNROLL):
-                    i = start + u * _THREADS + tid
-                    if i < count:
-                        runs = cute.zipped_divide(mW[(r0 + i // vectors, None, b)], (_COPY_VEC,))
-                        values[None, u].store(runs[None, i % vectors].load())
-                for u in cutlass.range_constexpr(_COPY_UNROLL):
-                    i = start + u * _THREADS + tid
-                    if i < count:
-                        row = r0 + i // vectors
-                        c0 = (i % vectors) * _COPY_VEC
-                        for e in cutlass.range_constexpr(_COPY_VEC):
-                            if c0 + e < n_size:
-                                mC[(row, c0 + e, b)] = values[e, u].to(self.dtype)
+        row = bid * rows_per_cta + tid // per_row
+        first_col = tid % per_row
+        if tid < rows_per_cta * per_row and row < rows:
+            for b in range(first_batch, batch, batch_step):
+                for c0 in range(first_col, n_size, per_row * _COPY_UNROLL):
+                    values = cute.make_rmem_tensor(cute.make_layout(_COPY_UNROLL), self.w_dtype)
+                    for u in cutlass.range_constexpr(_COPY_UNROLL):
+                        if c0 + u * per_row < n_size:
+                            values[u] = mW[(row, c0 + u * per_row, b)]
+                    for u in cutlass.range_constexpr(_COPY_UNROLL):
+                        if c0 + u * per_row < n_size:
+                            mC[(row, c0 + u * per_row, b)] = values[u].to(self.dtype)
 
     @cute.kernel
     def kernel(self, mW: cute.Tensor, mC: cute.Tensor, splits: cutlass.Int32,
@@ -192,13 +183,9 @@ def reduce_from_pointers(
     (w_row_stride, w_col_stride, w_batch_stride), C (m, n, batch) with strides (ldc, 1, batch_stride_c);
     ``lanes`` threads per output element (a power of two, at most 32)."""
     if cutlass.const_expr(reduce.copy):
-        # Our padded rows (``launch._run_split``): whole 16-byte vectors, unit column stride.
+        # The unsplit kernel's C in rows of ours (``launch._run_split``): unit column stride.
         mW = cute.make_tensor(
-            w_ptr,
-            cute.make_layout((m, cute.round_up(n, _COPY_VEC), batch),
-                             stride=(cute.assume(w_row_stride, divby=_COPY_VEC), 1,
-                                     cute.assume(w_batch_stride, divby=_COPY_VEC))),
-        )
+            w_ptr, cute.make_layout((m, n, batch), stride=(w_row_stride, 1, w_batch_stride)))
     else:
         mW = cute.make_tensor(
             w_ptr,
@@ -218,7 +205,7 @@ def compile_reduce(dtype: str, *, pdl: bool = False, w_dtype: str = "float32",
     instruction checks of the tests)."""
     kernel = SplitKReduce(dtype, pdl, w_dtype)
     w = make_ptr(kernel.w_dtype, _FAKE_ADDRESS, cute.AddressSpace.gmem,
-                 assumed_align=16 if kernel.copy else kernel.w_dtype.width // 8)
+                 assumed_align=kernel.w_dtype.width // 8)
     c = make_ptr(kernel.dtype, _FAKE_ADDRESS, cute.AddressSpace.gmem,
                  assumed_align=kernel.dtype.width // 8)
     sizes = [cutlass.Int32(1)] * 5
