@@ -215,7 +215,7 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
                 # The same product into a C whose rows the kernel cannot store (odd N): its
                 # copy from our padded rows (``launch._resolve``).
                 if (selection.alignments == "all" and runs.required_alignment > itemsize(math)
-                        and copies_c(runs, key.config, splits, transposed, False, m * n * count)):
+                        and copies_c(runs, key.config, splits, transposed, False)):
                     keys += copied_c(capability, key)
     return list(dict.fromkeys(keys))
 
@@ -290,8 +290,7 @@ def tuned_keys(directory: Path) -> list:
                        problem.b_major))
                   if major is not None and major == read]
         if copies_c(family, key.config, splits, transposed,
-                    problem.align_c >= family.required_alignment,
-                    problem.m * problem.n * problem.batch):
+                    problem.align_c >= family.required_alignment):
             copied += copied_c(capability, key)  # the key itself too, writing our padded rows
         for k in (key, *_reduce_keys(capability, problem.math, key.config, splits, transposed),
                   *_prep_keys(capability, problem.math), *copied):

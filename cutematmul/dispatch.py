@@ -441,26 +441,18 @@ def reduce_key(capability: tuple[int, int], dtype: str, w_dtype: str = "float32"
                      w_dtype=w_dtype)
 
 
-#: The most elements of C (per launch) that ``copies_c`` copies with the reduction; a larger C
-#: is staged.  The reduction's copy (one element per thread) moves about 0.8 bytes per
-#: picosecond, where the array library's pitched copy is several times faster, so the copy
-#: saves the staging's host time (3 library operations and a second planning: 75-80 us
-#: against 42-50 per call, H200 host) but costs GPU time on a large C.  H200, 2026-12-03,
-#: fp16 nn, L2-cold, us of GPU time, copied / staged (cuBLAS): 300x301x302 10.7 / 13.2 (8.9),
-#: 595x539x3731 29.6 / 31.2 (33.7), 597x1131x1069 20.7 / 19.6 (26.2), 943x819x1297 24.7 /
-#: 23.4 (31.3), 1047x669x2187 30.5 / 29.5 (43.4); above 2**20 elements: 1277x1199x1213 33.0 /
-#: 27.6 (52.6), 2295x2259x801 75.1 / 48.2 (91.3), 4096x4097x4096 380.4 / 297.0 (1129.7).
-COPIED_C_MAX = 2**20
-
-
-def copies_c(family: Family, config, splits: int, transposed: bool, c_storable: bool,
-             outputs: int) -> bool:
+def copies_c(family: Family, config, splits: int, transposed: bool, c_storable: bool) -> bool:
     """Whether a launch writes C through ``copied_c``: its kernel cannot store C itself
     (``c_storable`` False), the schedule neither writes through the workspace already
-    (``through_workspace``) nor takes a workspace of its own (stream-K), the family has the
-    reduction (``split_k``), and C has at most ``COPIED_C_MAX`` elements (``outputs``, the
-    largest launch's).  Otherwise such a C is staged (``launch.Staging``)."""
-    return (not c_storable and family.split_k and outputs <= COPIED_C_MAX
+    (``through_workspace``) nor takes a workspace of its own (stream-K), and the family has
+    the reduction (``split_k``).  Otherwise such a C is staged (``launch.Staging``).
+
+    Copied at every size: H200, 2026-12-03, fp16, L2-cold, us of GPU time copied / staged
+    (cuBLAS): 300x301x302 11.1 / 17.0 (8.8), 595x851x545 12.8 / 43.9 (17.5), 2295x2259x801
+    40.1 / 48.1 (91.0), 4096x4097x4096 267.2 / 299.7 (1121.1), 8192x8191x512 201.3 / 314.4
+    (573.1), bf16 16384x1023x256 52.1 / 75.2 (85.9); and 35-60 us less host time per call
+    (no library operations, no second planning)."""
+    return (not c_storable and family.split_k
             and not through_workspace(config, splits, transposed)
             and not getattr(config, "streamk", False))
 

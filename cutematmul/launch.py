@@ -575,8 +575,7 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     if not usable[2] and not workspace:
         # The kernel's own stores cannot write C: it writes into our padded rows and the
         # reduction copies them into C (``copies_c``), or, where it does not, C is staged.
-        outputs = max(m * n * batch for _, (m, n, _, batch, *_) in calls)
-        if not copies_c(family, key.config, splits, transposed, False, outputs):
+        if not copies_c(family, key.config, splits, transposed, False):
             return Staging(False, False, True)
         key, reduce = copied_c(capability, key)
     # An sm90 kernel writes C's dtype unless it writes partials; ``through_workspace`` counts
