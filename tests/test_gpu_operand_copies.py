@@ -210,10 +210,10 @@ def test_straight_prep_kernel_writes_exactly_its_rows(case):
 
 # The copy of a 16-bit C launched by itself: (dtype, batch, M, N).
 COPY_CASES = [
-    ("float16", 70000, 2, 3),  # a batch past the grid's 65535, rows of one partial vector
-    ("bfloat16", 3, 211, 37),  # several rows per CTA, a tail CTA
-    ("float16", 2, 3, 9001),  # rows longer than a CTA's vectors: walked in steps
-    ("bfloat16", 1, 700, 4097),  # one row per CTA, a last vector of one element
+    ("float16", 70000, 2, 3),  # a batch past the grid's 65535, rows of 3 (85 per CTA)
+    ("bfloat16", 3, 211, 37),  # several rows per CTA (6 of 37 threads), a tail CTA of one row
+    ("float16", 2, 3, 9001),  # rows longer than a CTA's threads x unroll: walked in 9 steps
+    ("bfloat16", 1, 700, 4097),  # one row per CTA, a last step of one element
 ]
 
 

@@ -4,7 +4,7 @@ What it computes
     W holds the fp32 partial sums a split-K GEMM wrote (``kernels/entry.py``: ``splits`` matrices
     per batch), or, with ``w_dtype`` C's own 16-bit dtype and one split, the C an unsplit GEMM
     wrote into rows of ours padded to 16 bytes, where the caller's C has rows TMA cannot store
-    (odd N): then the kernel is an exact copy (16 bits widened to fp32 and back).  Its
+    (odd N): then it is an exact copy (``copy_rows``, below).  W's
     strides are runtime values: (ldw, 1, bsw) when the GEMM computed C, (1, ldw, bsw) when it
     computed C^T (small-M products, ``configs/sm90.py``), so the reduction also
     transposes.  Each output element is the fp32 sum of its ``splits`` partials, rounded once
@@ -82,7 +82,7 @@ class SplitKReduce:
         self.dtype = _DTYPES[dtype]
         self.w_dtype = _DTYPES[w_dtype]
         self.pdl = pdl
-        #: The copy of a 16-bit C (W of C's own dtype, one split): rows of 16-byte vectors.
+        #: The copy of a 16-bit C (W of C's own dtype, one split): ``copy_rows``.
         self.copy = w_dtype != "float32"
 
     @cute.jit
@@ -153,7 +153,7 @@ class SplitKReduce:
         acc = cutlass.Float32(0.0)
         if i < total:
             for s in range(group, splits, lanes):
-                acc = acc + mW[(row, col, batch * splits + s)].to(cutlass.Float32)
+                acc = acc + mW[(row, col, batch * splits + s)]
         # Every lane takes part (the shuffles need the whole warp): groups of 32 / per_warp.
         for stage in cutlass.range_constexpr(5):
             offset = (_WARP // 2) >> stage
@@ -181,8 +181,9 @@ def reduce_from_pointers(
     stream: cuda.CUstream,
 ):
     """The pointer entry: W (m, n, batch * splits) of the kernel's ``w_dtype`` with strides
-    (w_row_stride, w_col_stride, w_batch_stride), C (m, n, batch) with strides (ldc, 1, batch_stride_c);
-    ``lanes`` threads per output element (a power of two, at most 32)."""
+    (w_row_stride, w_col_stride, w_batch_stride) (the copy: one split, column stride 1), C
+    (m, n, batch) with strides (ldc, 1, batch_stride_c); ``lanes`` threads per output element
+    (a power of two, at most 32; unused by the copy)."""
     if cutlass.const_expr(reduce.copy):
         # The unsplit kernel's C in rows of ours (``launch._run_split``): unit column stride.
         mW = cute.make_tensor(
