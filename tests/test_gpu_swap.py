@@ -94,11 +94,12 @@ def test_swapped_c_view_inside_a_wider_buffer(mk, tile):
 # 64-row tiles in one wave, 128-row tiles, stream-K (few tiles, >= 128 K-tiles) with N and K
 # tails, a product of a few 64-row tiles per batch that fill the SMs together, M of 65-127
 # on 128 x 128 tiles in 2x1 clusters (an M tail inside the tile's width, N and K tails), A's
-# rows of no whole 128-byte lines (2x1 clusters, 6008), and M of 33-63 on 64-wide tiles in 2x1
-# clusters, 64 and 128 rows.
+# rows of no whole 128-byte lines (2x1 clusters, 6008), M of 33-63 on 64-wide tiles in 2x1
+# clusters, 64 and 128 rows, and M of 65-96 on 64-row tiles 80 or 96 wide (N's 64-row tiles
+# in one wave; unclustered on whole lines, 2x1 on K = 1000).
 NATURAL = [(160, 8192, 2048), (176, 10240, 1024), (224, 5000, 8200), (200, 4096, 8192),
            (129, 6000, 3000), (97, 10000, 3000), (160, 6000, 6008), (48, 6000, 3000),
-           (40, 16000, 2056)]
+           (40, 16000, 2056), (69, 4104, 1000), (90, 3904, 2048)]
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

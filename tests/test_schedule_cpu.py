@@ -1045,7 +1045,8 @@ def test_skinny_16bit_products_of_m_129_to_224_run_swapped_on_one_tile_column(ma
 
 
 @pytest.mark.parametrize("case", [
-    dict(m=128, n=8192, k=8192), dict(m=128, n=12288, k=12288), dict(m=96, n=8192, k=8192),
+    dict(m=128, n=8192, k=8192), dict(m=128, n=12288, k=12288), dict(m=120, n=8192, k=8192),
+    dict(m=96, n=8192, k=8192, majors=("m", "n")), dict(m=96, n=2048, k=8192),
     dict(m=96, n=20000, k=8192), dict(m=256, n=8192, k=8192),
     dict(m=240, n=16384, k=4096), dict(m=160, n=2048, k=8192), dict(m=192, n=8192, k=8192,
                                                                      math="tf32"),
@@ -1053,7 +1054,7 @@ def test_skinny_16bit_products_of_m_129_to_224_run_swapped_on_one_tile_column(ma
     dict(m=160, n=192, k=8192), dict(m=8192, n=160, k=8192)], ids=str)
 def test_products_outside_the_skinny_swap_class_keep_their_orientation(case):
     """M a whole number of 128-row tiles (128, 256), M of 65-127 where N's 64-row tiles fit
-    one wave or its 128-row ones do not, past 224 (w 256: no gain), N too short to fill half
+    one wave (but A K-major with M of 65-96: ``_SWAP_ODD_ROWS``) or its 128-row ones do not, past 224 (w 256: no gain), N too short to fill half
     the SMs with 64-row tiles, fp32 inputs, a C that TMA cannot store, and long-M products:
     not swapped."""
     case = dict(case)
@@ -1080,6 +1081,36 @@ def test_skinny_16bit_products_of_m_65_to_127_run_swapped_on_128_row_tiles(math,
     assert (config.tile_m, config.tile_n, config.cluster_m) == (128, width, 2), config
     assert not config.partials and not config.streamk and config.pdl
     assert sm90.choose_config(m, n, k, batch, 132, math=math, majors=majors) == config
+
+
+@pytest.mark.parametrize("math", ["float16", "bfloat16"])
+@pytest.mark.parametrize("b_major", ["n", "k"])
+@pytest.mark.parametrize("m, n, k, batch", [(69, 8024, 7704, 1), (72, 5120, 5120, 1),
+                                            (96, 8448, 8192, 1), (88, 4384, 7792, 1),
+                                            (65, 3808, 13104, 1), (80, 2048, 2000, 2)])
+def test_skinny_16bit_products_of_m_65_to_96_with_a_k_major_run_swapped_on_64_row_tiles(
+        math, b_major, m, n, k, batch):
+    """A K-major, N's 64-row tiles (times the batch) between 0.45 and 1 wave: swapped on
+    64-row tiles 80 or 96 wide, 2x1 clusters where A's rows are no whole 128-byte lines,
+    data-parallel, on the XLA route too.  A M-major, or M of 97-127 (measured no gain on the
+    112-wide tile), keep the untransposed schedule."""
+    majors = ("k", b_major)
+    config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, math=math,
+                                                      majors=majors)
+    config.validate()
+    assert config.swap and splits == 1 and not transposed, config
+    width = next(w for w in (80, 96) if w >= m)
+    lines = k * 2 % 128 == 0
+    assert (config.tile_m, config.tile_n, config.cluster_m) == (64, width, 1 if lines else 2)
+    assert not config.partials and not config.streamk and config.pdl
+    assert sm90.choose_config(m, n, k, batch, 132, math=math, majors=majors) == config
+    across = sm90.choose_schedule(m, n, k, batch, 132, math=math, majors=("m", b_major))[0]
+    assert not across.swap, across
+    for wider in (100, 112, 120):
+        config = sm90.choose_schedule(wider, n, k, batch, 132, math=math, majors=majors)[0]
+        assert not config.swap, (wider, config)
+    swapped = sm90.choose_schedule(m, n, k, batch, 132, math=math, majors=majors)
+    assert swapped in sm90.candidates(m, n, k, batch, 132, math=math, majors=majors)
 
 
 @pytest.mark.parametrize("math", ["float16", "bfloat16"])

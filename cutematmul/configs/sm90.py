@@ -665,7 +665,8 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
 
     M of 65-127 (``_SWAP_ONE_ROW``) runs on 128-row tiles in 2x1 clusters where N's 128-row
     tiles fit one wave and its 64-row ones would not: 128 wide, or 80, 96 or 112 for M of
-    65-112 with A K-major (``_odd_width``).  Otherwise the tile is as wide as the
+    65-112 with A K-major (``_odd_width``); M of 65-96 with A K-major also where the 64-row
+    tiles fit one wave, on them (``_SWAP_ODD_ROWS``).  Otherwise the tile is as wide as the
     narrowest width that holds M (64 for M of 33-63, 160, 192 or 224), and 64 rows where N's
     64-row tiles fit in one wave (else 128; always 128 with A M-major in rows of no whole
     sectors, but on 64-wide tiles).  The A tile is multicast in 2x1 clusters with A M-major (M
@@ -680,11 +681,14 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     width = next(w for w in _TILE_N if w >= m) if m <= _TILE_N[-1] else None
     if width == _SWAP_ONE_ROW:
         tiles = -(-n // _SWAP_ONE_ROW) * batch
-        if m == _SWAP_ONE_ROW or not num_sms < 2 * tiles <= 2 * num_sms:
+        odd = _odd_width(math, m, majors[0])
+        if m == _SWAP_ONE_ROW:
             return None
-        width = _odd_width(math, m, majors[0]) or width
-        return Config(tile_m=_SWAP_ONE_ROW, tile_n=width, raster_group=8,
-                      epi_n=epilogue_width(width), cluster_m=2, pdl=_PDL, swap=True), 1, False
+        if not num_sms < 2 * tiles <= 2 * num_sms:
+            return _swapped_odd_row(odd, n, k, batch, num_sms)
+        return Config(tile_m=_SWAP_ONE_ROW, tile_n=odd or width, raster_group=8,
+                      epi_n=epilogue_width(odd or width), cluster_m=2, pdl=_PDL,
+                      swap=True), 1, False
     narrow = width == _SWAP_NARROW and m < _SWAP_NARROW  # M of 33-63 (64: no padded rows)
     if width not in _SWAP_WIDTHS and not narrow:
         return None
@@ -710,6 +714,41 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
             return streamk, 1, False
     return config, 1, False
 
+
+
+#: M of 65-96 with A K-major where N's 64-row tiles (times the batch) fit one wave and fill at
+#: least ``_SWAP_FILL`` of the SMs runs swapped on 64-row tiles 80 or 96 wide (``_odd_width``),
+#: in 2x1 clusters where A's rows are no whole 128-byte lines (``_LINE_BYTES``), else
+#: unclustered.  Untransposed it was two 64-row tile rows, the second mostly padding, each
+#: reading all of B.  H200, fp16 nn unless marked, L2-cold rotated inputs, us, the
+#: untransposed pick / this rule (cuBLAS).  2026-12-04, first draw: 69x8024x7704 51.7 / 38.9
+#: (39.1), 72x5120x5120 21.1 / 19.6 (16.9; 2x1 18.2), 100x6144x6144 24.3 / 24.4 (23.2).  Then
+#: 13 products drawn after the rule was set (M 65-112, N 3808-8448, K 2048-16384): 76x4128x6136
+#: 24.4 / 19.3 (21.9), 88x4384x7792 29.5 / 25.9 (27.9), 76x7768x14408 91.3 / 70.2 (70.0), bf16
+#: 66x8008x15008 93.2 / 72.4 (72.4), 65x5976x13104 71.2 / 58.8 (48.8), 96x8192x8192 39.7 / 35.3
+#: (37.2), 80x8192x8192 42.4 / 34.4 (36.1), 94x5672x15040 63.3 / 62.9 (53.9), but bf16
+#: 88x6280x13112 60.8 / 63.2 (54.7) and 96x3944x8944 31.1 / 36.9 (30.1); geometric mean of the
+#: gain 1.077x over the 13.  On the 112-wide tile it lost to the untransposed 2x2 pick twice
+#: (111x5632x4264 17.6 / 21.3, 101x6088x4576 21.5 / 23.3) and gained once (bf16 112x4096x4096
+#: 13.8 / 13.2), so M of 97-112 stays untransposed (over the 10 products left, 1.127x).
+#: 128-row swapped tiles lost in this range (69x8024x7704 42.5), as 64 x 128 swapped did at M
+#: = 113-127 (120x8192x8192 37.2 against 35.3) and with A M-major (tn 80x4096x4096 16.3
+#: against 14.3).
+_SWAP_ODD_ROWS = 64
+_SWAP_ODD_WIDTHS = (80, 96)
+
+
+def _swapped_odd_row(width: int | None, n: int, k: int, batch: int,
+                     num_sms: int) -> tuple[Config, int, bool] | None:
+    """``_SWAP_ODD_ROWS``'s schedule, or None (no width of ``_SWAP_ODD_WIDTHS``, or N's 64-row
+    tiles outside [``_SWAP_FILL``, 1] waves)."""
+    row_tiles = -(-n // _SWAP_ODD_ROWS) * batch
+    if width not in _SWAP_ODD_WIDTHS or not _SWAP_FILL * num_sms <= row_tiles <= num_sms:
+        return None
+    lines = k * _RATES[16][1].in_bytes % _LINE_BYTES == 0
+    return Config(tile_m=_SWAP_ODD_ROWS, tile_n=width, raster_group=8,
+                  epi_n=epilogue_width(width), cluster_m=1 if lines else 2, pdl=_PDL,
+                  swap=True), 1, False
 
 #: Math types with a stream-K schedule (3xTF32 keeps split-K, which bounds its promoted sums).
 #: Stream-K is a candidate of the autotuner, and the wave model's pick only for swapped skinny
