@@ -305,8 +305,20 @@ def build_list(selection: Selection, directory: Path) -> list:
 
 def _precompile(selection: Selection, jobs, cache_dir, progress: bool) -> Report:
     directory = Path(cache_dir) if cache_dir is not None else cache.cache_dir()
+    return build_keys(build_list(selection, directory), jobs=jobs, cache_dir=directory,
+                      progress=progress)
+
+
+def build_keys(keys: list, *, jobs: int | None = None,
+               cache_dir: str | os.PathLike | None = None, progress: bool = True) -> Report:
+    """Build exactly ``keys`` (``KernelKey``, ``ReduceKey``, ``PrepKey``; each for its own
+    ``arch``) that ``cache_dir`` (default: the cache directory) does not hold yet, in ``jobs``
+    worker processes (default: one per CPU); what ``precompile`` does once it has listed its
+    keys, and what a tool that names kernels itself (``tools/sweep_schedule.py --precompile``)
+    calls.  Needs no GPU."""
+    directory = Path(cache_dir) if cache_dir is not None else cache.cache_dir()
     start = time.perf_counter()
-    keys = build_list(selection, directory)
+    keys = list(dict.fromkeys(keys))
     report = Report(str(directory), keys=len(keys))
     missing = [k for k in keys if cache.disk_entry(k, directory) is None]
     report.present = len(keys) - len(missing)

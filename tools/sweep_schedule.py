@@ -1,13 +1,24 @@
 """Calibrate the wave model: time forced (tile, K-split) choices beside the model's pick and cuBLAS.
 
-    python tools/sweep_schedule.py [fp16|fp32|both] [--clusters] [--shapes MxNxK,...] [--layout nt]
+    python tools/sweep_schedule.py [fp16|bf16|fp32|both] [--clusters | --tuner] [--shapes MxNxK,...]
+                                   [--layout nt] [--precompile DIR [--jobs N]]
 
 For each shape, the model's pick (``configs/<family>.choose_schedule``) and every forced candidate
-(tile x split, transposed for small M) run on the same Gaussian operands; each is timed like the
-benchmark (a spin kernel hides the host's enqueue time, 5 bursts of 20 products, the median).
-``docs/performance.md`` quotes its output.  Each candidate is made the shape's schedule in the
-cache's tuned tier for its timing (``cache.trial_tuned``, which clears the plan caches around it),
-the mechanism ``cutematmul.tune`` uses, so it is a tool, not a library path.
+run on the same Gaussian operands; each is timed like the benchmark (a spin kernel hides the
+host's enqueue time, 5 bursts of 20 products, the median).  The candidates are a fixed menu
+(``CANDIDATES``: tile x split, transposed for small M; ``--clusters`` adds 2x1 and 1x2), or with
+``--tuner`` every schedule ``cutematmul.tune`` may time for the product
+(``dispatch.tunable``: the wave model's ranking, swapped skinny tiles in both heights and
+cluster shapes, stream-K, 2x2 clusters).  ``docs/performance.md`` quotes its output.  Each
+candidate is made the shape's schedule in the cache's tuned tier for its timing
+(``cache.trial_tuned``, which clears the plan caches around it), the mechanism
+``cutematmul.tune`` uses, so it is a tool, not a library path.
+
+``--precompile DIR`` needs no GPU: it builds the kernels of the picks and of every candidate the
+same options name (contiguous operands in ``--layout``, an sm_90a / sm_80 GPU of 132 / 108
+SMs) into DIR (``aot.build_keys``), so a GPU run of the sweep with
+``CUTEMATMUL_CACHE_DIR=DIR`` spends no time compiling.  Imports: ``cutematmul``, and ``torch``
+only to time.
 """
 
 from __future__ import annotations
@@ -16,11 +27,7 @@ import argparse
 import itertools
 import sys
 
-import torch
-
-import cutematmul
-from cutematmul import cache, launch
-from cutematmul.adapters import adapter_for
+from cutematmul import aot, dispatch
 from cutematmul.configs import simt, sm90
 
 SHAPES = [(16, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192),
@@ -46,6 +53,8 @@ _SIMT_THREADS = {(tm, tn): threads for tm, tn, threads in simt._LADDER}
 
 def time_us(fn, reps: int = 20, bursts: int = 5) -> float:
     """Median GPU time per call over ``bursts`` bursts, each behind a ~1.5 ms spin kernel."""
+    import torch
+
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -108,8 +117,78 @@ def candidates(dtype: str, m: int, n: int, clusters: bool):
                _label(tm, tn, s, tr, c, pingpong))
 
 
-def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn") -> None:
-    module = CANDIDATES[dtype][0]
+#: dtype names of the command line.
+DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+
+
+def majors_of(layout: str) -> tuple[str, str]:
+    """(A, B) majors of contiguous operands: "t" marks a transposed view (nt: ``a @ w.T``)."""
+    return "m" if layout[0] == "t" else "k", "k" if layout[1] == "t" else "n"
+
+
+def problem_of(dtype: str, m: int, n: int, k: int, layout: str = "nn",
+               capability: tuple[int, int] = (9, 0), num_sms: int = 132) -> dispatch.Problem:
+    """The ``dispatch.Problem`` of an M x N x K product of contiguous operands in ``layout``
+    (no GPU): alignments from the unit-stride extents, as the planner derives them."""
+    a_major, b_major = majors_of(layout)
+    size = dispatch.itemsize(dtype)
+    align = [16 if extent * size % 16 == 0 else size
+             for extent in (m if a_major == "m" else k, n if b_major == "n" else k, n)]
+    family = dispatch.choose_family(dtype, capability)
+    return dispatch.problem(family, capability, num_sms, dtype, a_major, b_major, tuple(align),
+                            m, n, k, 1)
+
+
+def tuner_candidates(problem: dispatch.Problem):
+    """(config, splits, transposed, label) of every schedule ``cutematmul.tune`` may time."""
+    return [(config, splits, transposed, f"{config.name}/s{splits}{'T' if transposed else ''}")
+            for config, splits, transposed in dispatch.tunable(problem, dispatch.EVERY_CANDIDATE)]
+
+
+def _choices(dtype: str, problem: dispatch.Problem, tuner: bool, clusters: bool):
+    if tuner:
+        return tuner_candidates(problem)
+    menu = "float16" if dtype == "bfloat16" else dtype
+    return list(candidates(menu, problem.m, problem.n, clusters))
+
+
+def kernel_keys(problem: dispatch.Problem, choices) -> list:
+    """The kernels a sweep of ``problem`` launches: the pick's, then each candidate's, with the
+    reduction of those that write partial sums (contiguous, aligned operands: no copies)."""
+    family = dispatch.FAMILIES[problem.family]
+    capability = aot.capability_of(problem.arch)
+    keys = []
+    for tuned in [None, *((c, s, t) for c, s, t, _ in choices)]:
+        key, splits, transposed = dispatch.schedule(
+            family, capability, problem.num_sms, problem.math, problem.a_major, problem.b_major,
+            (problem.align_a, problem.align_b, problem.align_c), problem.m, problem.n, problem.k,
+            problem.batch, tuned=tuned)
+        keys.append(key)
+        if dispatch.through_workspace(key.config, splits, transposed):
+            keys.append(dispatch.reduce_key(capability, dispatch.output_dtype(problem.math)))
+    return list(dict.fromkeys(keys))
+
+
+def precompile(dtypes, shapes, layout: str, tuner: bool, clusters: bool, directory: str,
+               jobs: int | None = None):
+    """Build every kernel the sweep would launch into ``directory`` (no GPU)."""
+    keys = []
+    for dtype in dtypes:
+        for m, n, k in shapes:
+            problem = problem_of(dtype, m, n, k, layout)
+            keys += kernel_keys(problem, _choices(dtype, problem, tuner, clusters))
+    return aot.build_keys(keys, jobs=jobs, cache_dir=directory)
+
+
+def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
+          tuner: bool = False) -> None:
+    import torch
+
+    import cutematmul
+    from cutematmul import cache, launch
+    from cutematmul.adapters import adapter_for
+
+    module = CANDIDATES["float16" if dtype == "bfloat16" else dtype][0]
     for m, n, k in shapes:
         a = torch.randn(m, k, device="cuda").to(getattr(torch, dtype))
         b = torch.randn(k, n, device="cuda").to(getattr(torch, dtype))
@@ -119,8 +198,8 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn")
             b = b.t().contiguous().t()
         out = torch.empty(m, n, device="cuda", dtype=a.dtype)
         cublas = time_us(lambda: torch.matmul(a, b, out=out))
-        majors = ("m" if layout[0] == "t" else "k", "k" if layout[1] == "t" else "n")
-        cfg, splits, transposed = module.choose_schedule(m, n, k, 1, 132, majors=majors)
+        cfg, splits, transposed = module.choose_schedule(m, n, k, 1, 132,
+                                                         majors=majors_of(layout))
         picked = time_us(lambda: cutematmul.matmul(a, b, out=out))
         cluster = (getattr(cfg, "cluster_m", 1), getattr(cfg, "cluster_n", 1))  # sm90 only
         label = _label(cfg.tile_m, cfg.tile_n, splits, transposed, cluster,
@@ -128,7 +207,7 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn")
         row = [f"pick {label} "
                f"{picked:.1f}us ({cublas / picked:.2f}x)"]
         problem = launch.planned_launch(adapter_for(a), a, b).problem
-        for config, s, tr, label in candidates(dtype, m, n, clusters):
+        for config, s, tr, label in _choices(dtype, problem, tuner, clusters):
             with cache.trial_tuned(problem, (config, s, tr)):  # clears the plans, then restores
                 row.append(f"{label} {time_us(lambda: cutematmul.matmul(a, b, out=out)):.1f}")
         print(f"{dtype} {layout} {m}x{n}x{k}: cuBLAS {cublas:.1f}us | " + " | ".join(row), flush=True)
@@ -136,8 +215,13 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn")
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("which", nargs="?", default="both", choices=("fp16", "fp32", "both"))
+    p.add_argument("which", nargs="?", default="both", choices=("fp16", "bf16", "fp32", "both"))
     p.add_argument("--clusters", action="store_true", help="also 2x1 and 1x2 clusters (fp16)")
+    p.add_argument("--tuner", action="store_true",
+                   help="time every schedule cutematmul.tune may time instead of the menu")
+    p.add_argument("--precompile", metavar="DIR",
+                   help="build the kernels the sweep launches into DIR (no GPU), then exit")
+    p.add_argument("--jobs", type=int, help="worker processes of --precompile")
     p.add_argument("--shapes", help="comma-separated MxNxK (default: the calibration set)")
     p.add_argument("--layout", default="nn", choices=("nn", "nt", "tn", "tt"),
                    help="t: that operand is a transposed view (nt: a @ w.T)")
@@ -145,8 +229,17 @@ def main(argv=None) -> int:
     shapes = SHAPES
     if args.shapes:
         shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-    for dtype in {"fp16": ["float16"], "fp32": ["float32"]}.get(args.which, ["float16", "float32"]):
-        sweep(dtype, shapes, args.clusters, args.layout)
+    dtypes = [DTYPES[args.which]] if args.which in DTYPES else ["float16", "float32"]
+    if args.precompile:
+        report = precompile(dtypes, shapes, args.layout, args.tuner, args.clusters,
+                            args.precompile, args.jobs)
+        print(f"{report.keys} kernels: {report.built} built, {report.present} already there, "
+              f"{len(report.failed)} failed")
+        for key, error in report.failed:
+            print(f"  failed: {key}\n    {error}", file=sys.stderr)
+        return 1 if report.failed else 0
+    for dtype in dtypes:
+        sweep(dtype, shapes, args.clusters, args.layout, args.tuner)
     return 0
 
 

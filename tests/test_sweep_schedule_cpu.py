@@ -1,0 +1,63 @@
+"""CPU tests of ``tools/sweep_schedule.py``'s planning half: the problem it derives from a
+layout, the tuner's candidates it sweeps, and the kernels ``--precompile`` builds for them (the
+timing is the tool's own GPU job)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("sweep_schedule",
+                                                  ROOT / "tools" / "sweep_schedule.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_problem_follows_the_layout_and_the_row_alignment():
+    tool = _tool()
+    p = tool.problem_of("float16", 69, 8024, 7704, "nn")
+    assert (p.family, p.arch, p.a_major, p.b_major) == ("sm90", "sm_90a", "k", "n")
+    assert (p.align_a, p.align_b, p.align_c, p.num_sms) == (16, 16, 16, 132)
+    q = tool.problem_of("bfloat16", 304, 301, 302, "tn")
+    assert (q.a_major, q.b_major) == ("m", "n")
+    assert (q.align_a, q.align_b, q.align_c) == (16, 2, 2)  # rows of 608, 602, 602 bytes
+    assert tool.problem_of("float32", 64, 64, 64, "nt").family == "simt"
+
+
+def test_tuner_candidates_are_the_tuners_list_with_distinct_labels():
+    from cutematmul import dispatch
+
+    tool = _tool()
+    p = tool.problem_of("float16", 69, 8024, 7704, "nn")
+    found = tool.tuner_candidates(p)
+    assert [c[:3] for c in found] == dispatch.tunable(p, dispatch.EVERY_CANDIDATE)
+    assert len({c[3] for c in found}) == len(found)
+    assert any(c[0].swap for c in found) and any(c[1] > 1 for c in found)
+
+
+def test_precompile_names_the_pick_every_candidate_and_the_reduction(monkeypatch):
+    from cutematmul import aot, dispatch
+
+    tool = _tool()
+    p = tool.problem_of("float16", 69, 8024, 7704, "nn")
+    keys = tool.kernel_keys(p, tool.tuner_candidates(p))
+    pick = dispatch.schedule(dispatch.FAMILIES["sm90"], (9, 0), 132, "float16", "k", "n",
+                             (16, 16, 16), 69, 8024, 7704, 1)[0]
+    assert keys[0] == pick and len(keys) == len(set(keys))
+    assert dispatch.reduce_key((9, 0), "float16") in keys  # split candidates write partials
+    assert {k.config.name for k in keys if hasattr(k, "config")} >= {
+        c.name for c, *_ in tool.tuner_candidates(p)}
+    built = {}
+    monkeypatch.setattr(aot, "build_keys", lambda keys, **kw: built.update(keys=keys, **kw)
+                        or aot.Report("DIR", keys=len(keys)))
+    monkeypatch.setattr(sys, "argv", ["sweep_schedule.py"])
+    assert tool.main(["fp16", "--tuner", "--shapes", "69x8024x7704,1000x1000x1000",
+                      "--precompile", "DIR", "--jobs", "3"]) == 0
+    assert built["cache_dir"] == "DIR" and built["jobs"] == 3
+    assert set(keys) <= set(built["keys"])
