@@ -271,31 +271,39 @@ def tuned_keys(directory: Path) -> list:
     ``tuned.json``), with their reductions and TF32 prep kernels: what its processes will load."""
     keys: dict = {}
     for problem, choice in cache.tuned_table(directory).items():
-        capability = capability_of(problem.arch)
-        key, splits, transposed = schedule(
-            FAMILIES[problem.family], capability, problem.num_sms, problem.math, problem.a_major,
-            problem.b_major, (problem.align_a, problem.align_b, problem.align_c), problem.m,
-            problem.n, problem.k, problem.batch, tuned=choice)
-        # An operand the kernel reads M- or N-major may have been a K-major one, copied, and a
-        # B it reads K-major an N-major one.  (A's copy is asked of two K-major operands, B's
-        # of an M-major or a K-major A: each rule's case.)
-        family, m, n, k = FAMILIES[problem.family], problem.m, problem.n, problem.k
-        copied = [operand_copy(capability, problem.math, source, major).key
-                  for source, major, read in (
-                      ("k", operand_copies(family, problem.math, "k", "k", m, n, k)[0],
-                       problem.a_major),
-                      ("k", operand_copies(family, problem.math, "m", "k", m, n, k)[1],
-                       problem.b_major),
-                      ("n", operand_copies(family, problem.math, "k", "n", m, n, k)[1],
-                       problem.b_major))
-                  if major is not None and major == read]
-        if copies_c(family, key.config, splits, transposed,
-                    problem.align_c >= family.required_alignment):
-            copied += copied_c(capability, key)  # the key itself too, writing our padded rows
-        for k in (key, *_reduce_keys(capability, problem.math, key.config, splits, transposed),
-                  *_prep_keys(capability, problem.math), *copied):
-            keys.setdefault(replace(k, arch=problem.arch), None)
+        keys.update(dict.fromkeys(schedule_keys(problem, choice)))
     return list(keys)
+
+
+def schedule_keys(problem, choice=None) -> list:
+    """The kernels a ``dispatch.Problem`` runs under ``choice`` (a tuned (config, splits,
+    transposed); None: the wave model's pick), the GEMM's first: its reduction, the TF32 prep
+    kernels and the copies of operands or C its planner may ask for, each for the problem's
+    arch."""
+    capability = capability_of(problem.arch)
+    key, splits, transposed = schedule(
+        FAMILIES[problem.family], capability, problem.num_sms, problem.math, problem.a_major,
+        problem.b_major, (problem.align_a, problem.align_b, problem.align_c), problem.m,
+        problem.n, problem.k, problem.batch, tuned=choice)
+    # An operand the kernel reads M- or N-major may have been a K-major one, copied, and a
+    # B it reads K-major an N-major one.  (A's copy is asked of two K-major operands, B's
+    # of an M-major or a K-major A: each rule's case.)
+    family, m, n, k = FAMILIES[problem.family], problem.m, problem.n, problem.k
+    copied = [operand_copy(capability, problem.math, source, major).key
+              for source, major, read in (
+                  ("k", operand_copies(family, problem.math, "k", "k", m, n, k)[0],
+                   problem.a_major),
+                  ("k", operand_copies(family, problem.math, "m", "k", m, n, k)[1],
+                   problem.b_major),
+                  ("n", operand_copies(family, problem.math, "k", "n", m, n, k)[1],
+                   problem.b_major))
+              if major is not None and major == read]
+    if copies_c(family, key.config, splits, transposed,
+                problem.align_c >= family.required_alignment):
+        copied += copied_c(capability, key)  # the key itself too, writing our padded rows
+    keys = (key, *_reduce_keys(capability, problem.math, key.config, splits, transposed),
+            *_prep_keys(capability, problem.math), *copied)
+    return list(dict.fromkeys(replace(k, arch=problem.arch) for k in keys))
 
 
 def build_list(selection: Selection, directory: Path) -> list:

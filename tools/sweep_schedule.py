@@ -27,7 +27,7 @@ import argparse
 import itertools
 import sys
 
-from cutematmul import aot, dispatch
+from cutematmul import aot, dispatch, plan
 from cutematmul.configs import simt, sm90
 
 SHAPES = [(16, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192),
@@ -132,7 +132,7 @@ def problem_of(dtype: str, m: int, n: int, k: int, layout: str = "nn",
     (no GPU): alignments from the unit-stride extents, as the planner derives them."""
     a_major, b_major = majors_of(layout)
     size = dispatch.itemsize(dtype)
-    align = [16 if extent * size % 16 == 0 else size
+    align = [plan.alignment(size, extent * size)
              for extent in (m if a_major == "m" else k, n if b_major == "n" else k, n)]
     family = dispatch.choose_family(dtype, capability)
     return dispatch.problem(family, capability, num_sms, dtype, a_major, b_major, tuple(align),
@@ -153,20 +153,11 @@ def _choices(dtype: str, problem: dispatch.Problem, tuner: bool, clusters: bool)
 
 
 def kernel_keys(problem: dispatch.Problem, choices) -> list:
-    """The kernels a sweep of ``problem`` launches: the pick's, then each candidate's, with the
-    reduction of those that write partial sums (contiguous, aligned operands: no copies)."""
-    family = dispatch.FAMILIES[problem.family]
-    capability = aot.capability_of(problem.arch)
-    keys = []
-    for tuned in [None, *((c, s, t) for c, s, t, _ in choices)]:
-        key, splits, transposed = dispatch.schedule(
-            family, capability, problem.num_sms, problem.math, problem.a_major, problem.b_major,
-            (problem.align_a, problem.align_b, problem.align_c), problem.m, problem.n, problem.k,
-            problem.batch, tuned=tuned)
-        keys.append(key)
-        if dispatch.through_workspace(key.config, splits, transposed):
-            keys.append(dispatch.reduce_key(capability, dispatch.output_dtype(problem.math)))
-    return list(dict.fromkeys(keys))
+    """The kernels a sweep of ``problem`` launches: the pick's, then each candidate's
+    (``aot.schedule_keys``: with their reductions and copies)."""
+    keys = [aot.schedule_keys(problem, tuned)
+            for tuned in [None, *((c, s, t) for c, s, t, _ in choices)]]
+    return list(dict.fromkeys(key for group in keys for key in group))
 
 
 def precompile(dtypes, shapes, layout: str, tuner: bool, clusters: bool, directory: str,

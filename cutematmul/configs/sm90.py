@@ -680,10 +680,10 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
         return None
     width = next(w for w in _TILE_N if w >= m) if m <= _TILE_N[-1] else None
     if width == _SWAP_ONE_ROW:
-        tiles = -(-n // _SWAP_ONE_ROW) * batch
-        odd = _odd_width(math, m, majors[0])
         if m == _SWAP_ONE_ROW:
             return None
+        tiles = -(-n // _SWAP_ONE_ROW) * batch
+        odd = _odd_width(math, m, majors[0])
         if not num_sms < 2 * tiles <= 2 * num_sms:
             return _swapped_odd_row(odd, n, k, batch, num_sms)
         return Config(tile_m=_SWAP_ONE_ROW, tile_n=odd or width, raster_group=8,
@@ -695,11 +695,10 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     across = majors[0] == "m"
     if across and m > _SWAP_ACROSS_M:
         return None
-    in_bytes = _RATES[16][1].in_bytes
     # An M-major A in rows of no whole 32-byte sectors takes 128-row tiles (not on 64-wide
     # ones); a K-major A in rows of no whole 128-byte lines is multicast.
-    sectors = not across or m * in_bytes % _ACROSS_BYTES == 0 or narrow
-    lines = across or k * in_bytes % _LINE_BYTES == 0
+    sectors = not across or m * _RATES[16][1].in_bytes % _ACROSS_BYTES == 0 or narrow
+    lines = across or _whole_lines(k)
     row_tiles = -(-n // 64) * batch
     if row_tiles < _SWAP_FILL * num_sms:
         return None
@@ -714,6 +713,11 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
             return streamk, 1, False
     return config, 1, False
 
+
+def _whole_lines(k: int) -> bool:
+    """Whether a K-major 16-bit operand's rows of ``k`` elements are whole 128-byte lines
+    (``_LINE_BYTES``)."""
+    return k * _RATES[16][1].in_bytes % _LINE_BYTES == 0
 
 
 #: M of 65-96 with A K-major where N's 64-row tiles (times the batch) fit one wave and fill at
@@ -745,10 +749,10 @@ def _swapped_odd_row(width: int | None, n: int, k: int, batch: int,
     row_tiles = -(-n // _SWAP_ODD_ROWS) * batch
     if width not in _SWAP_ODD_WIDTHS or not _SWAP_FILL * num_sms <= row_tiles <= num_sms:
         return None
-    lines = k * _RATES[16][1].in_bytes % _LINE_BYTES == 0
     return Config(tile_m=_SWAP_ODD_ROWS, tile_n=width, raster_group=8,
-                  epi_n=epilogue_width(width), cluster_m=1 if lines else 2, pdl=_PDL,
+                  epi_n=epilogue_width(width), cluster_m=1 if _whole_lines(k) else 2, pdl=_PDL,
                   swap=True), 1, False
+
 
 #: Math types with a stream-K schedule (3xTF32 keeps split-K, which bounds its promoted sums).
 #: Stream-K is a candidate of the autotuner, and the wave model's pick only for swapped skinny
