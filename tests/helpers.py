@@ -10,6 +10,18 @@ import numpy as np
 TOLERANCE = {"float32": 2e-5, "float16": 1e-3, "bfloat16": 8e-3}
 
 
+
+def load_tool(name: str):
+    """The module ``tools/<name>.py`` (tools are scripts, not a package), loaded fresh."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 def needs_dsl():
     """The skip mark of tests that compile kernels: they need nvidia-cutlass-dsl, not a GPU."""
     import importlib.util

@@ -1054,9 +1054,9 @@ def test_skinny_16bit_products_of_m_129_to_224_run_swapped_on_one_tile_column(ma
     dict(m=160, n=192, k=8192), dict(m=8192, n=160, k=8192)], ids=str)
 def test_products_outside_the_skinny_swap_class_keep_their_orientation(case):
     """M a whole number of 128-row tiles (128, 256), M of 65-127 where N's 64-row tiles fit
-    one wave (but A K-major with M of 65-96: ``_SWAP_ODD_ROWS``) or its 128-row ones do not, past 224 (w 256: no gain), N too short to fill half
-    the SMs with 64-row tiles, fp32 inputs, a C that TMA cannot store, and long-M products:
-    not swapped."""
+    one wave (but A K-major with M of 65-96: ``_SWAP_ODD_ROWS``) or its 128-row ones do not,
+    past 224 (w 256: no gain), N too short to fill half the SMs with 64-row tiles, fp32
+    inputs, a C that TMA cannot store, and long-M products: not swapped."""
     case = dict(case)
     m, n, k = case.pop("m"), case.pop("n"), case.pop("k")
     config = sm90.choose_schedule(m, n, k, 1, 132, **case)[0]
@@ -1107,10 +1107,10 @@ def test_skinny_16bit_products_of_m_65_to_96_with_a_k_major_run_swapped_on_64_ro
     across = sm90.choose_schedule(m, n, k, batch, 132, math=math, majors=("m", b_major))[0]
     assert not across.swap, across
     for wider in (100, 112, 120):
-        config = sm90.choose_schedule(wider, n, k, batch, 132, math=math, majors=majors)[0]
-        assert not config.swap, (wider, config)
-    swapped = sm90.choose_schedule(m, n, k, batch, 132, math=math, majors=majors)
-    assert swapped in sm90.candidates(m, n, k, batch, 132, math=math, majors=majors)
+        other = sm90.choose_schedule(wider, n, k, batch, 132, math=math, majors=majors)[0]
+        assert not other.swap, (wider, other)
+    assert (config, splits, transposed) in sm90.candidates(m, n, k, batch, 132, math=math,
+                                                           majors=majors)
 
 
 @pytest.mark.parametrize("math", ["float16", "bfloat16"])

@@ -3,18 +3,11 @@ class's bounds and differ between seeds (the GPU run is the tool's own job)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import load_tool
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("shape_classes",
-                                                  ROOT / "tools" / "shape_classes.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("shape_classes")
 
 
 def test_the_draws_are_seeded_and_stay_in_their_classes():

@@ -4,19 +4,11 @@ timing is the tool's own GPU job)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import load_tool
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("sweep_schedule",
-                                                  ROOT / "tools" / "sweep_schedule.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("sweep_schedule")
 
 
 def test_the_problem_follows_the_layout_and_the_row_alignment():
@@ -56,7 +48,6 @@ def test_precompile_names_the_pick_every_candidate_and_the_reduction(monkeypatch
     built = {}
     monkeypatch.setattr(aot, "build_keys", lambda keys, **kw: built.update(keys=keys, **kw)
                         or aot.Report("DIR", keys=len(keys)))
-    monkeypatch.setattr(sys, "argv", ["sweep_schedule.py"])
     assert tool.main(["fp16", "--tuner", "--shapes", "69x8024x7704,1000x1000x1000",
                       "--precompile", "DIR", "--jobs", "3"]) == 0
     assert built["cache_dir"] == "DIR" and built["jobs"] == 3

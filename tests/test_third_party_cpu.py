@@ -4,23 +4,17 @@ reports).  K = 0 products need no GPU, so the cutematmul side runs for real here
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import load_tool
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("third_party", ROOT / "tools" / "third_party.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("third_party")
 
 
 CHILD = """
