@@ -35,6 +35,9 @@ PATTERNS = {
     "wgmma_n64": r"\bwgmma\.mma_async\.sync\.aligned\.m64n64k16\.",
     "wgmma_n160": r"\bwgmma\.mma_async\.sync\.aligned\.m64n160k16\.",
     "wgmma_n224": r"\bwgmma\.mma_async\.sync\.aligned\.m64n224k16\.",
+    "wgmma_n144": r"\bwgmma\.mma_async\.sync\.aligned\.m64n144k16\.",
+    "wgmma_n176": r"\bwgmma\.mma_async\.sync\.aligned\.m64n176k16\.",
+    "wgmma_n208": r"\bwgmma\.mma_async\.sync\.aligned\.m64n208k16\.",
     "wgmma_n80": r"\bwgmma\.mma_async\.sync\.aligned\.m64n80k16\.",
     "wgmma_n96": r"\bwgmma\.mma_async\.sync\.aligned\.m64n96k16\.",
     "wgmma_n112": r"\bwgmma\.mma_async\.sync\.aligned\.m64n112k16\.",
@@ -273,6 +276,12 @@ _SWAPPED = [
                            "swap": True}),
     ("BFloat16", "m", "k", {"tile_m": 128, "tile_n": 64, "cluster_m": 2, "pdl": True,
                             "swap": True}),
+    # M of 129-144, 161-176 and 193-208 with A K-major (configs.sm90._FINE_N), 1x1 and 2x1.
+    ("Float16", "k", "n", {"tile_m": 64, "tile_n": 208, "epi_n": 16, "pdl": True, "swap": True}),
+    ("BFloat16", "k", "k", {"tile_m": 128, "tile_n": 176, "epi_n": 16, "cluster_m": 2,
+                            "pdl": True, "swap": True}),
+    ("Float16", "k", "n", {"tile_m": 64, "tile_n": 144, "epi_n": 16, "cluster_m": 2,
+                           "pdl": True, "swap": True}),
 ]
 
 

@@ -24,16 +24,16 @@ SHAPES = [(150, 10000, 4104), (200, 4096, 1000), (97, 3000, 776), (256, 8192, 51
           (300, 2000, 3000)]
 #: (tile_m, tile_n, cluster_m, kind): kind "dp" data-parallel, "sk" stream-K, "s3" three splits.
 TILES = [(128, 160, 2, "dp"), (128, 192, 1, "sk"), (64, 224, 2, "sk"), (128, 256, 1, "dp"),
-         (128, 128, 1, "s3")]
+         (128, 128, 1, "s3"), (64, 208, 1, "dp"), (128, 144, 2, "dp")]
 
 
 def _config(tile):
-    from cutematmul.configs.sm90 import Config
+    from cutematmul.configs.sm90 import Config, epilogue_width
 
     tm, tn, cluster, kind = tile
     splits = 3 if kind == "s3" else 1
-    return Config(tile_m=tm, tile_n=tn, cluster_m=cluster, swap=True, streamk=kind == "sk",
-                  partials=splits > 1, pdl=kind != "sk"), splits
+    return Config(tile_m=tm, tile_n=tn, epi_n=epilogue_width(tn), cluster_m=cluster, swap=True,
+                  streamk=kind == "sk", partials=splits > 1, pdl=kind != "sk"), splits
 
 
 def _run(a, b, tile, repeats=1):
@@ -68,7 +68,8 @@ def test_swapped_kernels_are_correct(mk, shape, tile):
 
 
 @pytest.mark.parametrize("layout", ["tn", "nt", "tt"])
-@pytest.mark.parametrize("tile", [(128, 160, 2, "dp"), (128, 192, 2, "sk")], ids=_id)
+@pytest.mark.parametrize("tile", [(128, 160, 2, "dp"), (128, 192, 2, "sk"), (64, 176, 1, "dp")],
+                         ids=_id)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_swapped_layouts(mk, dtype, tile, layout):
     a, b = layout_operands(mk, 176, 5000, 2056, layout, dtype)
@@ -96,10 +97,13 @@ def test_swapped_c_view_inside_a_wider_buffer(mk, tile):
 # on 128 x 128 tiles in 2x1 clusters (an M tail inside the tile's width, N and K tails), A's
 # rows of no whole 128-byte lines (2x1 clusters, 6008), M of 33-63 on 64-wide tiles in 2x1
 # clusters, 64 and 128 rows, and M of 65-96 on 64-row tiles 80 or 96 wide (N's 64-row tiles
-# in one wave; unclustered on whole lines, 2x1 on K = 1000).
+# in one wave; unclustered on whole lines, 2x1 on K = 1000); M of 129-144, 161-176 and
+# 193-208 on tiles 144, 176 and 208 wide (176, 200, 129, 140), and a long K over A's rows of
+# no whole lines on 128-row stream-K tiles (150 x 7000 x 10000).
 NATURAL = [(160, 8192, 2048), (176, 10240, 1024), (224, 5000, 8200), (200, 4096, 8192),
            (129, 6000, 3000), (97, 10000, 3000), (160, 6000, 6008), (48, 6000, 3000),
-           (40, 16000, 2056), (69, 4104, 1000), (90, 3904, 2048)]
+           (40, 16000, 2056), (69, 4104, 1000), (90, 3904, 2048), (140, 7000, 4104),
+           (150, 7000, 10000)]
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

@@ -1016,15 +1016,18 @@ SWAP_NK = [(4096, 4096), (4096, 14336), (8192, 8192), (10240, 8192), (12288, 122
 @pytest.mark.parametrize("m", SWAP_M)
 @pytest.mark.parametrize("n, k", SWAP_NK)
 def test_skinny_16bit_products_of_m_129_to_224_run_swapped_on_one_tile_column(math, m, n, k):
-    """All of M in one tile of the narrowest width that holds it (160, 192, 224), the long N
-    along 64-row tiles where they fit one wave (else 128-row), unsplit; stream-K in 2x1
-    clusters where the tiles fill under 3/4 of the SMs over at least 128 K-tiles; A K-major
-    unclustered, but in 2x1 clusters where its rows are no whole 128-byte lines (K of 6264 and
-    10520).  The XLA route (no workspace) keeps the data-parallel kernel."""
+    """All of M in one tile of the narrowest width that holds it: 160, 192 or 224, and with A
+    K-major data-parallel the narrowest multiple of 16 (144, 176, 208 too); the long N along
+    64-row tiles where they fit one wave (else 128-row), unsplit; stream-K (on the 160-224
+    widths) in 2x1 clusters where the tiles fill under 3/4 of the SMs over at least 128
+    K-tiles; A K-major unclustered, but in 2x1 clusters where its rows are no whole 128-byte
+    lines (K of 6264 and 10520).  The XLA route (no workspace) keeps the data-parallel
+    kernel."""
     config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132, math=math)
     config.validate()
     assert config.swap and splits == 1 and not transposed and not config.partials
-    assert config.tile_n == min(w for w in (160, 192, 224) if w >= m)
+    coarse = min(w for w in (160, 192, 224) if w >= m)
+    assert config.tile_n == (coarse if config.streamk else -(-m // 16) * 16), config
     assert config.tile_m == (64 if -(-n // 64) <= 132 else 128), config
     tiles = -(-n // config.tile_m)
     streamk = tiles < 0.75 * 132 and k // 64 >= 128
@@ -1034,13 +1037,14 @@ def test_skinny_16bit_products_of_m_129_to_224_run_swapped_on_one_tile_column(ma
     assert config.pdl != streamk
     unsplit = sm90.choose_config(m, n, k, 1, 132, math=math)
     assert unsplit.swap and not unsplit.streamk and not unsplit.partials, unsplit
-    assert unsplit.tile_m == config.tile_m and unsplit.tile_n == config.tile_n
-    # A stored M-major runs swapped up to M = 192, in 2x1 clusters (the A tile multicast); with
-    # rows of no whole 32-byte sectors (M no multiple of 16) on 128-row tiles.
+    assert unsplit.tile_m == config.tile_m and unsplit.tile_n == -(-m // 16) * 16
+    # A stored M-major runs swapped up to M = 192, in 2x1 clusters (the A tile multicast), on
+    # the 160-224 widths; with rows of no whole 32-byte sectors (M no multiple of 16) on
+    # 128-row tiles.
     across = sm90.choose_schedule(m, n, k, 1, 132, math=math, majors=("m", "n"))[0]
     assert across.swap == (m <= 192), across
     if across.swap:
-        assert across.cluster_m == 2 and across.tile_n == config.tile_n
+        assert across.cluster_m == 2 and across.tile_n == coarse
         assert across.tile_m == (config.tile_m if m % 16 == 0 else 128), across
 
 
@@ -1178,6 +1182,46 @@ def test_skinny_candidates_hold_both_tile_heights_clusters_streamk_and_the_untra
     # Without the workspace (the XLA route) there is no stream-K to time.
     assert not [c for c, _, _ in sm90.candidates(192, 8192, 8192, 1, 132, max_splits=1)
                 if c.streamk]
+
+
+def test_fine_swapped_widths_are_offered_beside_the_width_they_replace():
+    """M of 200 (A K-major) runs on 208-wide tiles; the tuner also times the 224-wide ones it
+    replaces, and stream-K on 224 only (``configs.sm90._FINE_N``)."""
+    found = sm90.candidates(200, 8192, 8192, 1, 132)
+    assert found[0][0].tile_n == 208 and found[0][0].epi_n == 16
+    swapped = sorted((c.tile_n, c.tile_m, c.cluster_m, c.streamk) for c, _, _ in found if c.swap)
+    assert swapped == [(208, 64, 1, False), (208, 64, 2, False), (208, 128, 1, False),
+                       (208, 128, 2, False), (224, 64, 1, False), (224, 64, 2, False),
+                       (224, 64, 2, True), (224, 128, 1, False), (224, 128, 2, False),
+                       (224, 128, 2, True)]
+    for width in (144, 176, 208):
+        with pytest.raises(ValueError, match="swapped"):
+            sm90.Config(tile_m=128, tile_n=width, epi_n=16).validate()
+        with pytest.raises(ValueError, match="stream-K"):
+            sm90.Config(tile_m=64, tile_n=width, epi_n=16, swap=True, streamk=True).validate()
+
+
+@pytest.mark.parametrize("m, n, k, majors, streamk", [
+    (150, 7000, 10000, ("k", "n"), True), (170, 7520, 11752, ("k", "k"), True),
+    (132, 6912, 14376, ("k", "n"), True),
+    (158, 8424, 7832, ("k", "n"), False),     # 123 K-tiles: short of _SWAP_LONG_K_TILES
+    (182, 6936, 10432, ("k", "n"), False),    # A's rows whole 128-byte lines
+    (170, 6000, 11752, ("m", "n"), False),    # A M-major
+    (150, 16000, 10000, ("k", "n"), False)])  # N's 64-row tiles past one wave: 128-row tiles
+def test_long_k_over_rows_of_no_whole_lines_runs_swapped_stream_k_on_128_row_tiles(m, n, k, majors,
+                                                                                   streamk):
+    """A swapped skinny product whose N's 64-row tiles fit one wave, A K-major in rows of no whole
+    128-byte lines and at least ``_SWAP_LONG_K_TILES`` K-tiles runs stream-K on 128-row tiles of
+    the 160-224 width in 2x1 clusters; the XLA route (no workspace) keeps the data-parallel tile."""
+    config = sm90.choose_schedule(m, n, k, 1, 132, majors=majors)[0]
+    assert config.swap
+    if streamk:
+        assert config.streamk and config.tile_m == 128 and config.cluster_m == 2, config
+        assert config.tile_n == min(w for w in (160, 192, 224) if w >= m), config
+        plain = sm90.choose_schedule(m, n, k, 1, 132, max_splits=1, majors=majors)[0]
+        assert not plain.streamk and plain.tile_m == 64, plain
+    else:
+        assert not (config.streamk and config.tile_m == 128 and -(-n // 64) >= 99), config
 
 
 def test_swap_configs_name_themselves_and_refuse_what_the_kernel_is_not_built_for():

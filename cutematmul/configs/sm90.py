@@ -7,6 +7,7 @@ Imports: ``configs.waves``, ``plan`` (the operand majors of a product computed t
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 from math import gcd
 from typing import NamedTuple
@@ -25,6 +26,9 @@ _TILE_N = (16, 32, 64, 128, 160, 192, 224, 256)
 #: Widths between 64 and 128 for 16-bit tiles whose short side is 65-112 (``_odd_width``): an
 #: N-major B tile of 96 is 64-byte swizzled, of 80 or 112 32-byte (rows of 160 or 224 bytes).
 _ODD_N = (80, 96, 112)
+#: Widths between those of ``_SWAP_WIDTHS`` for a swapped skinny product's M with A K-major
+#: (``_fine_width``): all of M in one tile with at most 15 padded columns, not up to 31.
+_FINE_N = (144, 176, 208)
 
 
 @dataclass(frozen=True)
@@ -138,16 +142,20 @@ class Config:
                              f"stream-K or pingpong; got {self.tile_m}x{self.tile_n}"
                              + (", stream-K" if self.streamk else "")
                              + (", pingpong" if self.pingpong else "") + ".")
-        if self.tile_n not in _TILE_N + _ODD_N:
+        widths = _TILE_N + _ODD_N + _FINE_N
+        if self.tile_n not in widths:
             raise ValueError(
-                f"Config.tile_n must be one of {', '.join(map(str, sorted(_TILE_N + _ODD_N)))}; "
+                f"Config.tile_n must be one of {', '.join(map(str, sorted(widths)))}; "
                 f"got {self.tile_n}."
             )
-        if self.tile_n in _ODD_N and (self.tile_k != 64 or self.streamk or self.pingpong
-                                      or self.cluster_n > 1):
+        if self.tile_n in _ODD_N + _FINE_N and (self.tile_k != 64 or self.streamk
+                                                or self.pingpong or self.cluster_n > 1):
             raise ValueError(f"Config.tile_n={self.tile_n} is built for 16-bit cooperative tiles "
                              "(tile_k 64) in 1x1 or 2x1 clusters, without stream-K; got "
                              f"{self.name}.")
+        if self.tile_n in _FINE_N and not self.swap:
+            raise ValueError(f"Config.tile_n={self.tile_n} is built for swapped tiles "
+                             f"(Config.swap: a skinny product's M); got {self.name}.")
         if self.tile_n < 64 and (self.streamk or (not self.partials and self.tile_k != 64)):
             # 16-bit C or fp32 partials, data-parallel or split (stream-K measured slower:
             # ``_NARROW_N_MATH``).
@@ -590,6 +598,21 @@ _SWAP_FILL = 0.45
 #: 224x12288x12288 114.2 / 109.8, but 160x4096x4096 15.4 / 19.1 (64 K-tiles).
 _SWAP_STREAMK_FILL = 0.75
 _SWAP_STREAMK_K_TILES = 128
+#: Where N's 64-row tiles fit one wave, A is K-major in rows of no whole 128-byte lines (the
+#: 64-row tiles then run in 2x1 clusters, one consumer warpgroup each) and K walks at least
+#: this many K-tiles, the swapped product runs stream-K on 128-row tiles of the 160-224 width
+#: in 2x1 clusters: two consumer warpgroups per CTA on every SM.  H200, 2026-12-04, fp16/bf16,
+#: L2-cold rotated inputs, us, 64-row data-parallel / 128-row stream-K (cuBLAS): 140x7064x13368
+#: 75.0 / 67.7 (60.8), 208x6664x14600 99.4 / 89.4 (78.6), 198x8024x13144 98.1 / 87.2 (93.2),
+#: 132x6912x14376 74.6 / 65.4 (65.4), 150x7552x9936 54.5 / 52.2 (43.0), but 175x7280x9128
+#: (143 K-tiles) 54.1 / 54.7 and 158x8424x7832 (123) 49.5 / 50.4; with whole lines (64-row
+#: tiles unclustered) stream-K lost each time (182x6936x10432 56.1 / 61.6, 201x7352x13888 80.3 /
+#: 86.3, 172x6416x12800 55.6 / 60.7).  Then 12 products drawn after the rule was set (M
+#: 130-213, N 6336-8352, K 9776-15632, rows of no whole lines, nn and nt): geometric mean gain
+#: 1.072x (191x6432x11080 67.5 / 57.3, 170x8352x15048 93.2 / 82.6), losing at M of 130-138,
+#: whose 144-wide data-parallel tile (``_FINE_N``) stream-K's 160 does not beat (136x6672x15120
+#: 73.8 / 77.1, 130x6712x14248 76.8 / 79.0).
+_SWAP_LONG_K_TILES = 150
 #: M of 65-127 runs swapped on 128 x 128 tiles in 2x1 clusters (the A tile multicast) where
 #: N's 128-row tiles, times the batch, fit one wave but their 64-row ones would not: there the
 #: untransposed schedule is one 128-row tile row, partly padding, each CTA loading its own copy
@@ -657,6 +680,24 @@ def _odd_width(math: str, short: int, major: str) -> int | None:
     return next(width for width in _ODD_N if width >= short)
 
 
+#: A swapped skinny product's M of 129-144, 161-176 or 193-208 with A K-major runs on tiles
+#: 144, 176 or 208 wide (``_FINE_N``; data-parallel only) in place of 160, 192 or 224: at most
+#: 15 padded columns of wgmma, not up to 31.  H200, 2026-12-04, fp16/bf16, L2-cold rotated
+#: inputs, us, the 160-224 width / the fine one, same rows and cluster (cuBLAS): 200x8192x8192
+#: 51.7 / 43.8 (43.3), 170x6232x2896 22.1 / 19.6 (16.1), 200x7168x5488 40.8 / 35.8 (28.5), bf16
+#: 161x16384x16384 153.0 / 137.4 (137.7), 197x4096x4096 20.3 / 19.1 (18.8); geometric mean
+#: gain 1.093x over the 16 products of a first draw the rule changes (least 1.04x), then
+#: 1.167x over 10 of a second draw (least 1.11x: bf16 200x8384x8192 52.5 / 41.1 (40.4), nt
+#: 172x6416x12800 67.0 / 55.8 (53.1)).
+def _fine_width(math: str, m: int, major: str) -> int | None:
+    """The ``_FINE_N`` width for a swapped skinny product's M (``_swapped_skinny``) where it is
+    narrower than the ``_SWAP_WIDTHS`` width and A is K-major (``_ODD_MAJOR``: the tile's rows
+    are K, 128-byte swizzled whatever the width), else None."""
+    if math not in _CLUSTERED_MATH or major != _ODD_MAJOR:
+        return None
+    return next((width for width in _FINE_N if width >= m > width - 16), None)
+
+
 def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
                     math: str, majors: tuple[str, str],
                     c_aligned: bool = True) -> tuple[Config, int, bool] | None:
@@ -672,8 +713,10 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     sectors, but on 64-wide tiles).  The A tile is multicast in 2x1 clusters with A M-major (M
     up to ``_SWAP_ACROSS_M``), whose tile rows are read across, with A K-major in rows of no
     whole 128-byte lines (``_LINE_BYTES``), and on 64-wide tiles; unclustered otherwise, where
-    that measured faster (192x8192x8192 41.9 against 48.5 us).  Stream-K
-    (``_SWAP_STREAMK_FILL``; not on 64-wide tiles) needs the workspace, so the XLA route
+    that measured faster (192x8192x8192 41.9 against 48.5 us).  Data-parallel tiles with A
+    K-major are the narrowest multiple of 16 that holds M (``_fine_width``: 144, 176, 208 as
+    well).  Stream-K (``_SWAP_STREAMK_FILL``, and ``_SWAP_LONG_K_TILES`` on 128-row tiles; not
+    on 64-wide tiles, always on a 160-224 width) needs the workspace, so the XLA route
     (``max_splits`` 1) runs data-parallel.  C must be TMA-storable through its transpose
     (``c_aligned``)."""
     if math not in _CLUSTERED_MATH or not c_aligned or n < 4 * m:
@@ -711,6 +754,14 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
         streamk = replace(config, cluster_m=2, streamk=True, pdl=False)
         if streamk_fits(streamk, m, n, k, batch):
             return streamk, 1, False
+    if (max_splits > 1 and not narrow and not lines and tile_m == 64
+            and -(-k // config.tile_k) >= _SWAP_LONG_K_TILES):
+        streamk = replace(config, tile_m=128, streamk=True, pdl=False)
+        if streamk_fits(streamk, m, n, k, batch):
+            return streamk, 1, False
+    fine = _fine_width(math, m, majors[0])
+    if fine is not None:
+        config = replace(config, tile_n=fine, epi_n=epilogue_width(fine))
     return config, 1, False
 
 
@@ -805,11 +856,15 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                              c_aligned)]
     skinny = _swapped_skinny(m, n, k, batch, num_sms, max_splits, math, majors, c_aligned)
     if skinny is not None:
-        for tile_m in (64, 128):
-            plain = replace(skinny[0], tile_m=tile_m, streamk=False, pdl=_PDL)
+        # A ``_FINE_N`` width's product also on the ``_SWAP_WIDTHS`` width it replaces.
+        widths = [skinny[0].tile_n] + ([next(w for w in _TILE_N if w >= m)]
+                                       if skinny[0].tile_n in _FINE_N else [])
+        for width, tile_m in itertools.product(widths, (64, 128)):
+            plain = replace(skinny[0], tile_m=tile_m, tile_n=width, epi_n=epilogue_width(width),
+                            streamk=False, pdl=_PDL)
             choices = [replace(plain, cluster_m=cluster) for cluster in (1, 2)]
             streamk = replace(plain, cluster_m=2, streamk=True, pdl=False)
-            if (max_splits > 1 and plain.tile_n not in _ODD_N
+            if (max_splits > 1 and width not in _ODD_N + _FINE_N
                     and streamk_fits(streamk, m, n, k, batch)):
                 choices.append(streamk)
             found += [(c, 1, False) for c in choices if (c, 1, False) not in found]

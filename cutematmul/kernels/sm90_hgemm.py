@@ -111,8 +111,9 @@ Constraints
     must be 16-byte aligned (a TMA rule); the host stages other inputs into aligned copies.  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
     {64, 128, 256} (256: 16-bit, tile_n <= 128, no stream-K), tile_n in {64, 128, 160, 192, 224, 256} (also 16 and 32, the narrow
     tiles of small-M and small-N products: fp32 partials, or a 16-bit C, not stream-K; and 80,
-    96 and 112 for 16-bit tiles of N (or a swapped M) of 65-127, cooperative, 1x1 or 2x1, not
-    stream-K; an N-major B tile 96, 160 or 224 wide is 64-byte swizzled, 80 or 112 wide 32-byte:
+    96 and 112 for 16-bit tiles of N (or a swapped M) of 65-127, 144, 176 and 208 for a swapped
+    M of 129-208, cooperative, 1x1 or 2x1, not stream-K; an N-major B tile 96, 160 or 224 wide is
+    64-byte swizzled, 80, 112, 144, 176 or 208 wide 32-byte:
     the shared-memory atom ``hopper_helpers`` picks for the widest swizzle that divides a row;
     epilogue sub-tiles 16 wide where 32 does not divide the width), tile_k = 64, clusters 1x1, 2x1 or 1x2, or 2x2 (16-bit data-parallel cooperative tiles
     at least 128 wide, no stream-K: a GPU runs fewer 4-CTA clusters at once than SMs / 4).  Pingpong: 16-bit inputs,
