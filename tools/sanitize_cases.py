@@ -108,13 +108,17 @@ def _forced(a, b, choice, precision: str, poison: bool, holds, what: str, kernel
 #: in rows of no whole 32-byte sectors), with tails in M (inside the tile's width), N and K;
 #: then M of 65-127 on 128 x 128 tiles (``_SWAP_ONE_ROW``), A K-major in rows of no whole
 #: 128-byte lines (2x1), M of 33-63 on 64-wide tiles of 64 and 128 rows (``_SWAP_NARROW``),
-#: and M of 65-96 on 64-row tiles 80 wide (2x1) and 96 wide (``_SWAP_ODD_ROWS``).
+#: M of 65-96 on 64-row tiles 80 wide (2x1) and 96 wide (``_SWAP_ODD_ROWS``), and M of
+#: 129-144 and 193-208 on tiles 144 and 208 wide (``_FINE_N``, the second in 2x1 clusters),
+#: and a long K over A's rows of no whole lines on 128-row stream-K tiles (``_SWAP_LONG_K_TILES``).
 SWAP_CASES = [(160, 4104, 1000, "float16", "nn"), (200, 4096, 8200, "bfloat16", "nn"),
               (176, 8200, 1000, "float16", "tn"), (192, 10000, 512, "float16", "nt"),
               (224, 5000, 8200, "float16", "nt"), (184, 5000, 8200, "float16", "tt"),
               (104, 9000, 2000, "float16", "tn"), (160, 6000, 6008, "float16", "nn"),
               (48, 6000, 3000, "float16", "nn"), (40, 16000, 2056, "bfloat16", "tn"),
-              (69, 4104, 1000, "float16", "nn"), (90, 3904, 2056, "bfloat16", "nt")]
+              (69, 4104, 1000, "float16", "nn"), (90, 3904, 2056, "bfloat16", "nt"),
+              (140, 6000, 3000, "float16", "nn"), (200, 6000, 2056, "bfloat16", "nt"),
+              (150, 7000, 10000, "float16", "nn")]
 
 
 def _swapped(gen, quick: bool, poison: bool) -> int:
