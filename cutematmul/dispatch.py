@@ -442,10 +442,11 @@ def reduce_key(capability: tuple[int, int], dtype: str, w_dtype: str = "float32"
 
 
 def copies_c(family: Family, config, splits: int, transposed: bool, c_storable: bool) -> bool:
-    """Whether a launch writes C through ``copied_c``: its kernel cannot store C itself
-    (``c_storable`` False), the schedule neither writes through the workspace already
-    (``through_workspace``) nor takes a workspace of its own (stream-K), and the family has
-    the reduction (``split_k``).  Otherwise such a C is staged (``launch.Staging``).
+    """Whether a launch writes C through ``copied_c`` (the kernel storing it element by
+    element, or our padded rows and a copy): TMA cannot store C (``c_storable`` False), the
+    schedule neither writes through the workspace already (``through_workspace``) nor takes a
+    workspace of its own (stream-K), and the family has the reduction (``split_k``).
+    Otherwise such a C is staged (``launch.Staging``).
 
     Copied at every size: H200, 2026-12-03, fp16, L2-cold, us of GPU time copied / staged
     (cuBLAS): 300x301x302 11.1 / 17.0 (8.8), 595x851x545 12.8 / 43.9 (17.5), 2295x2259x801
@@ -457,14 +458,19 @@ def copies_c(family: Family, config, splits: int, transposed: bool, c_storable: 
             and not getattr(config, "streamk", False))
 
 
-def copied_c(capability: tuple[int, int], key: KernelKey) -> tuple[KernelKey, ReduceKey]:
-    """The launch of an unsplit kernel whose C it cannot store itself (rows of no whole 16-byte
-    vectors: odd N in 16 bits, for the TMA epilogue): the same kernel writing C's dtype into a
-    workspace of ours whose rows are padded to 16 bytes, and the reduction, one split of C's
-    own dtype, that copies it into C with scalar stores.  The one place this pair is built
-    (``launch._resolve`` runs it, ``aot`` precompiles it).  Before, such a C was staged through
-    the caller's library (a zeroed buffer and a copy back, 3 library operations and a second
-    planning per call)."""
+def copied_c(capability: tuple[int, int],
+             key: KernelKey) -> tuple[KernelKey] | tuple[KernelKey, ReduceKey]:
+    """The launch of an unsplit kernel whose C TMA cannot store (rows of no whole 16-byte
+    vectors: odd N in 16 bits).  A schedule that stores any C itself (``Config.stores_any_c``:
+    data-parallel, unswapped) runs ``key`` alone, its epilogue storing C element by element
+    (``align_c`` 1: the same kernel for every such C);
+    any other writes C's dtype into a workspace of ours whose rows are padded to 16 bytes, and
+    the reduction, one split of C's own dtype, copies it into C with scalar stores.  The one
+    place this choice is made (``launch._resolve`` runs it, ``aot`` precompiles it).  Before,
+    such a C was staged through the caller's library (a zeroed buffer and a copy back, 3
+    library operations and a second planning per call)."""
+    if getattr(key.config, "stores_any_c", False):
+        return (replace(key, align_c=1),)  # one kernel whatever C's alignment
     out = output_dtype(key.dtype)
     return replace(key, align_c=16 // itemsize(out)), reduce_key(capability, out, w_dtype=out)
 

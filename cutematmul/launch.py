@@ -573,11 +573,11 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     workspace = through_workspace(key.config, splits, transposed)
     reduce = reduce_key(capability, output_dtype(math)) if workspace else None
     if not usable[2] and not workspace:
-        # The kernel's own stores cannot write C: it writes into our padded rows and the
-        # reduction copies them into C (``copies_c``), or, where it does not, C is staged.
+        # TMA cannot store C: the kernel stores it element by element, or writes our padded
+        # rows and the reduction copies them into C (``copied_c``); else C is staged.
         if not copies_c(family, key.config, splits, transposed, False):
             return Staging(False, False, True)
-        key, reduce = copied_c(capability, key)
+        key, reduce = (*copied_c(capability, key), None)[:2]
     # An sm90 kernel writes C's dtype unless it writes partials; ``through_workspace`` counts
     # its partials, so only a split or transposed schedule without them can disagree.
     if getattr(key.config, "partials", workspace) != workspace:

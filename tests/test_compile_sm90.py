@@ -7,6 +7,7 @@ instructions the design rests on and for register spills.
 
 from __future__ import annotations
 
+import pytest
 from helpers import compile_in_child, needs_dsl
 
 pytestmark = needs_dsl()
@@ -46,10 +47,13 @@ PATTERNS = {
     "wgmma_n192": r"\bwgmma\.mma_async\.sync\.aligned\.m64n192k16\.",
     "barrier_by_register": r"\bbar\.sync\s+%r\d+,\s*128;",
     "mbarrier_init": r"\bmbarrier\.init\.shared",
+    "st_global_b16": r"\bst\.global\.b16\b",
+    "st_global": r"\bst\.global\b",
 }
 out = {}
 for dtype, a_major, b_major, cfg in json.loads(sys.argv[1]):
-    kernel = Sm90Hgemm(Sm90Config(**cfg), dtype.lower(), a_major, b_major, 8, 8, 8, 132)
+    align_c = cfg.pop("align_c", 8)
+    kernel = Sm90Hgemm(Sm90Config(**cfg), dtype.lower(), a_major, b_major, 8, 8, align_c, 132)
     ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
     out[f"{dtype}-{a_major}{b_major}-{kernel.config.name}"] = {
         k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()
@@ -438,3 +442,40 @@ def test_sm90_tall_tiles_issue_two_wgmma_rows_per_warpgroup(tmp_path):
         if width == 128:
             assert c["wgmma_n128"] >= 2 * base["wgmma_n128"], f"{name}: {c} against {base}"
 
+
+
+#: A C whose rows are no whole 16-byte vectors (``Config.stores_any_c``): cooperative tiles in
+#: 1x1 and 2x1 clusters, pingpong, both A majors and dtypes.
+_DIRECT_C = [
+    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 128, "cluster_m": 2, "pdl": True,
+                           "align_c": 1}),
+    ("BFloat16", "m", "k", {"tile_m": 128, "tile_n": 128, "cluster_m": 2, "pingpong": True,
+                            "pdl": True, "align_c": 1}),
+    ("Float16", "k", "k", {"tile_m": 64, "tile_n": 128, "pdl": True, "align_c": 1}),
+    ("BFloat16", "k", "n", {"tile_m": 128, "tile_n": 256, "align_c": 1}),
+]
+
+
+def test_an_unaligned_c_is_stored_element_by_element_without_tma(tmp_path):
+    """C rows of no whole 16-byte vectors: the epilogue keeps its stmatrix sub-tiles in shared
+    memory and the tile's threads store them with 16-bit global stores (no TMA store, which
+    needs 16-byte rows), the mainloop unchanged (TMA loads, wgmma), no spills."""
+    counts = compile_in_child("sm_90a", _CHILD, _DIRECT_C, tmp_path)
+    assert len(counts) == len(_DIRECT_C)
+    for name, c in counts.items():
+        assert c["tma_store"] == 0 and c["st_global_b16"] >= 1, f"{name}: {c}"
+        assert c["st_global"] == c["st_global_b16"], f"{name}: other global stores: {c}"
+        assert c["stmatrix"] >= 1 and c["tma_load"] >= 2 and c["wgmma"] >= 4, f"{name}: {c}"
+        assert c["local"] == 0, f"{name}: local memory (register spills) in the PTX: {c}"
+
+
+def test_an_unaligned_c_is_refused_where_the_tile_cannot_store_it():
+    """Swapped, split (partials) and stream-K tiles store C by TMA only; the planner copies
+    their C (``dispatch.copied_c``), and the kernel refuses to be built for such a C."""
+    from cutematmul.kernels.sm90_hgemm import Sm90Config, Sm90Hgemm
+
+    for cfg in ({"tile_m": 128, "tile_n": 192, "swap": True},
+                {"tile_m": 128, "tile_n": 128, "partials": True},
+                {"tile_m": 128, "tile_n": 128, "cluster_m": 2, "streamk": True}):
+        with pytest.raises(ValueError, match="data-parallel, unswapped"):
+            Sm90Hgemm(Sm90Config(**cfg), "float16", "k", "n", 8, 8, 1, 132)

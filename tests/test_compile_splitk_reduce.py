@@ -10,6 +10,8 @@ back unchanged.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from helpers import compile_in_child, needs_dsl
@@ -86,10 +88,15 @@ def test_reduce_of_16_bit_c_copies_rows_without_divisions(tmp_path):
     from cutematmul.configs.sm90 import Config
     from cutematmul.dispatch import KernelKey
 
-    key = KernelKey("sm90", "sm_90a", "bfloat16", "k", "n", 8, 8, 1, Config(), 132)
+    # A swapped tile cannot store such a C itself: our padded rows, then the copy.
+    swapped = Config(tile_m=128, tile_n=192, swap=True)
+    key = KernelKey("sm90", "sm_90a", "bfloat16", "k", "n", 8, 8, 1, swapped, 132)
     gemm, reduce = copied_c((9, 0), key)
     assert gemm.align_c == 8 and gemm.config == key.config
     assert (reduce.dtype, reduce.w_dtype, reduce.pdl) == ("bfloat16", "bfloat16", True)
+    # A data-parallel unswapped tile stores it itself: the kernel alone.
+    plain = replace(key, config=Config())
+    assert copied_c((9, 0), plain) == (plain,)
 
 
 def test_reduce_lanes_share_splits_only_among_few_outputs():

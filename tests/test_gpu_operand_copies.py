@@ -3,9 +3,10 @@
 An operand whose rows are no whole 16-byte vectors (a few columns N = 9, an odd K or M) is
 copied by ``kernels/operand_prep.py`` in its own major into padded rows of a workspace
 (``configs.sm90.operand_copies``), on the caller's stream; the library stages nothing.  A C
-of such rows is written by the reduction: from fp32 partials where the schedule goes through
-the workspace, else copied from the kernel's own C in padded rows of ours
-(``dispatch.copied_c``).  Each case first asks the planner that the launch holds the copies it
+of such rows is written by the reduction from fp32 partials where the schedule goes through
+the workspace, by the kernel itself, element by element, from a data-parallel unswapped tile
+(``Config.stores_any_c``), else copied by the reduction from the kernel's own C in padded rows
+of ours (``dispatch.copied_c``).  Each case first asks the planner that the launch holds the copies it
 is meant to test, then checks the product against float64 in a NaN-poisoned ``out``, that the
 operands were only read, and that nothing outside ``out`` was written.
 """
@@ -105,18 +106,18 @@ C_SHAPES = [(595, 851, 545), (1024, 1001, 2048), (300, 301, 302), (1020, 1027, 2
 @pytest.mark.parametrize("shape", C_SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_an_unaligned_c_is_copied_from_our_rows_by_the_reduction(mk, dtype, layout, shape):
-    """Not staged: the unsplit kernel writes C's dtype into padded rows of ours, the reduction
-    (one split of C's dtype) copies them into C, here a column slice of a wider NaN-poisoned
-    buffer; a repeat (the fast path) is bitwise equal."""
+def test_an_unaligned_c_is_stored_by_the_kernel_itself(mk, dtype, layout, shape):
+    """Not staged, not copied: the unsplit kernel stores C element by element
+    (``Config.stores_any_c``), here a column slice of a wider NaN-poisoned buffer (rows 2 bytes
+    past a 16-byte boundary); a repeat (the fast path) is bitwise equal."""
     import torch
 
     m, n, k = shape
     a, b = layout_operands(mk, m, n, k, layout, dtype)
     work = _planned(a, b)
     assert work is not None and work.splits == 1 and not work.transposed, work
-    assert not work.key.config.partials and work.key.align_c == 8, work.key
-    assert work.reduce is not None and work.reduce.w_dtype == dtype, work.reduce
+    assert work.key.config.stores_any_c and work.key.align_c == 1, work.key
+    assert work.reduce is None, work.reduce
     wide = mk.poisoned((m, n + 9), dtype)
     out = wide[:, 4:n + 4]
     check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
@@ -129,23 +130,25 @@ def test_an_unaligned_c_is_copied_from_our_rows_by_the_reduction(mk, dtype, layo
     assert torch.equal(first.view(torch.int16), out.view(torch.int16))
 
 
-def test_an_unaligned_c_copied_with_a_broadcast_batch_and_in_fp32(mk):
-    """A stack of 3 against one shared B of 77 columns (batch stride 0), fp16; and fp32
-    "tf32" and "high" of 1001 columns on the TF32 kernels, whose copy is the fp32 reduction
-    itself."""
+def test_an_unaligned_c_with_a_broadcast_batch_and_in_fp32(mk):
+    """A stack of 3 against one shared B of 77 columns (batch stride 0), fp16, stored by the
+    kernel itself; and fp32 "tf32" (stored by the kernel too) and "high" (split: the fp32
+    reduction writes C) of 1001 columns on the TF32 kernels."""
     a = mk.randn((3, 640, 1000), "float16")
     b = mk.randn((1000, 77), "float16")
     work = _planned(a, b)
-    assert work is not None and work.reduce.w_dtype == "float16", work
+    assert work is not None and work.reduce is None and work.key.align_c == 1, work
     check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((3, 640, 77), "float16")), a, b,
                  "float16")
     a = mk.randn((1000, 1024), "float32")
     b = mk.randn((1024, 1001), "float32")
     for precision in ("tf32", "high"):
         work = _planned(a, b, precision=precision, kernel="sm90")
-        assert work is not None and work.reduce.w_dtype == "float32", (precision, work)
-        if precision == "tf32":  # unsplit: its C copied ("high" splits K here)
-            assert work.splits == 1 and not work.key.config.partials, work
+        assert work is not None, precision
+        if precision == "tf32":  # unsplit, B copied K-major, unswapped: C stored by the kernel
+            assert work.splits == 1 and work.reduce is None and work.key.align_c == 1, work
+        else:  # "high" splits K here: the fp32 reduction writes C
+            assert work.reduce.w_dtype == "float32", work
         result = cutematmul.matmul(a, b, out=mk.poisoned((1000, 1001), "float32"),
                                    precision=precision, kernel="sm90")
         # One TF32 pass keeps 10 mantissa bits: the fp16 bound.

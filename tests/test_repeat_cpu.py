@@ -129,11 +129,10 @@ def test_split_products_repeat_with_their_reduction(route):
     assert reduce[1] == out2.ctypes.data and reduce[-1] == STREAM
 
 
-def test_an_unaligned_c_is_copied_by_the_reduction_and_repeats(route, monkeypatch):
-    """C rows of 385 fp16 (no whole 16-byte vectors): the unsplit GEMM writes our workspace,
-    rows padded to 392 elements (half as many fp32 words requested), and the reduction copies
-    it into C with C's own row stride (``dispatch.copied_c``); nothing is staged, and a repeat
-    takes the fast path with the same calls."""
+def test_an_unaligned_c_is_stored_by_the_kernel_itself_and_repeats(route, monkeypatch):
+    """C rows of 385 fp16 (no whole 16-byte vectors): the unsplit GEMM stores C itself with C's
+    own row stride (``Config.stores_any_c``, ``dispatch.copied_c``), no workspace and no copy;
+    nothing is staged, and a repeat takes the fast path with the same call."""
     adapter, kernel = route
     requested = []
     workspace = adapter.workspace
@@ -146,20 +145,17 @@ def test_an_unaligned_c_is_copied_by_the_reduction_and_repeats(route, monkeypatc
     out = _aligned((m, n), np.float16)
     _run(adapter, a, b, out)
     (repeat,) = launch._repeats.values()
-    assert repeat.launch.reduce.w_dtype == "float16" and repeat.launch.splits == 1
-    assert repeat.launch.key.align_c == 8 and not repeat.launch.key.config.partials
-    gemm, copy = kernel.calls
-    ldw = 392
-    assert requested == [m * ldw // 2]
-    assert gemm[:3] == (a.ctypes.data, b.ctypes.data, copy[0])  # C into the workspace ...
-    assert gemm[3:5] == (m, n) and gemm[12:14] == (ldw, m * ldw)
-    assert copy[1] == out.ctypes.data and copy[2:6] == (m, n, 1, 1)  # ... copied into C
-    assert copy[7:11] == (ldw, 1, m * ldw, n) and copy[-1] == STREAM  # W's strides, C's ld
+    assert repeat.launch.reduce is None and repeat.launch.splits == 1
+    assert repeat.launch.key.align_c == 1 and repeat.launch.key.config.stores_any_c
+    (gemm,) = kernel.calls
+    assert requested == []
+    assert gemm[:3] == (a.ctypes.data, b.ctypes.data, out.ctypes.data)  # C as it is
+    assert gemm[3:5] == (m, n) and gemm[12] == n and gemm[-1] == STREAM  # C's own ld
     a2, b2, out2 = _aligned((m, k), np.float16), _aligned((n, k), np.float16).T, \
         _aligned((m, n), np.float16)
     _run(adapter, a2, b2, out2)
-    assert adapter.describes == 3 and len(kernel.calls) == 4, "the repeat took the full path"
-    assert kernel.calls[3][1] == out2.ctypes.data and requested == [m * ldw // 2] * 2
+    assert adapter.describes == 3 and len(kernel.calls) == 2, "the repeat took the full path"
+    assert kernel.calls[1][2] == out2.ctypes.data and requested == []
 
 
 def test_a_fresh_result_is_allocated_and_planned_once(route):

@@ -301,9 +301,9 @@ def test_an_under_aligned_c_is_written_by_the_reduction_never_staged_by_the_libr
     """C rows of 8 or 24 bytes: a product through the workspace (a small-N narrow tile) has C
     written by the reduction's scalar stores and takes C as it is.  An N-major B of such rows
     is copied by the operand prep into padded rows inside the launch (nothing staged), C then
-    written by the reduction.  An unsplit product on a wide tile (TMA stores) writes C's dtype
-    into padded rows of ours, which the reduction copies (``dispatch.copied_c``), at every size;
-    only a stream-K schedule (a workspace of its own) still stages C."""
+    written by the reduction.  An unsplit product on a wide tile stores such a C itself,
+    element by element (``Config.stores_any_c``, ``dispatch.copied_c``), at every size; only a
+    stream-K schedule (a workspace of its own) still stages C."""
     def plan(m, n, k, b_k_major):
         b_strides = (1, k) if b_k_major else (n, 1)
         gemm = plan_gemm((m, k), (k, 1), (k, n), b_strides, (n, 1))
@@ -327,8 +327,8 @@ def test_an_under_aligned_c_is_written_by_the_reduction_never_staged_by_the_libr
                                      (True, True, True), spans, (False, False, False))
             assert isinstance(copied, launch.Launch), copied
             assert not copied.key.config.partials and copied.splits == 1, copied.key
-            assert copied.key.align_c == 8 and not copied.transposed  # our padded rows
-            assert copied.reduce == dispatch.reduce_key(H200[0], dtype, w_dtype=dtype)
+            assert copied.key.align_c == 1 and not copied.transposed  # C as it is
+            assert copied.reduce is None and copied.key.config.stores_any_c, copied
             assert copied.prep is None and copied.calls[0][1][9] == n  # C's own row stride
             streamk = replace(copied.key.config, streamk=True, pdl=False, cluster_m=2)
             problem = copied.problem
@@ -340,32 +340,37 @@ def test_an_under_aligned_c_is_written_by_the_reduction_never_staged_by_the_libr
             assert staged == launch.Staging(False, False, True)
 
 
-def test_precompile_builds_the_copy_of_an_unaligned_c_where_launches_take_it():
-    """``aot`` names the pair ``launch._resolve`` runs for a C the kernel cannot store (one
-    decision: ``dispatch.copies_c``): the kernel writing our padded rows and the 16-bit copy;
-    the aligned-only set has neither."""
+def test_precompile_builds_the_kernels_of_an_unaligned_c_where_launches_take_them():
+    """``aot`` names what ``launch._resolve`` runs for a C TMA cannot store (one decision:
+    ``dispatch.copied_c``): the kernel storing C itself (C's alignment in its key), or, for a
+    schedule that cannot (a tuned swapped tile), that kernel writing our padded rows and the
+    16-bit copy; the aligned-only set has neither."""
     from cutematmul import aot
 
     every = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16", "bfloat16"),
                                         alignments="all", families=("sm90",)))
-    copies = {k.dtype for k in every
-              if isinstance(k, dispatch.ReduceKey) and k.w_dtype != "float32"}
-    assert copies == {"float16", "bfloat16"}, copies
+    direct = {k.dtype for k in every if isinstance(k, dispatch.KernelKey) and k.align_c < 8}
+    assert direct == {"float16", "bfloat16"}, direct
     aligned = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",),
                                           alignments="aligned", families=("sm90",)))
+    assert not [k for k in aligned if isinstance(k, dispatch.KernelKey) and k.align_c < 8]
     assert not [k for k in aligned if isinstance(k, dispatch.ReduceKey) and k.w_dtype != "float32"]
     gemm = plan_gemm((1000, 1000), (1000, 1), (1000, 1001), (1001, 1), (1001, 1))
     spans = [(0, 2 * 10**6), (0, 2 * 1001000), (0, 2 * 1001000)]
     work = launch._resolve(("sm90",), H200[0], H200[1], gemm, "float16", 2, (True, True, True),
                            spans, (False, False, False))
-    assert isinstance(work, launch.Launch) and work.reduce.w_dtype == "float16"
+    assert isinstance(work, launch.Launch) and work.reduce is None and work.key.align_c == 1
     problem = work.problem
-    table = {problem: (work.key.config, 1, False)}
+    swapped = replace(work.key.config, tile_m=128, tile_n=256, cluster_m=1, swap=True)
     from unittest import mock
 
-    with mock.patch.object(aot.cache, "tuned_table", lambda directory: table):
-        tuned = aot.tuned_keys(None)
-    assert work.key in tuned and work.reduce in tuned, tuned
+    for choice, wanted in (((work.key.config, 1, False), [work.key]),
+                           ((swapped, 1, False),
+                            list(dispatch.copied_c(H200[0], replace(work.key, config=swapped))))):
+        with mock.patch.object(aot.cache, "tuned_table", lambda directory: {problem: choice}):
+            tuned = aot.tuned_keys(None)
+        assert all(key in tuned for key in wanted), (wanted, tuned)
+    assert len(wanted) == 2 and wanted[0].align_c == 8 and wanted[1].w_dtype == "float16"
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

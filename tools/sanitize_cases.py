@@ -461,24 +461,26 @@ def _sm90_copies(gen, quick: bool, poison: bool) -> int:
 
 
 #: 16-bit products whose C rows are no whole 16-byte vectors (odd N) on unsplit tiles: the
-#: kernel writes our padded rows, the reduction copies them into C (``dispatch.copied_c``).
-COPIED_C_CASES = [(595, 851, 545, "float16"), (1024, 1001, 2048, "bfloat16")]
+#: kernel stores C itself, element by element (``Config.stores_any_c``, ``dispatch.copied_c``).
+DIRECT_C_CASES = [(595, 851, 545, "float16"), (1024, 1001, 2048, "bfloat16"),
+                  (2050, 2047, 512, "float16")]
 
 
-def _sm90_copied_c(gen, quick: bool, poison: bool) -> int:
-    """Each ``COPIED_C_CASES`` product in every layout, into a column slice of a wider buffer
-    (so C's own row stride is not the copy's), each launch asserted to copy C."""
+def _sm90_direct_c(gen, quick: bool, poison: bool) -> int:
+    """Each ``DIRECT_C_CASES`` product in every layout, into a column slice of a wider buffer
+    (rows 4 bytes past their allocation's 16-byte boundaries, C's row stride N + 5), each
+    launch asserted to store C itself (no reduction, no workspace)."""
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
 
     count = 0
-    for m, n, k, dtype in COPIED_C_CASES[:1] if quick else COPIED_C_CASES:
+    for m, n, k, dtype in DIRECT_C_CASES[:1] if quick else DIRECT_C_CASES:
         for layout in ("nn", "tn", "nt", "tt"):
             a, b = _operands(m, n, k, layout, dtype, gen)
-            what = f"sm90 copied C {dtype} {m}x{n}x{k} {layout}"
+            what = f"sm90 direct C {dtype} {m}x{n}x{k} {layout}"
             work = launch.planned_launch(adapter_for(a), a, b)
-            if work is None or work.reduce is None or work.reduce.w_dtype != dtype:
-                raise AssertionError(f"{what}: the launch does not copy C: {work}")
+            if work is None or work.reduce is not None or work.key.align_c != 1:
+                raise AssertionError(f"{what}: the kernel does not store C itself: {work}")
             out = _out((m, n + 5), a.dtype, poison)[:, 2:n + 2]
             _check(cutematmul.matmul(a, b, out=out), a, b, (dtype, "highest"), what)
             count += 1
@@ -502,7 +504,7 @@ def run(families, quick: bool, poison: bool = True) -> int:
         count += _swapped(gen, quick, poison)
         count += _clusters(gen, quick, poison)
         count += _sm90_copies(gen, quick, poison)
-        count += _sm90_copied_c(gen, quick, poison)
+        count += _sm90_direct_c(gen, quick, poison)
     if "simt" in families:
         count += _simt_tiles(gen, quick, poison)
         count += _simt_gemv(gen, quick, poison)

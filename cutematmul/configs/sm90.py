@@ -88,6 +88,14 @@ class Config:
             and self.tile_k == 64 and self.tile_n >= 128 and self.tile_m <= 128
 
     @property
+    def stores_any_c(self) -> bool:
+        """The kernel can store a C whose rows are no whole 16-byte vectors itself, element by
+        element from its shared sub-tiles (``kernels/sm90_hgemm.py``, ``c_direct``): a
+        data-parallel, unswapped tile writing C's own dtype.  The planner then launches it on C
+        directly (``dispatch.copied_c``)."""
+        return not (self.streamk or self.swap or self.partials)
+
+    @property
     def consumer_warpgroups(self) -> int:
         """One per 64 rows of the tile, at most two (a 256-row tile gives each 128 rows)."""
         return 2 if self.pingpong else min(2, self.tile_m // 64)

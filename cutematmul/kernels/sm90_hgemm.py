@@ -74,6 +74,15 @@ How
       One named barrier per sub-tile: the storing warp waits for older stores with a lag of
       ``epi_stages - 2`` before it joins the next barrier, so a buffer is never overwritten while TMA
       still reads it.
+    * A C whose rows are no whole 16-byte vectors (odd N in 16 bits; ``align_c`` below the
+      vector: ``c_direct``), which TMA cannot store, is stored by the tile's threads instead,
+      from the same shared sub-tiles: after the sub-tile's barrier each thread loads its
+      values of one column (every ``tile_threads / epi_n``-th row, so a warp covers a row's
+      consecutive columns) and stores them with 16-bit global stores, each guarded by C's
+      extents.  Data-parallel, unswapped tiles only (``Config.stores_any_c``); the planner
+      copies other schedules' C (``dispatch.copied_c``).  It replaced that copy where it
+      applies: H200, fp16 nn, back-to-back us, copied / stored here, 1023x1025x1027 21.2 /
+      20.0, 777x1333x999 22.8 / 20.5, 3001x2999x1501 78.4 / 72.3, 4097x4095x4093 265.2 / 255.9.
     * Tails in M, N and K need no predication: TMA zero-fills out-of-bounds loads and clips stores.
     * ``Config.pdl`` (programmatic dependent launch, set by the dispatcher on every schedule but
       stream-K, which hides ~1 us of launch and prologue per product at mid sizes): launched
@@ -107,8 +116,9 @@ Constraints
     or ``partials``, nor used for 3xTF32.  TF32 math needs tile_k = 32 and a K-major operand
     (3xTF32 both); promotion (3xTF32)
     tile_n <= 192, and its stages are twice as large (two parts each).  Split-K needs
-    ``Config.partials`` (fp32 C).  Every operand's base address, leading stride and batch stride
-    must be 16-byte aligned (a TMA rule); the host stages other inputs into aligned copies.  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
+    ``Config.partials`` (fp32 C).  A's and B's base address, leading stride and batch stride
+    must be 16-byte aligned (a TMA rule; the host copies other operands), and C's too except
+    under ``c_direct`` (C's element alignment only).  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
     {64, 128, 256} (256: 16-bit, tile_n <= 128, no stream-K), tile_n in {64, 128, 160, 192, 224, 256} (also 16 and 32, the narrow
     tiles of small-M and small-N products: fp32 partials, or a 16-bit C, not stream-K; and 80,
     96 and 112 for 16-bit tiles of N (or a swapped M) of 65-127, 144, 176 and 208 for a swapped
@@ -130,6 +140,7 @@ Benchmark
     times it beside the data-parallel schedules; docs/performance.md has forced runs)
     swap: python -m cutematmul.bench --shapes skinny --dtypes fp16,bf16 --layouts nn,tn
     (M of 160-224)
+    c_direct: python -m cutematmul.bench --shapes 4097x4095x4093,1023x1025x1027,8192x8191x512
 """
 
 from __future__ import annotations
@@ -191,8 +202,12 @@ class Sm90Hgemm:
         #: load from shared memory themselves (TF32 wgmma reads only K-major shared tiles).
         self.a_regs = self.tf32 and (a_major, b_major) != ("k", "k")
         vector = 128 // self.dtype.width
-        if min(align_a, align_b, align_c) < vector:
-            raise ValueError(f"Sm90Hgemm needs 16-byte ({vector}-element) alignment of every operand.")
+        if min(align_a, align_b) < vector:
+            raise ValueError(f"Sm90Hgemm needs 16-byte ({vector}-element) alignment of A and B.")
+        self.c_dtype = cutlass.Float32 if config.partials or self.tf32 else self.dtype
+        #: C's rows are no whole 16-byte vectors (TMA cannot store them): the epilogue stores
+        #: it element by element from the shared sub-tiles (``Config.stores_any_c``).
+        self.c_direct = align_c < 128 // self.c_dtype.width
         if config.tile_k * self.dtype.width != 128 * 8:
             raise ValueError(f"Sm90Hgemm {dtype} needs tile_k = {1024 // self.dtype.width}; got {config.tile_k}.")
         self.config = config
@@ -223,8 +238,12 @@ class Sm90Hgemm:
         self.consumer_threads = self.consumers * _THREADS_PER_WARPGROUP
         #: Threads that store one tile's epilogue (and meet at its barrier).
         self.tile_threads = self.tile_warpgroups * _THREADS_PER_WARPGROUP
+        if self.c_direct and (not config.stores_any_c or config.epi_stages < 2
+                              or self.tile_threads % config.epi_n
+                              or config.epi_m * config.epi_n % self.tile_threads):
+            raise ValueError(f"Sm90Hgemm stores a C of {align_c}-element alignment only from "
+                             f"data-parallel, unswapped tiles with 2+ epilogue stages; got {config.name}.")
         self.threads = self.consumer_threads + _THREADS_PER_WARPGROUP
-        self.c_dtype = cutlass.Float32 if config.partials or self.tf32 else self.dtype
         #: A 16-bit C written through its transpose (``swap``) leaves the registers by
         #: ``stmatrix.trans`` into an M-major shared tile; an fp32 one by plain stores.
         self.c_transposed = self.swap and self.c_dtype.width == 16
@@ -285,12 +304,14 @@ class Sm90Hgemm:
 
         tma_a, gA_tma = self._tma_load(mA, sA_layout, (self.tile_mnk[0], self.tile_mnk[2]), self.a_mcast)
         tma_b, gB_tma = self._tma_load(mB, sB_layout, (self.tile_mnk[1], self.tile_mnk[2]), self.b_mcast)
-        tma_c, gC_tma = cpasync.make_tiled_tma_atom(
-            cpasync.CopyBulkTensorTileS2GOp(),
-            mC,
-            cute.slice_(sC_layout, (None, None, 0)),
-            self.epi_tile,
-        )
+        tma_c, gC_tma = None, mC  # c_direct: the epilogue indexes C itself
+        if cutlass.const_expr(not self.c_direct):
+            tma_c, gC_tma = cpasync.make_tiled_tma_atom(
+                cpasync.CopyBulkTensorTileS2GOp(),
+                mC,
+                cute.slice_(sC_layout, (None, None, 0)),
+                self.epi_tile,
+            )
 
         @cute.struct
         class Storage:
@@ -508,7 +529,7 @@ class Sm90Hgemm:
         gA_tma: cute.Tensor,
         tma_b: cute.CopyAtom,
         gB_tma: cute.Tensor,
-        tma_c: cute.CopyAtom,
+        tma_c,
         gC_tma: cute.Tensor,
         tiled_mma: cute.TiledMma,
         sA_layout: cute.ComposedLayout,
@@ -533,7 +554,8 @@ class Sm90Hgemm:
         if warp == 0:
             cpasync.prefetch_descriptor(tma_a)
             cpasync.prefetch_descriptor(tma_b)
-            cpasync.prefetch_descriptor(tma_c)
+            if cutlass.const_expr(not self.c_direct):
+                cpasync.prefetch_descriptor(tma_c)
 
         smem = cutlass.memory.SmemAllocator()
         storage = smem.allocate(self._storage)
@@ -795,10 +817,13 @@ class Sm90Hgemm:
 
                     # ---- epilogue: sub-tiles through shared memory, stored by TMA
                     if stores:
-                        gC_tile = cute.zipped_divide(gC[(None, None, tile_m, tile_n, lc)], self.epi_tile)
-                        bSG_sC, bSG_gC = cpasync.tma_partition(
-                            tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_tile
-                        )
+                        bSG_sC, bSG_gC = None, None
+                        if cutlass.const_expr(not self.c_direct):
+                            gC_tile = cute.zipped_divide(gC[(None, None, tile_m, tile_n, lc)],
+                                                         self.epi_tile)
+                            bSG_sC, bSG_gC = cpasync.tma_partition(
+                                tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_tile
+                            )
                         for e in cutlass.range_constexpr(epi_count):
                             # Sub-tile (row block, column block) of the tile; the row blocks
                             # (pingpong's 64-row halves) are the accumulators' outer mode.
@@ -812,7 +837,12 @@ class Sm90Hgemm:
                             # Make the generic-proxy smem writes visible to the TMA (async proxy).
                             cute.arch.fence_proxy("async.shared", space="cta")
                             epi_barrier.arrive_and_wait()
-                            if is_store_warp:
+                            if cutlass.const_expr(self.c_direct):
+                                self._store_direct(
+                                    gC_tma, sC, buf, mma_tid, lc,
+                                    tile_m * self.tile_mnk[0] + rows * self.epi_tile[0],
+                                    tile_n * self.tile_mnk[1] + cols * self.epi_tile[1])
+                            elif is_store_warp:
                                 cute.copy(tma_c, bSG_sC[(None, buf)], bSG_gC[(None, (rows, cols))])
                                 store_pipe.producer_commit()
                                 # Buffer (buf + 1) is written after the next barrier; its last
@@ -824,8 +854,32 @@ class Sm90Hgemm:
                     release.advance(k_count)
                 unit += 1
                 it = nxt
-            if is_store_warp:
-                store_pipe.producer_tail()
+            if cutlass.const_expr(not self.c_direct):
+                if is_store_warp:
+                    store_pipe.producer_tail()
+
+    @cute.jit
+    def _store_direct(self, mC: cute.Tensor, sC: cute.Tensor, buf, mma_tid, lc, row0, col0):
+        """``c_direct``: the tile's threads store epilogue sub-tile ``buf`` of shared memory
+        into C (M, N, L) at (row0, col0, lc) element by element: each thread one column of the
+        sub-tile, every ``tile_threads // epi_n``-th row (so a warp stores consecutive columns
+        of a row), all its values loaded from shared memory before the first store, and
+        every store inside C's (M, N).  A buffer is rewritten ``epi_stages`` (>= 2) sub-tiles
+        later, after a barrier every thread meets once its reads of it are done."""
+        epi_m, epi_n = self.epi_tile
+        step = self.tile_threads // epi_n
+        per_thread = epi_m // step
+        first = mma_tid // epi_n
+        col = mma_tid - first * epi_n
+        values = cute.make_rmem_tensor((per_thread,), self.c_dtype)
+        for i in cutlass.range_constexpr(per_thread):
+            values[i] = sC[(first + i * step, col, buf)]
+        if col0 + col < cute.size(mC, mode=[1]):
+            column = mC[(None, col0 + col, lc)]
+            rows = cute.size(mC, mode=[0])
+            for i in cutlass.range_constexpr(per_thread):
+                if row0 + first + i * step < rows:
+                    column[row0 + first + i * step] = values[i]
 
 
 Kernel = Sm90Hgemm  # the name the registry (dispatch.FAMILIES) looks up
