@@ -857,7 +857,8 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
     schedule where the tiles leave a partial wave (``_streamk_candidate``), and the pick in 2x2
     clusters where they are whole (``_quad_shape``) but span several waves; for a skinny
     product that runs swapped (``_swapped_skinny``), its 64- and 128-row tiles in 1x1 and 2x1
-    clusters and stream-K as well; ``choose_schedule``'s pick first; ``swapped``, ``majors``
+    clusters and stream-K as well, and for a 16-bit M of 17-32 the swapped 64-wide tiles of
+    M 33-63; ``choose_schedule``'s pick first; ``swapped``, ``majors``
     and ``c_aligned`` as there.
     Every one computes the same product (the 3xTF32 split floor for accuracy included)."""
     found = [choose_schedule(m, n, k, batch, num_sms, max_splits, math, swapped, majors,
@@ -876,6 +877,16 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                     and streamk_fits(streamk, m, n, k, batch)):
                 choices.append(streamk)
             found += [(c, 1, False) for c in choices if (c, 1, False) not in found]
+    elif math in _CLUSTERED_MATH and c_aligned and NARROW_M < m <= SMALL_M and n >= 4 * m:
+        # M of 17-32 (picked transposed through the workspace: ``transposes``) also on the
+        # swapped 64-wide tiles of M 33-63 (``_SWAP_NARROW``), which need no workspace and no
+        # reduction; timed by the tuner only, not yet measured against the pick.
+        for tile_m, cluster in itertools.product((64, 128), (1, 2)):
+            choice = (Config(tile_m=tile_m, tile_n=_SWAP_NARROW, raster_group=8,
+                             epi_n=epilogue_width(_SWAP_NARROW), cluster_m=cluster, pdl=_PDL,
+                             swap=True), 1, False)
+            if choice not in found:
+                found.append(choice)
     m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped, majors,
                                   c_aligned)
     rows, cols = (n, m) if space.transposed else (m, n)
