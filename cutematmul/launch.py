@@ -577,7 +577,8 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         # rows and the reduction copies them into C (``copied_c``); else C is staged.
         if not copies_c(family, key.config, splits, transposed, False):
             return Staging(False, False, True)
-        key, reduce = (*copied_c(capability, key), None)[:2]
+        key, *copy = copied_c(capability, key)  # the kernel alone, or with the copy
+        reduce = copy[0] if copy else None
     # An sm90 kernel writes C's dtype unless it writes partials; ``through_workspace`` counts
     # its partials, so only a split or transposed schedule without them can disagree.
     if getattr(key.config, "partials", workspace) != workspace:
