@@ -300,7 +300,7 @@ def schedule_keys(problem, choice=None) -> list:
               if major is not None and major == read]
     if copies_c(family, key.config, splits, transposed,
                 problem.align_c >= family.required_alignment):
-        copied += copied_c(capability, key)  # the key itself too (our padded rows)
+        copied += copied_c(capability, key)  # the kernel storing C, or into our rows + copy
     keys = (key, *_reduce_keys(capability, problem.math, key.config, splits, transposed),
             *_prep_keys(capability, problem.math), *copied)
     return list(dict.fromkeys(replace(k, arch=problem.arch) for k in keys))

@@ -463,9 +463,9 @@ def copied_c(capability: tuple[int, int],
     """The launch of an unsplit kernel whose C TMA cannot store (rows of no whole 16-byte
     vectors: odd N in 16 bits).  A schedule that stores any C itself (``Config.stores_any_c``:
     data-parallel, unswapped) runs ``key`` alone, its epilogue storing C element by element
-    (``align_c`` 1: the same kernel for every such C);
-    any other writes C's dtype into a workspace of ours whose rows are padded to 16 bytes, and
-    the reduction, one split of C's own dtype, copies it into C with scalar stores.  The one
+    (``align_c`` 1: the same kernel for every such C); any other writes C's dtype into a
+    workspace of ours whose rows are padded to 16 bytes, and the reduction, one split of C's
+    own dtype, copies it into C with scalar stores.  The one
     place this choice is made (``launch._resolve`` runs it, ``aot`` precompiles it).  Before,
     such a C was staged through the caller's library (a zeroed buffer and a copy back, 3
     library operations and a second planning per call)."""

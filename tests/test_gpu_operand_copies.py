@@ -108,8 +108,8 @@ C_SHAPES = [(595, 851, 545), (1024, 1001, 2048), (300, 301, 302), (1020, 1027, 2
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_an_unaligned_c_is_stored_by_the_kernel_itself(mk, dtype, layout, shape):
     """Not staged, not copied: the unsplit kernel stores C element by element
-    (``Config.stores_any_c``), here a column slice of a wider NaN-poisoned buffer (rows 2 bytes
-    past a 16-byte boundary); a repeat (the fast path) is bitwise equal."""
+    (``Config.stores_any_c``), here a column slice of a wider NaN-poisoned buffer (4 columns
+    in, row stride N + 9); a repeat (the fast path) is bitwise equal."""
     import torch
 
     m, n, k = shape

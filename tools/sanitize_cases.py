@@ -468,8 +468,8 @@ DIRECT_C_CASES = [(595, 851, 545, "float16"), (1024, 1001, 2048, "bfloat16"),
 
 def _sm90_direct_c(gen, quick: bool, poison: bool) -> int:
     """Each ``DIRECT_C_CASES`` product in every layout, into a column slice of a wider buffer
-    (rows 4 bytes past their allocation's 16-byte boundaries, C's row stride N + 5), each
-    launch asserted to store C itself (no reduction, no workspace)."""
+    (2 columns in, C's row stride N + 5), each launch asserted to store C itself (no
+    reduction, no workspace)."""
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
 
