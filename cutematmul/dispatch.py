@@ -506,11 +506,15 @@ class PrepKey:
     parts: int
     k_major: bool
     dtype: str = "float32"
+    pdl: bool = False
 
 
 def prep_key(capability: tuple[int, int], parts: int, k_major: bool,
              dtype: str = "float32") -> PrepKey:
-    return PrepKey("operand_prep", target_arch(capability), parts, k_major, dtype)
+    """The prep kernel; on sm_90 and newer launched as a dependent (``pdl``) of the kernel
+    before it, so its launch, and the next kernel's, overlap the one ahead."""
+    return PrepKey("operand_prep", target_arch(capability), parts, k_major, dtype,
+                   pdl=capability >= (9, 0))
 
 
 class OperandCopy(NamedTuple):
@@ -551,7 +555,7 @@ def compile_key(key: KernelKey | ReduceKey | PrepKey):
     if isinstance(key, PrepKey):
         from .kernels.operand_prep import compile_prep
 
-        return compile_prep(key.parts, key.k_major, key.dtype)
+        return compile_prep(key.parts, key.k_major, key.dtype, pdl=key.pdl)
     from .kernels.compile import compile_gemm
 
     return compile_gemm(build_kernel(key))

@@ -56,11 +56,13 @@ PATTERNS = {
     "st_global_16": r"\bst\.global(?:\.\w+)*\.(?:b16|u16|s16|f16|bf16)\b",
     "ld_global_32": r"\bld\.global(?:\.\w+)*\.(?:b32|u32|f32)\b",
     "st_global_v4": r"\bst\.global(?:\.\w+)*\.v4\.(?:b32|u32|f32)\b",
+    "pdl_wait": r"\bgriddepcontrol\.wait\b",
+    "pdl_launch": r"\bgriddepcontrol\.launch_dependents\b",
 }
 out = {}
-for parts, k_major, dtype in json.loads(sys.argv[1]):
-    ptx = compile_prep(parts, k_major, dtype, keep_ptx=True).__ptx__
-    out[f"{parts}-{k_major}-{dtype}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
+for parts, k_major, dtype, pdl in json.loads(sys.argv[1]):
+    ptx = compile_prep(parts, k_major, dtype, pdl=pdl, keep_ptx=True).__ptx__
+    out[f"{parts}-{k_major}-{dtype}-{pdl}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
 print("COUNTS=" + json.dumps(out))
 """
 
@@ -134,14 +136,18 @@ def test_prep_rounds_only_when_splitting_and_transposes_through_shared_memory(tm
     """The operand prep: TF32 rounding only in the split, a shared-memory transpose only in the
     transposing variant, the straight copy storing 16-byte vectors only (one per part), and
     the 16-bit copies (operands TMA cannot address) reading 16-bit elements, not 32-bit
-    ones."""
-    variants = [(1, True, "float32"), (1, False, "float32"), (2, True, "float32"),
-                (2, False, "float32"), (1, True, "float16"), (1, True, "bfloat16"),
-                (1, False, "bfloat16")]
+    ones.  As a dependent launch (``pdl``, sm_90: ``dispatch.prep_key``) each variant waits
+    once for the kernel ahead and lets the next one launch once; otherwise neither."""
+    variants = [(1, True, "float32", True), (1, False, "float32", True),
+                (2, True, "float32", False), (2, False, "float32", True),
+                (1, True, "float16", True), (1, True, "bfloat16", False),
+                (1, False, "bfloat16", True)]
     counts = compile_in_child("sm_90a", _PREP, variants, tmp_path)
     assert len(counts) == len(variants)
     for name, c in counts.items():
-        parts, k_major, dtype = name.split("-")
+        parts, k_major, dtype, pdl = name.split("-")
+        dependent = int(pdl == "True")
+        assert (c["pdl_wait"], c["pdl_launch"]) == (dependent, dependent), f"{name}: {c}"
         if dtype == "float32":
             assert c["ld_global_32"] >= 1 and c["ld_global_16"] == 0, f"{name}: {c}"
         else:

@@ -41,6 +41,10 @@ How
     keeps both the column-wise writes and the row-wise reads free of bank conflicts), so reads
     run along X's unit stride and writes along D's.  Both are bandwidth-bound: one element in
     and ``parts`` out per element of X.
+    With ``pdl`` (sm_90 and newer) both are launched with programmatic stream serialization:
+    every thread waits (``griddepcontrol.wait``) for the kernel ahead to finish and flush
+    before it reads X, then lets the next kernel (the other operand's copy, or the GEMM, which
+    waits likewise) launch, so the launches and prologues overlap the kernel ahead.
 
 Constraints
     Rows and parts * kp below 2**31 (the host's pieces); the transposing variant's blocks x
@@ -102,7 +106,7 @@ def _split(x: cutlass.Float32):
 class OperandPrep:
     """Writes the copy (with ``parts`` 2, the TF32 split) of an operand; see the docstring."""
 
-    def __init__(self, parts: int, k_major: bool, dtype: str = "float32"):
+    def __init__(self, parts: int, k_major: bool, dtype: str = "float32", pdl: bool = False):
         if parts not in (1, 2) or (parts == 2 and dtype != "float32"):
             raise ValueError(f"OperandPrep takes parts 1 (a copy) or 2 (3xTF32 big/small, "
                              f"float32 only); got parts={parts} for {dtype}.")
@@ -110,6 +114,7 @@ class OperandPrep:
             raise ValueError(f"OperandPrep copies {', '.join(_DTYPES)}; got {dtype!r}.")
         self.parts = parts
         self.k_major = k_major
+        self.pdl = pdl
         self.element = _DTYPES[dtype]
         self.vec = _VECTOR_BYTES * 8 // self.element.width  # elements per 16-byte vector
 
@@ -121,7 +126,7 @@ class OperandPrep:
             rows_per_cta = cutlass.max(_VECTORS_PER_CTA // vectors, 1)
             self.straight(mX, mD, vectors, rows_per_cta).launch(
                 grid=[cute.ceil_div(rows, rows_per_cta), cutlass.min(batch, _MAX_GRID_Y), 1],
-                block=[_THREADS, 1, 1], stream=stream,
+                block=[_THREADS, 1, 1], use_pdl=self.pdl, stream=stream,
             )
         else:
             k_blocks = cute.ceil_div(width // self.parts, _TILE)
@@ -135,13 +140,14 @@ class OperandPrep:
             self._storage = Storage
             self.transposed(mX, mD, k_blocks, row_blocks).launch(
                 grid=[k_blocks * row_blocks * batch, 1, 1], block=[_THREADS, 1, 1],
-                smem=Storage.size_in_bytes(), stream=stream,
+                smem=Storage.size_in_bytes(), use_pdl=self.pdl, stream=stream,
             )
 
     @cute.kernel
     def straight(self, mX: cute.Tensor, mD: cute.Tensor, vectors: cutlass.Int32,
                  rows_per_cta: cutlass.Int32):
         """The straight copy (``k_major``): see the module docstring."""
+        self._dependent_launch()
         tid, _, _ = cute.arch.thread_idx()
         bid, first_batch, _ = cute.arch.block_idx()
         _, batch_step, _ = cute.arch.grid_dim()
@@ -168,6 +174,15 @@ class OperandPrep:
                         row = r0 + i // vectors
                         self._store_vector(mD[(row, None, b)], i % vectors, vectors,
                                            values[None, u])
+
+    @cute.jit
+    def _dependent_launch(self):
+        """``pdl``: read nothing before the kernel ahead on the stream (which may have written
+        X) has finished and flushed, then let the next kernel launch: it waits likewise before
+        touching memory, and it launches only once every CTA of this grid has started."""
+        if cutlass.const_expr(self.pdl):
+            cute.arch.griddepcontrol_wait()
+            cute.arch.griddepcontrol_launch_dependents()
 
     @cute.jit
     def _store_vector(self, d_row: cute.Tensor, j, vectors, values: cute.Tensor):
@@ -199,6 +214,7 @@ class OperandPrep:
     def transposed(self, mX: cute.Tensor, mD: cute.Tensor, k_blocks: cutlass.Int32,
                    row_blocks: cutlass.Int32):
         """The transposing copy (not ``k_major``): see the module docstring."""
+        self._dependent_launch()
         tid, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
         tx = tid % _TILE
@@ -263,12 +279,14 @@ def prep_from_pointers(
     prep(mX, mD, stream)
 
 
-def compile_prep(parts: int, k_major: bool, dtype: str = "float32", *, keep_ptx: bool = False):
+def compile_prep(parts: int, k_major: bool, dtype: str = "float32", *, pdl: bool = False,
+                 keep_ptx: bool = False):
     """The TVM-FFI function ``f(x_ptr, d_ptr, rows, k, batch, width, x_row_stride, x_col_stride,
     x_batch_stride, ld_dst, batch_stride_dst, stream)`` for an X of ``dtype`` that is K-major
-    or not (``k_major``); one compile serves every size and stride.  With
+    or not (``k_major``); one compile serves every size and stride.  ``pdl``: launched as a
+    dependent of the kernel ahead (sm_90 and newer, ``dispatch.prep_key``).  With
     ``keep_ptx`` the PTX is kept as ``__ptx__`` (the instruction checks of the tests)."""
-    kernel = OperandPrep(parts, k_major, dtype)
+    kernel = OperandPrep(parts, k_major, dtype, pdl)
     element = _DTYPES[dtype]
     x = make_ptr(element, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=element.width // 8)
     d = make_ptr(element, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=16)
