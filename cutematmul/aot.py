@@ -30,9 +30,9 @@ from pathlib import Path
 
 from . import cache
 from .dispatch import (
-    FAMILIES, HALF_MATH, PRECISIONS, TF32_MATH, choose_families, choose_family, itemsize, math_type,
-    copied_c, copies_c, operand_copy, output_dtype, operand_copies, prep_key, reduce_key, schedule,
-    through_workspace,
+    FAMILIES, HALF_MATH, PRECISIONS, TF32_MATH, OperandCopy, choose_families,
+    choose_family, itemsize, math_type, copied_c, copies_c, operand_copy, output_dtype,
+    operand_copies, paired, prep_key, reduce_key, schedule, through_workspace,
 )
 
 #: SM counts of the usual GPU of each target, for machines without one (``--num-sms`` overrides).
@@ -207,8 +207,9 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
                 # the copies' prep kernels (TF32's are all in _prep_keys already).
                 copies = operand_copies(runs, math, *LAYOUTS[layout], m, n, k)
                 a_major, b_major = (c or x for c, x in zip(copies, LAYOUTS[layout]))
-                keys += [operand_copy(capability, math, source, major).key
-                         for source, major in zip(LAYOUTS[layout], copies) if major]
+                ours = [operand_copy(capability, math, source, major) if major else None
+                        for source, major in zip(LAYOUTS[layout], copies)]
+                keys += [copy.key for copy in ours if copy] + _pairs(ours[:1], ours[1:])
                 key, splits, transposed = schedule(runs, capability, num_sms, math, a_major,
                                                    b_major, aligns, m, n, k, count)
                 keys += [key, *_reduce_keys(capability, math, key.config, splits, transposed)]
@@ -220,6 +221,13 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
     return list(dict.fromkeys(keys))
 
 
+def _pairs(a_copies, b_copies) -> list:
+    """The launches that make one of ``a_copies`` and one of ``b_copies`` (``OperandCopy`` or
+    None) together (``dispatch.paired``)."""
+    pairs = (paired((a, b)) for a in a_copies for b in b_copies)
+    return [pair for pair in pairs if pair is not None]
+
+
 def _prep_keys(capability, math: str, alignments: str = "all") -> list:
     """A TF32 kernel reads K-major copies: the prep kernels that make them, either source major
     (an operand it cannot read is copied too, whatever the layout).  A 16-bit operand whose
@@ -228,11 +236,16 @@ def _prep_keys(capability, math: str, alignments: str = "all") -> list:
     if math in HALF_MATH:
         if alignments != "all":
             return []
-        return [operand_copy(capability, math, "k", "k").key]
+        copy = operand_copy(capability, math, "k", "k")
+        return [copy.key, *_pairs([copy], [copy])]
     if math not in TF32_MATH:
         return []
     parts = 2 if math == "tf32x3" else 1
-    return [prep_key(capability, parts, k_major) for k_major in (True, False)]
+    copies = [OperandCopy(prep_key(capability, parts, k_major), "k") for k_major in (True, False)]
+    # 3xTF32 splits both operands, in one launch; one TF32 pass copies both only where
+    # neither can be read as it is.
+    pairs = _pairs(copies, copies) if parts == 2 or alignments == "all" else []
+    return [copy.key for copy in copies] + pairs
 
 
 def _reduce_keys(capability, math: str, config, splits: int, transposed: bool) -> list:
@@ -289,15 +302,16 @@ def schedule_keys(problem, choice=None) -> list:
     # B it reads K-major an N-major one.  (A's copy is asked of two K-major operands, B's
     # of an M-major or a K-major A: each rule's case.)
     family, m, n, k = FAMILIES[problem.family], problem.m, problem.n, problem.k
-    copied = [operand_copy(capability, problem.math, source, major).key
-              for source, major, read in (
-                  ("k", operand_copies(family, problem.math, "k", "k", m, n, k)[0],
-                   problem.a_major),
-                  ("k", operand_copies(family, problem.math, "m", "k", m, n, k)[1],
-                   problem.b_major),
-                  ("n", operand_copies(family, problem.math, "k", "n", m, n, k)[1],
-                   problem.b_major))
-              if major is not None and major == read]
+    math = problem.math
+    a_side = [operand_copy(capability, math, "k", major)
+              for major in (operand_copies(family, math, "k", "k", m, n, k)[0],)
+              if major is not None and major == problem.a_major]
+    b_side = [operand_copy(capability, math, source, major)
+              for source, major in (("k", operand_copies(family, math, "m", "k", m, n, k)[1]),
+                                    ("n", operand_copies(family, math, "k", "n", m, n, k)[1]))
+              if major is not None and major == problem.b_major]
+    # Both copies, where both are asked for, in one launch.
+    copied = [copy.key for copy in a_side + b_side] + _pairs(a_side, b_side)
     if copies_c(family, key.config, splits, transposed,
                 problem.align_c >= family.required_alignment):
         copied += copied_c(capability, key)  # the kernel storing C, or into our rows + copy

@@ -507,6 +507,9 @@ class PrepKey:
     k_major: bool
     dtype: str = "float32"
     pdl: bool = False
+    #: None: one operand's copy.  Else both A's (``k_major``) and B's (this) in one launch
+    #: (``paired``).
+    k_major_b: bool | None = None
 
 
 def prep_key(capability: tuple[int, int], parts: int, k_major: bool,
@@ -515,6 +518,16 @@ def prep_key(capability: tuple[int, int], parts: int, k_major: bool,
     before it, so its launch, and the next kernel's, overlap the one ahead."""
     return PrepKey("operand_prep", target_arch(capability), parts, k_major, dtype,
                    pdl=capability >= (9, 0))
+
+
+def paired(prep: tuple) -> PrepKey | None:
+    """The one launch that makes both copies of a ``Launch.prep`` (A's and B's ``OperandCopy``):
+    where both operands are copied by the same kind of kernel (parts, dtype, ``pdl``), one
+    launch instead of two; else None (each copy its own launch)."""
+    a, b = prep
+    if a is None or b is None or replace(a.key, k_major=b.key.k_major) != b.key:
+        return None
+    return replace(a.key, k_major_b=b.key.k_major)
 
 
 class OperandCopy(NamedTuple):
@@ -555,7 +568,8 @@ def compile_key(key: KernelKey | ReduceKey | PrepKey):
     if isinstance(key, PrepKey):
         from .kernels.operand_prep import compile_prep
 
-        return compile_prep(key.parts, key.k_major, key.dtype, pdl=key.pdl)
+        return compile_prep(key.parts, key.k_major, key.dtype, pdl=key.pdl,
+                            k_major_b=key.k_major_b)
     from .kernels.compile import compile_gemm
 
     return compile_gemm(build_kernel(key))

@@ -37,7 +37,7 @@ from .configs.sm90 import TF32_TILE_K, streamk_workspace
 from .dispatch import (
     FAMILIES, KernelKey, ReduceKey, choose_families, copied_c, copies_c,
     math_type, operand_copy, output_dtype, problem_order, reduce_key, reduce_lanes, schedule,
-    operand_copies, through_workspace,
+    operand_copies, paired, through_workspace,
 )
 from .dispatch import itemsize as element_bytes
 from .dispatch import problem as dispatch_problem
@@ -355,12 +355,14 @@ _TF32X3_MAX_K = 2**30 - TF32_TILE_K
 
 def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
               held: list) -> tuple:
-    """Rewrite A and/or B into workspaces of ours (``prep``: per operand None or its
-    ``OperandCopy``, whose key's dtype the copy keeps); append each workspace to ``held`` (the caller
-    keeps them until the GEMM is issued) and return (A's pointer, B's pointer, the GEMM's sizes)
-    over the prepared operands.
+    """Rewrite A and/or B into a workspace of ours (``prep``: per operand None or its
+    ``OperandCopy``, whose key's dtype the copy keeps), both copies in one launch where
+    ``dispatch.paired`` says so; append the workspace to ``held`` (the caller keeps it until the
+    GEMM is issued) and return (A's pointer, B's pointer, the GEMM's sizes) over the prepared
+    operands.
 
-    Workspace layout per operand, (batch or 1 when broadcast) matrices of:
+    Workspace layout per operand (A's copy first, then B's), (batch or 1 when broadcast)
+    matrices of:
     * ``to_major`` "k": rows x (parts * kp), K-major, kp = K rounded up to the TF32 K-tile
       (zeros after K).  3xTF32 operands are (big | small) along K, so the kernel's K is 2 * kp;
       a one-part copy keeps K.
@@ -372,7 +374,7 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
     """
     m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc = sizes
     kp = round_up(k, TF32_TILE_K)
-    ptrs = [pa, pb]
+    copies = []  # (operand index, its address, the prep's sizes and strides, bytes of its copy)
     for index, (rows, ptr, ld, bs) in enumerate(((m, pa, lda, bsa), (n, pb, ldb, bsb))):
         if prep[index] is None:
             continue
@@ -386,17 +388,29 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
             raise RuntimeError(f"cutematmul: internal error: unsupported operand copy {key}")
         strides = (ld, 1, bs) if key.k_major else (1, ld, bs)
         count = batch if bs else 1
-        floats = -(-d_rows * width * count * size // 4)  # the workspace counts fp32 elements
-        workspace, wp = adapter.workspace(floats, like, stream)
-        get_compiled(key)(ptr, wp, d_rows, extent, count, width, *strides, width,
-                          d_rows * width, stream)
-        held.append(workspace)
-        ptrs[index] = wp
-        new = (width, d_rows * width if bs else 0)
+        # Whole 16-byte vectors (width is), so a second copy in the same workspace is aligned.
+        copies.append((index, ptr, (d_rows, extent, count, width, *strides, width,
+                                    d_rows * width), d_rows * width * count * size))
+    # One workspace for every copy, released (in stream order) once the GEMM is issued.
+    workspace, wp = adapter.workspace(-(-sum(c[3] for c in copies) // 4), like, stream)
+    held.append(workspace)
+    ptrs, offset = [pa, pb], 0
+    for index, _, args, nbytes in copies:
+        ptrs[index] = wp + offset
+        offset += nbytes
+        d_rows, _, _, width, *_ = args
+        new = (width, d_rows * width if (bsa, bsb)[index] else 0)
         if index == 0:
             lda, bsa = new
         else:
             ldb, bsb = new
+    pair = paired(prep)
+    if pair is not None:  # both copies in one launch
+        (_, xa, arg_a, _), (_, xb, arg_b, _) = copies
+        get_compiled(pair)(xa, ptrs[0], *arg_a, xb, ptrs[1], *arg_b, stream)
+    else:
+        for index, x, args, _ in copies:
+            get_compiled(prep[index].key)(x, ptrs[index], *args, stream)
     if any(copy is not None and copy.key.parts == 2 for copy in prep):
         k = 2 * kp  # both operands are (big | small)
     return ptrs[0], ptrs[1], (m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc)

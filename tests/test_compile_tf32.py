@@ -58,11 +58,13 @@ PATTERNS = {
     "st_global_v4": r"\bst\.global(?:\.\w+)*\.v4\.(?:b32|u32|f32)\b",
     "pdl_wait": r"\bgriddepcontrol\.wait\b",
     "pdl_launch": r"\bgriddepcontrol\.launch_dependents\b",
+    "entry": r"\.entry\b",
 }
 out = {}
-for parts, k_major, dtype, pdl in json.loads(sys.argv[1]):
-    ptx = compile_prep(parts, k_major, dtype, pdl=pdl, keep_ptx=True).__ptx__
-    out[f"{parts}-{k_major}-{dtype}-{pdl}"] = {k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
+for parts, k_major, dtype, pdl, k_major_b in json.loads(sys.argv[1]):
+    ptx = compile_prep(parts, k_major, dtype, pdl=pdl, k_major_b=k_major_b, keep_ptx=True).__ptx__
+    out[f"{parts}-{k_major}-{dtype}-{pdl}-{k_major_b}"] = {
+        k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
 print("COUNTS=" + json.dumps(out))
 """
 
@@ -137,34 +139,43 @@ def test_prep_rounds_only_when_splitting_and_transposes_through_shared_memory(tm
     transposing variant, the straight copy storing 16-byte vectors only (one per part), and
     the 16-bit copies (operands TMA cannot address) reading 16-bit elements, not 32-bit
     ones.  As a dependent launch (``pdl``, sm_90: ``dispatch.prep_key``) each variant waits
-    once for the kernel ahead and lets the next one launch once; otherwise neither."""
-    variants = [(1, True, "float32", True), (1, False, "float32", True),
-                (2, True, "float32", False), (2, False, "float32", True),
-                (1, True, "float16", True), (1, True, "bfloat16", False),
-                (1, False, "bfloat16", True)]
+    once for the kernel ahead and lets the next one launch once; otherwise neither.  The pair
+    (``k_major_b``: A's and B's copies, ``dispatch.paired``) is one kernel with both variants'
+    code, as the single copies check it."""
+    variants = [(1, True, "float32", True, None), (1, False, "float32", True, None),
+                (2, True, "float32", False, None), (2, False, "float32", True, None),
+                (1, True, "float16", True, None), (1, True, "bfloat16", False, None),
+                (1, False, "bfloat16", True, None),
+                (1, True, "float16", True, True), (1, True, "bfloat16", True, True),
+                (2, False, "float32", True, True), (2, True, "float32", True, False),
+                (1, False, "float32", False, False)]
     counts = compile_in_child("sm_90a", _PREP, variants, tmp_path)
     assert len(counts) == len(variants)
     for name, c in counts.items():
-        parts, k_major, dtype, pdl = name.split("-")
+        parts, k_major, dtype, pdl, k_major_b = name.split("-")
+        majors = {k_major} | ({k_major_b} if k_major_b != "None" else set())
         dependent = int(pdl == "True")
+        assert c["entry"] == 1, f"{name}: one kernel per launch: {c}"
         assert (c["pdl_wait"], c["pdl_launch"]) == (dependent, dependent), f"{name}: {c}"
         if dtype == "float32":
             assert c["ld_global_32"] >= 1 and c["ld_global_16"] == 0, f"{name}: {c}"
         else:
             assert c["ld_global_16"] >= 1, f"{name}: {c}"
             assert c["ld_global_32"] == 0, f"{name}: 16-bit data read as 32-bit: {c}"
-        if k_major == "True":  # straight: 16-byte vector stores only
+        if majors == {"True"}:  # straight only: 16-byte vector stores only
             assert c["st_global_v4"] == c["st_global"] >= int(parts), f"{name}: {c}"
-        else:
+        elif majors == {"False"}:
             assert c["st_global_v4"] == 0 and c["st_global"] >= 1, f"{name}: {c}"
-            if dtype != "float32":
-                assert c["st_global_16"] >= 1, f"{name}: {c}"
+        else:  # both variants
+            assert c["st_global"] > c["st_global_v4"] >= int(parts), f"{name}: {c}"
+        if "False" in majors and dtype != "float32":
+            assert c["st_global_16"] >= 1, f"{name}: {c}"
         if parts == "1":
             assert c["cvt_rna"] == 0, f"{name}: the tf32 copy must keep the bits: {c}"
         else:
             assert c["cvt_rna"] >= 2, f"{name}: big and small are rounded to TF32: {c}"
-        if k_major == "True":
+        if "False" not in majors:
             assert c["st_shared"] == 0 and c["barrier"] == 0, f"{name}: {c}"
-        else:
-            assert c["st_shared"] >= 1 and c["barrier"] >= 1, f"{name}: no smem transpose: {c}"
+        else:  # the tile is filled, then read out before the next matrix refills it
+            assert c["st_shared"] >= 1 and c["barrier"] >= 2, f"{name}: no smem transpose: {c}"
         assert c["local"] == 0, f"{name}: {c}"

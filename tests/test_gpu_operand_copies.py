@@ -63,6 +63,10 @@ def test_unaligned_operands_are_copied_and_correct(mk, dtype, layout, shape):
     b_unit = k if layout[1] == "t" else n
     copied = _copied(a, b)
     assert copied == (a_unit % 8 != 0, b_unit % 8 != 0), f"{shape} {layout}: {copied}"
+    # Both copies, where both are made, in one launch.
+    from cutematmul import dispatch
+    paired = _planned(a, b).prep is not None and dispatch.paired(_planned(a, b).prep)
+    assert bool(paired) == all(copied), f"{shape} {layout}: {paired}"
     a0, b0 = a.clone(), b.clone()
     wide = mk.poisoned((m, n + 9), dtype)
     out = wide[:, 4:n + 4]

@@ -394,6 +394,14 @@ def test_16_bit_operands_tma_cannot_address_are_copied_in_their_own_major(dtype,
                                   for x in (a_major, b_major)), resolved.prep
     assert all(p.key.dtype == dtype and p.key.parts == 1 and p.key.k_major
                for p in resolved.prep)
+    # Both copies in one launch (the straight copy twice), built with the product's keys.
+    from cutematmul import aot
+
+    pair = dispatch.paired(resolved.prep)
+    assert pair == replace(resolved.prep[0].key, k_major_b=True), pair
+    problem = dispatch.problem(dispatch.FAMILIES["sm90"], H200[0], H200[1], dtype, "k", "k",
+                               (2, 2, 2), m, n, k, 1)
+    assert pair in aot.schedule_keys(problem, None)
     key = resolved.key
     assert (key.align_a, key.align_b) == (8, 8) and resolved.reduce is not None, key
     strided = plan_gemm((m, k), (2 * k, 2), (k, n), b_strides, (n, 1))

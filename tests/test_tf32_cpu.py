@@ -96,8 +96,9 @@ def test_tf32x3_splits_both_operands(a_major, b_major):
 
 
 def test_run_prep_lays_out_big_and_small_parts(monkeypatch):
-    """The GEMM after the prep reads (big | small) operands of width 2 * kp, K-major; a
-    broadcast operand is prepared once."""
+    """The GEMM after the prep reads (big | small) operands of width 2 * kp, K-major, from one
+    workspace (A's copy, then B's); a broadcast operand is prepared once; both copies are one
+    launch of the pair (``dispatch.paired``), A's arguments then B's."""
 
     class Recorder:
         def __init__(self):
@@ -118,13 +119,15 @@ def test_run_prep_lays_out_big_and_small_parts(monkeypatch):
     held = []
     pa, pb, out = launch._run_prep(rec, copies, 1 << 20, 2 << 20, sizes, None, 7, held)
     kp = 96
-    assert rec.calls == [m * 2 * kp * batch, n * 2 * kp * 1]
-    assert (pa, pb) == (4096, 8192) and len(held) == 2  # the GEMM reads the workspaces
+    a_bytes = m * 2 * kp * batch * 4
+    assert rec.calls == [(a_bytes + n * 2 * kp * 4) // 4] and len(held) == 1
+    assert (pa, pb) == (4096, 4096 + a_bytes)  # the GEMM reads the workspace
     assert out == (m, n, 2 * kp, batch, 1, 2 * kp, m * 2 * kp, 2 * kp, 0, n, m * n)
-    (ka, a_args), (kb, b_args) = calls
-    assert (ka, kb) == keys
-    assert a_args[2:11] == (m, k, batch, 2 * kp, k, 1, m * k, 2 * kp, m * 2 * kp)
-    assert b_args[2:11] == (n, k, 1, 2 * kp, 1, n, 0, 2 * kp, n * 2 * kp)
+    (key, args), = calls
+    assert key == replace(keys[0], k_major_b=False) == dispatch.paired(copies)
+    assert args[:2] == (1 << 20, pa) and args[11:13] == (2 << 20, pb) and args[-1] == 7
+    assert args[2:11] == (m, k, batch, 2 * kp, k, 1, m * k, 2 * kp, m * 2 * kp)
+    assert args[13:22] == (n, k, 1, 2 * kp, 1, n, 0, 2 * kp, n * 2 * kp)
 
 
 N_SMALL = simt.COPY_A_MIN_N - 1  # too few columns to copy A for

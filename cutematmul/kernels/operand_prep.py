@@ -104,9 +104,11 @@ def _split(x: cutlass.Float32):
 
 
 class OperandPrep:
-    """Writes the copy (with ``parts`` 2, the TF32 split) of an operand; see the docstring."""
+    """Writes the copy (with ``parts`` 2, the TF32 split) of one operand, or with ``k_major_b``
+    of both A (``k_major``) and B in one launch; see the docstring."""
 
-    def __init__(self, parts: int, k_major: bool, dtype: str = "float32", pdl: bool = False):
+    def __init__(self, parts: int, k_major: bool, dtype: str = "float32", pdl: bool = False,
+                 k_major_b: bool | None = None):
         if parts not in (1, 2) or (parts == 2 and dtype != "float32"):
             raise ValueError(f"OperandPrep takes parts 1 (a copy) or 2 (3xTF32 big/small, "
                              f"float32 only); got parts={parts} for {dtype}.")
@@ -114,43 +116,104 @@ class OperandPrep:
             raise ValueError(f"OperandPrep copies {', '.join(_DTYPES)}; got {dtype!r}.")
         self.parts = parts
         self.k_major = k_major
+        self.k_major_b = k_major_b
         self.pdl = pdl
         self.element = _DTYPES[dtype]
         self.vec = _VECTOR_BYTES * 8 // self.element.width  # elements per 16-byte vector
+        # The transposing variant's tile: in every CTA of a launch that has one.
+        self.transposes = not k_major or k_major_b is False
+
+    @cute.jit
+    def _geometry(self, mD: cute.Tensor, k_major: cutlass.Constexpr):
+        """(CTAs per matrix, the two sizes the variant walks them by) of one operand's copy:
+        the straight copy's vectors per row and part and rows per CTA, or the transposing
+        copy's 32-wide K blocks and 32-row blocks."""
+        rows, width, _ = mD.shape
+        if cutlass.const_expr(k_major):
+            vectors = width // self.parts // self.vec  # per row and part
+            rows_per_cta = cutlass.max(_VECTORS_PER_CTA // vectors, 1)
+            return cute.ceil_div(rows, rows_per_cta), vectors, rows_per_cta
+        k_blocks = cute.ceil_div(width // self.parts, _TILE)
+        row_blocks = cute.ceil_div(rows, _TILE)
+        return k_blocks * row_blocks, k_blocks, row_blocks
+
+    def _smem_bytes(self) -> int:
+        """The transposing tile's shared memory (its struct kept for the kernel), or 0."""
+        if not self.transposes:
+            return 0
+
+        # Built from an explicit annotation (this module's annotations are strings).
+        tile = cute.struct.Align[cute.struct.MemRange[self.element, _TILE * (_TILE + 1)], 16]
+        self._storage = cute.struct(type("Storage", (), {"__annotations__": {"tile": tile}}))
+        return self._storage.size_in_bytes()
 
     @cute.jit
     def __call__(self, mX: cute.Tensor, mD: cute.Tensor, stream: cuda.CUstream):
-        rows, width, batch = mD.shape
-        if cutlass.const_expr(self.k_major):
-            vectors = width // self.parts // self.vec  # per row and part
-            rows_per_cta = cutlass.max(_VECTORS_PER_CTA // vectors, 1)
-            self.straight(mX, mD, vectors, rows_per_cta).launch(
-                grid=[cute.ceil_div(rows, rows_per_cta), cutlass.min(batch, _MAX_GRID_Y), 1],
-                block=[_THREADS, 1, 1], use_pdl=self.pdl, stream=stream,
-            )
-        else:
-            k_blocks = cute.ceil_div(width // self.parts, _TILE)
-            row_blocks = cute.ceil_div(rows, _TILE)
+        blocks, size0, size1 = self._geometry(mD, self.k_major)
+        self.single(mX, mD, size0, size1).launch(
+            grid=[blocks, cutlass.min(mD.shape[2], _MAX_GRID_Y), 1], block=[_THREADS, 1, 1],
+            smem=self._smem_bytes(), use_pdl=self.pdl, stream=stream,
+        )
 
-            @cute.struct
-            class Storage:
-                tile: cute.struct.Align[cute.struct.MemRange[self.element, _TILE * (_TILE + 1)],
-                                        16]
-
-            self._storage = Storage
-            self.transposed(mX, mD, k_blocks, row_blocks).launch(
-                grid=[k_blocks * row_blocks * batch, 1, 1], block=[_THREADS, 1, 1],
-                smem=Storage.size_in_bytes(), use_pdl=self.pdl, stream=stream,
-            )
+    @cute.jit
+    def both(self, mXa: cute.Tensor, mDa: cute.Tensor, mXb: cute.Tensor, mDb: cute.Tensor,
+             stream: cuda.CUstream):
+        """A's and B's copies in one launch: A's CTAs first along the grid, then B's."""
+        blocks_a, a0, a1 = self._geometry(mDa, self.k_major)
+        blocks_b, b0, b1 = self._geometry(mDb, self.k_major_b)
+        batch = cutlass.max(mDa.shape[2], mDb.shape[2])
+        self.pair(mXa, mDa, mXb, mDb, blocks_a, a0, a1, b0, b1).launch(
+            grid=[blocks_a + blocks_b, cutlass.min(batch, _MAX_GRID_Y), 1],
+            block=[_THREADS, 1, 1], smem=self._smem_bytes(), use_pdl=self.pdl, stream=stream,
+        )
 
     @cute.kernel
-    def straight(self, mX: cute.Tensor, mD: cute.Tensor, vectors: cutlass.Int32,
-                 rows_per_cta: cutlass.Int32):
-        """The straight copy (``k_major``): see the module docstring."""
+    def single(self, mX: cute.Tensor, mD: cute.Tensor, size0: cutlass.Int32,
+               size1: cutlass.Int32):
+        """One operand's copy, CTA (x, y) on block x of matrices y, y + grid y, ..."""
         self._dependent_launch()
-        tid, _, _ = cute.arch.thread_idx()
+        tile = self._tile()
         bid, first_batch, _ = cute.arch.block_idx()
+        self._copy(mX, mD, self.k_major, bid, first_batch, size0, size1, tile)
+
+    @cute.kernel
+    def pair(self, mXa: cute.Tensor, mDa: cute.Tensor, mXb: cute.Tensor, mDb: cute.Tensor,
+             blocks_a: cutlass.Int32, a0: cutlass.Int32, a1: cutlass.Int32, b0: cutlass.Int32,
+             b1: cutlass.Int32):
+        """Both operands' copies: CTAs below ``blocks_a`` copy A, the others B (a choice
+        uniform over each CTA, so the transposing copy's barriers stay whole-CTA)."""
+        self._dependent_launch()
+        tile = self._tile()
+        bid, first_batch, _ = cute.arch.block_idx()
+        if bid < blocks_a:
+            self._copy(mXa, mDa, self.k_major, bid, first_batch, a0, a1, tile)
+        else:
+            self._copy(mXb, mDb, self.k_major_b, bid - blocks_a, first_batch, b0, b1, tile)
+
+    @cute.jit
+    def _tile(self):
+        """The transposing copy's 32 x 33 shared tile (None where no variant transposes)."""
+        if cutlass.const_expr(not self.transposes):
+            return None
+        smem = cutlass.memory.SmemAllocator()
+        storage = smem.allocate(self._storage)
+        return storage.tile.get_tensor(cute.make_layout((_TILE, _TILE), stride=(_TILE + 1, 1)))
+
+    @cute.jit
+    def _copy(self, mX: cute.Tensor, mD: cute.Tensor, k_major: cutlass.Constexpr, bid,
+              first_batch, size0, size1, tile):
+        """Block ``bid`` of every matrix from ``first_batch`` on, in steps of the grid's y."""
         _, batch_step, _ = cute.arch.grid_dim()
+        if cutlass.const_expr(k_major):
+            self.straight(mX, mD, bid, first_batch, batch_step, size0, size1)
+        else:
+            self.transposed(mX, mD, bid, first_batch, batch_step, size0, size1, tile)
+
+    @cute.jit
+    def straight(self, mX: cute.Tensor, mD: cute.Tensor, bid, first_batch, batch_step,
+                 vectors, rows_per_cta):
+        """The straight copy (``k_major``): see the module docstring."""
+        tid, _, _ = cute.arch.thread_idx()
         rows, _, batch = mD.shape
         k_size = mX.shape[1]
         r0 = bid * rows_per_cta
@@ -210,42 +273,36 @@ class OperandPrep:
             mD[(row, k, batch)] = big
             mD[(row, kp + k, batch)] = small
 
-    @cute.kernel
-    def transposed(self, mX: cute.Tensor, mD: cute.Tensor, k_blocks: cutlass.Int32,
-                   row_blocks: cutlass.Int32):
+    @cute.jit
+    def transposed(self, mX: cute.Tensor, mD: cute.Tensor, bid, first_batch, batch_step,
+                   k_blocks, row_blocks, tile: cute.Tensor):
         """The transposing copy (not ``k_major``): see the module docstring."""
-        self._dependent_launch()
         tid, _, _ = cute.arch.thread_idx()
-        bid, _, _ = cute.arch.block_idx()
         tx = tid % _TILE
         ty = tid // _TILE
-        kb = bid % k_blocks
-        rest = bid // k_blocks
-        r0 = (rest % row_blocks) * _TILE
-        batch = rest // row_blocks
-        k0 = kb * _TILE
-        rows = mD.shape[0]
+        k0 = (bid % k_blocks) * _TILE
+        r0 = (bid // k_blocks) * _TILE
+        rows, _, batch = mD.shape
         k_size = mX.shape[1]
         # Columns of D per part: whole K-tiles in the TF32 modes, but another copy's width need
         # not be a multiple of the block's 32, so every store is held inside it.
         width = mD.shape[1] // self.parts
         # Transposed through shared memory: lanes run along rows (X's unit stride) when
         # reading and along K when writing.
-        smem = cutlass.memory.SmemAllocator()
-        storage = smem.allocate(self._storage)
-        tile = storage.tile.get_tensor(cute.make_layout((_TILE, _TILE), stride=(_TILE + 1, 1)))
-        for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
-            row = r0 + tx
-            k = k0 + ty + j * _ROWS_PER_PASS
-            x = self.element(0.0)
-            if row < rows and k < k_size:
-                x = mX[(row, k, batch)]
-            tile[(tx, ty + j * _ROWS_PER_PASS)] = x
-        cute.arch.barrier()
-        for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
-            row = r0 + ty + j * _ROWS_PER_PASS
-            if row < rows and k0 + tx < width:
-                self._store(mD, row, k0 + tx, batch, tile[(ty + j * _ROWS_PER_PASS, tx)])
+        for b in range(first_batch, batch, batch_step):
+            for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
+                row = r0 + tx
+                k = k0 + ty + j * _ROWS_PER_PASS
+                x = self.element(0.0)
+                if row < rows and k < k_size:
+                    x = mX[(row, k, b)]
+                tile[(tx, ty + j * _ROWS_PER_PASS)] = x
+            cute.arch.barrier()
+            for j in cutlass.range_constexpr(_TILE // _ROWS_PER_PASS):
+                row = r0 + ty + j * _ROWS_PER_PASS
+                if row < rows and k0 + tx < width:
+                    self._store(mD, row, k0 + tx, b, tile[(ty + j * _ROWS_PER_PASS, tx)])
+            cute.arch.barrier()  # the tile is read out before the next matrix overwrites it
 
 
 @cute.jit
@@ -267,6 +324,15 @@ def prep_from_pointers(
     """The pointer entry: X (rows, k, batch) with strides (x_row_stride, x_col_stride,
     x_batch_stride); D (rows, width, batch) with strides (ld_dst, 1, batch_stride_dst), both
     whole 16-byte vectors (the straight copy's vector stores rest on it)."""
+    mX, mD = _tensors(prep, x_ptr, d_ptr, rows, k, batch, width, x_row_stride, x_col_stride,
+                      x_batch_stride, ld_dst, batch_stride_dst)
+    prep(mX, mD, stream)
+
+
+def _tensors(prep, x_ptr, d_ptr, rows, k, batch, width, x_row_stride, x_col_stride,
+             x_batch_stride, ld_dst, batch_stride_dst):
+    """X (rows, k, batch) with its strides and D (rows, width, batch), rows ``ld_dst`` apart,
+    both of whole 16-byte vectors (the straight copy's vector stores rest on it)."""
     ld_dst = cute.assume(ld_dst, divby=prep.vec)
     batch_stride_dst = cute.assume(batch_stride_dst, divby=prep.vec)
     mX = cute.make_tensor(
@@ -276,22 +342,46 @@ def prep_from_pointers(
     mD = cute.make_tensor(
         d_ptr, cute.make_layout((rows, width, batch), stride=(ld_dst, 1, batch_stride_dst))
     )
-    prep(mX, mD, stream)
+    return mX, mD
+
+
+@cute.jit
+def pair_from_pointers(
+    prep: cutlass.Constexpr,
+    xa_ptr: cute.Pointer, da_ptr: cute.Pointer, rows_a: cutlass.Int32, k_a: cutlass.Int32,
+    batch_a: cutlass.Int32, width_a: cutlass.Int32, xa_row_stride: cutlass.Int64,
+    xa_col_stride: cutlass.Int64, xa_batch_stride: cutlass.Int64, ld_da: cutlass.Int64,
+    batch_stride_da: cutlass.Int64,
+    xb_ptr: cute.Pointer, db_ptr: cute.Pointer, rows_b: cutlass.Int32, k_b: cutlass.Int32,
+    batch_b: cutlass.Int32, width_b: cutlass.Int32, xb_row_stride: cutlass.Int64,
+    xb_col_stride: cutlass.Int64, xb_batch_stride: cutlass.Int64, ld_db: cutlass.Int64,
+    batch_stride_db: cutlass.Int64,
+    stream: cuda.CUstream,
+):
+    """The pointer entry of both copies in one launch: ``prep_from_pointers``'s arguments for
+    A, then for B."""
+    mXa, mDa = _tensors(prep, xa_ptr, da_ptr, rows_a, k_a, batch_a, width_a, xa_row_stride,
+                        xa_col_stride, xa_batch_stride, ld_da, batch_stride_da)
+    mXb, mDb = _tensors(prep, xb_ptr, db_ptr, rows_b, k_b, batch_b, width_b, xb_row_stride,
+                        xb_col_stride, xb_batch_stride, ld_db, batch_stride_db)
+    prep.both(mXa, mDa, mXb, mDb, stream)
 
 
 def compile_prep(parts: int, k_major: bool, dtype: str = "float32", *, pdl: bool = False,
-                 keep_ptx: bool = False):
+                 k_major_b: bool | None = None, keep_ptx: bool = False):
     """The TVM-FFI function ``f(x_ptr, d_ptr, rows, k, batch, width, x_row_stride, x_col_stride,
     x_batch_stride, ld_dst, batch_stride_dst, stream)`` for an X of ``dtype`` that is K-major
-    or not (``k_major``); one compile serves every size and stride.  ``pdl``: launched as a
-    dependent of the kernel ahead (sm_90 and newer, ``dispatch.prep_key``).  With
-    ``keep_ptx`` the PTX is kept as ``__ptx__`` (the instruction checks of the tests)."""
-    kernel = OperandPrep(parts, k_major, dtype, pdl)
+    or not (``k_major``); one compile serves every size and stride.  With ``k_major_b`` (B's
+    variant), the pair: ``f(<A's eleven>, <B's eleven>, stream)``, both copies in one launch.
+    ``pdl``: launched as a dependent of the kernel ahead (sm_90 and newer,
+    ``dispatch.prep_key``).  With ``keep_ptx`` the PTX is kept as ``__ptx__`` (the instruction
+    checks of the tests)."""
+    kernel = OperandPrep(parts, k_major, dtype, pdl, k_major_b)
     element = _DTYPES[dtype]
     x = make_ptr(element, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=element.width // 8)
     d = make_ptr(element, _FAKE_ADDRESS, cute.AddressSpace.gmem, assumed_align=16)
-    sizes = [cutlass.Int32(1)] * 4
-    strides = [cutlass.Int64(1)] * 5
+    one = [x, d, *[cutlass.Int32(1)] * 4, *[cutlass.Int64(1)] * 5]
     options = "--enable-tvm-ffi" + (" --keep-ptx" if keep_ptx else "")
-    return cute.compile(prep_from_pointers, kernel, x, d, *sizes, *strides, make_fake_stream(),
-                        options=options)
+    entry, args = ((prep_from_pointers, one) if k_major_b is None
+                   else (pair_from_pointers, one + one))
+    return cute.compile(entry, kernel, *args, make_fake_stream(), options=options)
