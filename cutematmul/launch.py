@@ -372,10 +372,30 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
     The prep reads X, (rows, K) or for "m" / "n" (K, rows), straight along its unit stride
     where that is X's second mode (``key.k_major``), else through its transposing variant.
     """
+    launches, nbytes, offsets, gemm_sizes = _prep_plan(prep, sizes)
+    # One workspace for every copy, released (in stream order) once the GEMM is issued.
+    workspace, wp = adapter.workspace(-(-nbytes // 4), like, stream)
+    held.append(workspace)
+    sources = (pa, pb)
+    copies = tuple(x if offset is None else wp + offset for x, offset in zip(sources, offsets))
+    for key, operands in launches:
+        args = []
+        for index, copy_sizes in operands:
+            args += (sources[index], copies[index], *copy_sizes)
+        get_compiled(key)(*args, stream)
+    return copies[0], copies[1], gemm_sizes
+
+
+@lru_cache(maxsize=4096)
+def _prep_plan(prep: tuple, sizes: tuple) -> tuple:
+    """``_run_prep``'s arithmetic, a pure function of the copies and the call's sizes, cached
+    (repeated calls pay a lookup): (the prep launches, each (key, ((operand index, its sizes and
+    strides), ...)); the workspace bytes; per operand its copy's byte offset in the workspace
+    or None; the GEMM's sizes over the copies)."""
     m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc = sizes
     kp = round_up(k, TF32_TILE_K)
-    copies = []  # (operand index, its address, the prep's sizes and strides, bytes of its copy)
-    for index, (rows, ptr, ld, bs) in enumerate(((m, pa, lda, bsa), (n, pb, ldb, bsb))):
+    copies, offsets, offset = [], [None, None], 0
+    for index, (rows, ld, bs) in enumerate(((m, lda, bsa), (n, ldb, bsb))):
         if prep[index] is None:
             continue
         key, to_major = prep[index]
@@ -388,32 +408,22 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
             raise RuntimeError(f"cutematmul: internal error: unsupported operand copy {key}")
         strides = (ld, 1, bs) if key.k_major else (1, ld, bs)
         count = batch if bs else 1
-        # Whole 16-byte vectors (width is), so a second copy in the same workspace is aligned.
-        copies.append((index, ptr, (d_rows, extent, count, width, *strides, width,
-                                    d_rows * width), d_rows * width * count * size))
-    # One workspace for every copy, released (in stream order) once the GEMM is issued.
-    workspace, wp = adapter.workspace(-(-sum(c[3] for c in copies) // 4), like, stream)
-    held.append(workspace)
-    ptrs, offset = [pa, pb], 0
-    for index, _, args, nbytes in copies:
-        ptrs[index] = wp + offset
-        offset += nbytes
-        d_rows, _, _, width, *_ = args
-        new = (width, d_rows * width if (bsa, bsb)[index] else 0)
+        copies.append((index, (d_rows, extent, count, width, *strides, width, d_rows * width)))
+        # Whole 16-byte vectors (width is), so a second copy in the workspace is aligned too.
+        offsets[index] = offset
+        offset += d_rows * width * count * size
+        new = (width, d_rows * width if bs else 0)
         if index == 0:
             lda, bsa = new
         else:
             ldb, bsb = new
     pair = paired(prep)
-    if pair is not None:  # both copies in one launch
-        (_, xa, arg_a, _), (_, xb, arg_b, _) = copies
-        get_compiled(pair)(xa, ptrs[0], *arg_a, xb, ptrs[1], *arg_b, stream)
-    else:
-        for index, x, args, _ in copies:
-            get_compiled(prep[index].key)(x, ptrs[index], *args, stream)
+    launches = (((pair, tuple(copies)),) if pair is not None  # both copies in one launch
+                else tuple((prep[index].key, ((index, args),)) for index, args in copies))
     if any(copy is not None and copy.key.parts == 2 for copy in prep):
         k = 2 * kp  # both operands are (big | small)
-    return ptrs[0], ptrs[1], (m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc)
+    return (launches, offset, tuple(offsets),
+            (m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc))
 
 
 def _run_split(adapter, fn, launch: Launch, pa: int, pb: int, pc: int, sizes: tuple, like,
