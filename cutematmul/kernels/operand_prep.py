@@ -32,31 +32,40 @@ How
     loads (X's rows need not be aligned: that is why it is copied), lanes on consecutive
     vectors.  A CTA takes whole rows, as many as make ``_VECTORS_PER_CTA`` vectors (one row,
     walked in steps of that many, when a row is longer), and loads all its vectors before it
-    stores any, so ``_UNROLL`` vectors per thread are in flight; the grid's second dimension
-    walks the batch.  Short rows thus keep every lane busy: the first version, one 32 x 32
+    stores any, so ``_UNROLL`` vectors per thread are in flight.  Short rows thus keep every lane busy: the first version, one 32 x 32
     block per CTA, left 23 of 32 lanes idle on a 9-element row and ran at ~0.2 of the
     bandwidth (H200, fp16, 211552 x 9 and x 110 copies 49.8 us on average).
     Any other X (a compile-time variant) is transposed through a 32 x 33 shared-memory tile
-    per CTA of 32 x 8 threads, a 1-D grid over 32 x 32 blocks x batch (the padding column
-    keeps both the column-wise writes and the row-wise reads free of bank conflicts), so reads
-    run along X's unit stride and writes along D's.  Both are bandwidth-bound: one element in
-    and ``parts`` out per element of X.
-    With ``pdl`` (sm_90 and newer) both are launched with programmatic stream serialization:
-    every thread waits (``griddepcontrol.wait``) for the kernel ahead to finish and flush
-    before it reads X, then lets the next kernel (the other operand's copy, or the GEMM, which
-    waits likewise) launch, so the launches and prologues overlap the kernel ahead.
+    per CTA of 32 x 8 threads, one CTA per 32 x 32 block (the padding column keeps both the
+    column-wise writes and the row-wise reads free of bank conflicts), so reads run along X's
+    unit stride and writes along D's; a barrier after each matrix lets the next refill the
+    tile.  Both are bandwidth-bound: one element in and ``parts`` out per element of X.  In
+    both, the grid's x walks a matrix's blocks and its y the batch (a CTA takes matrices y,
+    y + grid y, ...).
+    The pair (``k_major_b``: A's variant ``k_major``, B's ``k_major_b``) copies both operands
+    in one launch (``dispatch.paired``): A's CTAs first along x, then B's, each CTA running
+    its operand's variant (a choice uniform over the CTA, so barriers stay whole-CTA); a
+    small product's two copies then cost one launch and one ramp, not two (H200, fp16 nn, GPU
+    time per product queued behind a spin, the GEMM included: 1023x1025x1027 17.8 -> 15.2 us,
+    595x851x545 11.0 -> 9.8).
+    With ``pdl`` (sm_90 and newer) every variant is launched with programmatic stream
+    serialization: every thread waits (``griddepcontrol.wait``) for the kernel ahead to finish
+    and flush before it reads X, then lets the next kernel (the GEMM, which waits likewise)
+    launch, so the launches and prologues overlap the kernel ahead (the same products, two
+    single copies: 18.5 -> 17.8 and 12.6 -> 11.0 us).
 
 Constraints
-    Rows and parts * kp below 2**31 (the host's pieces); the transposing variant's blocks x
-    batch below 2**31.  The straight copy needs each part's width, ``ld_dst`` and the batch
+    Rows and parts * kp below 2**31 (the host's pieces); a matrix's blocks (both operands'
+    in the pair) below 2**31.  The straight copy needs each part's width, ``ld_dst`` and the batch
     stride of D in whole 16-byte vectors and D 16-byte aligned (``launch._run_prep``: widths
     are padded rows or whole TF32 K-tiles).  Every store lies
     inside D's (rows, width, batch); every load inside X's (rows, K, batch).  ``parts`` in {1, 2}
-    (2 for fp32 only), ``k_major`` and ``dtype`` are compile-time values.
+    (2 for fp32 only), ``k_major``, ``k_major_b`` and ``dtype`` are compile-time values.
 
 Benchmark
     python -m cutematmul.bench --dtypes float32 --precision high   (the prep runs inside)
     python tools/shape_classes.py --only deepK   (16-bit operands of a few columns, copied)
+    python -m cutematmul.bench --shapes 1023x1025x1027,595x851x545   (both copied: the pair)
 """
 
 from __future__ import annotations
