@@ -215,6 +215,68 @@ def test_straight_prep_kernel_writes_exactly_its_rows(case):
         ).all(), "big + small does not carry x"
 
 
+# The pair (``dispatch.paired``) launched by itself: (parts, dtype, per operand (straight?,
+# batch, rows, K, width of each part)).
+PAIR_CASES = [
+    # A transposing past the grid's 65535 matrices (the batch walked on y), B straight, one.
+    (1, "float32", ((False, 70000, 3, 5, 8), (True, 1, 37, 5, 8))),
+    # The 3xTF32 split: A straight, B transposing in 3 matrices of a 33-row tail block.
+    (2, "float32", ((True, 1, 211, 70, 96), (False, 3, 33, 70, 96))),
+    # 16-bit straight copies of both, batches 2 and 70000 (B's CTAs on every y, A's on two).
+    (1, "float16", ((True, 2, 300, 9, 16), (True, 70000, 2, 9, 16))),
+]
+
+
+def _pair_operand(torch, t, straight, batch, rows, k):
+    """X (batch, rows, K) of no whole 16-byte rows: K-major (row pitch K + 3) for the straight
+    copy, else rows-major (pitch rows + 3, what the transposing copy reads)."""
+    if straight:
+        x = torch.randn(batch, rows, k + 3, device="cuda").to(t)[..., :k]
+        return x, (k + 3, 1, rows * (k + 3))
+    x = torch.randn(batch, k, rows + 3, device="cuda").to(t)[..., :rows].transpose(1, 2)
+    return x, (1, rows + 3, k * (rows + 3))
+
+
+@pytest.mark.parametrize("case", PAIR_CASES, ids=lambda c: f"{c[1]}-parts{c[0]}-{c[2][0][0]}-{c[2][1][0]}")
+def test_pair_prep_kernel_writes_exactly_both_copies(case):
+    """``kernels/operand_prep.py``'s pair: A's and B's copies in one launch, each into its own
+    NaN-poisoned destination with a guard after it; each holds its X then zeros (with two parts,
+    big and small carrying x), and nothing past either is written."""
+    require_module("torch")
+    import torch
+
+    from cutematmul import cache, dispatch
+
+    parts, dtype, operands = case
+    t = getattr(torch, dtype)
+    guard = 64
+    keys, xs, bufs, args = [], [], [], []
+    for straight, batch, rows, k, width in operands:
+        x, strides = _pair_operand(torch, t, straight, batch, rows, k)
+        buf = torch.full((batch * rows * parts * width + guard,), float("nan"), device="cuda",
+                         dtype=t)
+        keys.append(dispatch.prep_key((9, 0), parts, straight, dtype))
+        xs.append(x)
+        bufs.append(buf)
+        args += [x.data_ptr(), buf.data_ptr(), rows, k, batch, parts * width, *strides,
+                 parts * width, rows * parts * width]
+    pair = dispatch.paired(tuple(dispatch.OperandCopy(key, "k") for key in keys))
+    assert pair is not None and pair.k_major_b == operands[1][0], pair
+    cache.get_compiled(pair)(*args, torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    for (straight, batch, rows, k, width), x, buf in zip(operands, xs, bufs):
+        d = buf[:-guard].view(batch, rows, parts, width)
+        assert torch.isnan(buf[-guard:]).all(), "the pair wrote past a destination"
+        assert not torch.isnan(d).any(), "the pair left destination elements unwritten"
+        assert (d[..., k:] == 0).all(), "the padding past K is not zeros"
+        if parts == 1:
+            assert torch.equal(d[:, :, 0, :k], x), "the copy changed values"
+        else:
+            big, small = d[:, :, 0, :k], d[:, :, 1, :k]
+            assert ((big.double() + small.double() - x.double()).abs()
+                    <= x.double().abs() * 2.0**-21).all(), "big + small does not carry x"
+
+
 # The copy of a 16-bit C launched by itself: (dtype, batch, M, N).
 COPY_CASES = [
     ("float16", 70000, 2, 3),  # a batch past the grid's 65535, rows of 3 (85 per CTA)
