@@ -32,9 +32,10 @@ How
     loads (X's rows need not be aligned: that is why it is copied), lanes on consecutive
     vectors.  A CTA takes whole rows, as many as make ``_VECTORS_PER_CTA`` vectors (one row,
     walked in steps of that many, when a row is longer), and loads all its vectors before it
-    stores any, so ``_UNROLL`` vectors per thread are in flight.  Short rows thus keep every lane busy: the first version, one 32 x 32
-    block per CTA, left 23 of 32 lanes idle on a 9-element row and ran at ~0.2 of the
-    bandwidth (H200, fp16, 211552 x 9 and x 110 copies 49.8 us on average).
+    stores any, so ``_UNROLL`` vectors per thread are in flight.  Short rows thus keep every
+    lane busy: the first version, one 32 x 32 block per CTA, left 23 of 32 lanes idle on a
+    9-element row and ran at ~0.2 of the bandwidth (H200, fp16, 211552 x 9 and x 110 copies
+    49.8 us on average).
     Any other X (a compile-time variant) is transposed through a 32 x 33 shared-memory tile
     per CTA of 32 x 8 threads, one CTA per 32 x 32 block (the padding column keeps both the
     column-wise writes and the row-wise reads free of bank conflicts), so reads run along X's
@@ -56,9 +57,9 @@ How
 
 Constraints
     Rows and parts * kp below 2**31 (the host's pieces); a matrix's blocks (both operands'
-    in the pair) below 2**31.  The straight copy needs each part's width, ``ld_dst`` and the batch
-    stride of D in whole 16-byte vectors and D 16-byte aligned (``launch._run_prep``: widths
-    are padded rows or whole TF32 K-tiles).  Every store lies
+    in the pair) below 2**31.  The straight copy needs each part's width, ``ld_dst`` and the
+    batch stride of D in whole 16-byte vectors and D 16-byte aligned (``launch._run_prep``:
+    widths are padded rows or whole TF32 K-tiles).  Every store lies
     inside D's (rows, width, batch); every load inside X's (rows, K, batch).  ``parts`` in {1, 2}
     (2 for fp32 only), ``k_major``, ``k_major_b`` and ``dtype`` are compile-time values.
 
@@ -136,7 +137,8 @@ class OperandPrep:
     def _geometry(self, mD: cute.Tensor, k_major: cutlass.Constexpr):
         """(CTAs per matrix, the two sizes the variant walks them by) of one operand's copy:
         the straight copy's vectors per row and part and rows per CTA, or the transposing
-        copy's 32-wide K blocks and 32-row blocks."""
+        copy's 32-wide K blocks (a CTA's block is its index split by them) and 32-row blocks
+        (a matrix's CTAs are both counts' product; the kernel needs only the first)."""
         rows, width, _ = mD.shape
         if cutlass.const_expr(k_major):
             vectors = width // self.parts // self.vec  # per row and part
@@ -216,7 +218,7 @@ class OperandPrep:
         if cutlass.const_expr(k_major):
             self.straight(mX, mD, bid, first_batch, batch_step, size0, size1)
         else:
-            self.transposed(mX, mD, bid, first_batch, batch_step, size0, size1, tile)
+            self.transposed(mX, mD, bid, first_batch, batch_step, size0, tile)
 
     @cute.jit
     def straight(self, mX: cute.Tensor, mD: cute.Tensor, bid, first_batch, batch_step,
@@ -284,7 +286,7 @@ class OperandPrep:
 
     @cute.jit
     def transposed(self, mX: cute.Tensor, mD: cute.Tensor, bid, first_batch, batch_step,
-                   k_blocks, row_blocks, tile: cute.Tensor):
+                   k_blocks, tile: cute.Tensor):
         """The transposing copy (not ``k_major``): see the module docstring."""
         tid, _, _ = cute.arch.thread_idx()
         tx = tid % _TILE
