@@ -200,6 +200,15 @@ def test_straight_prep_kernel_writes_exactly_its_rows(case):
     fn(x.data_ptr(), buf.data_ptr(), rows, k, batch, parts * width, k + 3, 1, rows * (k + 3),
        parts * width, rows * parts * width, stream)
     torch.cuda.synchronize()
+    _check_copy(torch, buf, guard, x, parts, width)
+
+
+def _check_copy(torch, buf, guard, x, parts, width):
+    """The prep's destination at the start of ``buf``, (batch, rows, parts, width) for X
+    (batch, rows, K): X then zeros up to each part's width (with two parts, big = tf32(x) and
+    small = tf32(x - big) carrying x), every element written, the ``guard`` NaNs after it
+    untouched."""
+    batch, rows, k = x.shape
     d = buf[:-guard].view(batch, rows, parts, width)
     assert torch.isnan(buf[-guard:]).all(), "the prep wrote past its destination"
     assert not torch.isnan(d).any(), "the prep left destination elements unwritten"
@@ -241,7 +250,7 @@ def _pair_operand(torch, t, straight, batch, rows, k):
 def test_pair_prep_kernel_writes_exactly_both_copies(case):
     """``kernels/operand_prep.py``'s pair: A's and B's copies in one launch, each into its own
     NaN-poisoned destination with a guard after it; each holds its X then zeros (with two parts,
-    big and small carrying x), and nothing past either is written."""
+    TF32 big and small carrying x), and nothing past either is written."""
     require_module("torch")
     import torch
 
@@ -264,17 +273,8 @@ def test_pair_prep_kernel_writes_exactly_both_copies(case):
     assert pair is not None and pair.k_major_b == operands[1][0], pair
     cache.get_compiled(pair)(*args, torch.cuda.current_stream().cuda_stream)
     torch.cuda.synchronize()
-    for (straight, batch, rows, k, width), x, buf in zip(operands, xs, bufs):
-        d = buf[:-guard].view(batch, rows, parts, width)
-        assert torch.isnan(buf[-guard:]).all(), "the pair wrote past a destination"
-        assert not torch.isnan(d).any(), "the pair left destination elements unwritten"
-        assert (d[..., k:] == 0).all(), "the padding past K is not zeros"
-        if parts == 1:
-            assert torch.equal(d[:, :, 0, :k], x), "the copy changed values"
-        else:
-            big, small = d[:, :, 0, :k], d[:, :, 1, :k]
-            assert ((big.double() + small.double() - x.double()).abs()
-                    <= x.double().abs() * 2.0**-21).all(), "big + small does not carry x"
+    for (*_, width), x, buf in zip(operands, xs, bufs):
+        _check_copy(torch, buf, guard, x, parts, width)
 
 
 # The copy of a 16-bit C launched by itself: (dtype, batch, M, N).
