@@ -880,7 +880,10 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
     elif math in _CLUSTERED_MATH and c_aligned and NARROW_M < m <= SMALL_M and n >= 4 * m:
         # M of 17-32 (picked transposed through the workspace: ``transposes``) also on the
         # swapped 64-wide tiles of M 33-63 (``_SWAP_NARROW``), which need no workspace and no
-        # reduction; timed by the tuner only, not yet measured against the pick.
+        # reduction; timed by the tuner only.  Measured against the pick (H200, 2026-12-04,
+        # L2-cold, us): faster on nn 32x4096x4096 14.2 / 15.1, bf16 nn 20x6144x6144 22.9 / 25.7
+        # and tn 32x8192x8192 36.0 / 38.9, slower on nn 32x8192x8192 38.3 / 37.5 and nn
+        # 24x8192x8192 40.0 / 36.7: no rule yet (docs/performance.md).
         for tile_m, cluster in itertools.product((64, 128), (1, 2)):
             choice = (Config(tile_m=tile_m, tile_n=_SWAP_NARROW, raster_group=8,
                              epi_n=epilogue_width(_SWAP_NARROW), cluster_m=cluster, pdl=_PDL,
