@@ -145,3 +145,33 @@ def test_skinny_batched_broadcast_runs_swapped(mk):
     b = mk.randn((1024, 2048), "float16")
     check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((4, 160, 2048), "float16")), a, b,
                  "float16")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("layout", ["tn", "tt"])
+@pytest.mark.parametrize("m, n, k", [(17, 8200, 2056), (24, 5000, 1000), (32, 9000, 4104)])
+def test_m_of_17_to_32_with_a_m_major_runs_swapped_by_default(mk, dtype, layout, m, n, k):
+    """A stored M-major (``configs.sm90._SWAP_ACROSS_NARROW_M``): 64-wide swapped tiles of 64
+    rows (N = 5000, 8200 in one wave) or 128 (9000), tails in N and K; M = 17 is A^T in rows of
+    34 bytes, which the operand prep copies first."""
+    import cutematmul
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    a, b = layout_operands(mk, m, n, k, layout, dtype)
+    work = launch.planned_launch(adapter_for(a), a, b)
+    assert work is not None and work.key.config.swap and work.key.config.tile_n == 64, work
+    check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((m, n), dtype)), a, b, dtype)
+
+
+def test_m_of_17_to_32_with_a_m_major_batched_broadcast_runs_swapped(mk):
+    import cutematmul
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    a = mk.randn((3, 1000, 24), "float16").swapaxes(-1, -2)  # M-major A, batch of 3
+    b = mk.randn((1000, 4096), "float16")                    # broadcast over the batch
+    work = launch.planned_launch(adapter_for(a), a, b)
+    assert work is not None and work.key.config.swap, work
+    check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((3, 24, 4096), "float16")), a, b,
+                 "float16")

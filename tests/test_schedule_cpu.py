@@ -270,12 +270,13 @@ def test_odd_widths_are_offered_to_the_tuner_without_stream_k():
 
 def test_small_m_stored_m_major_runs_on_128_row_narrow_tiles_where_rows_split_sectors():
     """A transposed small-M product whose A is M-major, rows of A^T no whole number of 32-byte
-    sectors (M = 8, 24, 31 in 16 bits): the 64-row narrow tiles are left out; at M = 16 and 32
-    (32 and 64 bytes) they stay, as for a K-major A."""
-    for m, n, k in ((8, 4096, 4096), (24, 4096, 14336), (31, 8192, 8192), (24, 8192, 8192)):
+    sectors (M = 8, 12, 24, 31 in 16 bits): the 64-row narrow tiles are left out; at M = 16
+    and 32 (32 and 64 bytes) they stay, as for a K-major A.  (M of 17-32 runs transposed here
+    only where N is too short to run swapped: ``_SWAP_ACROSS_NARROW_M``.)"""
+    for m, n, k in ((8, 4096, 4096), (12, 8192, 8192), (24, 3072, 14336), (31, 2048, 8192)):
         config, _, transposed = sm90.choose_schedule(m, n, k, 1, 132, majors=("m", "n"))
         assert transposed and config.tile_m == 128 and config.tile_n <= 64, (m, n, k, config)
-    for m, n, k in ((16, 4096, 4096), (32, 4096, 4096), (32, 8192, 8192)):
+    for m, n, k in ((16, 4096, 4096), (16, 8192, 8192), (32, 2048, 4096)):
         across = sm90.choose_schedule(m, n, k, 1, 132, majors=("m", "n"))
         assert across == sm90.choose_schedule(m, n, k, 1, 132, majors=("k", "n")), (m, n, k)
 
@@ -1148,6 +1149,34 @@ def test_skinny_16bit_products_of_m_33_to_63_run_swapped_on_64_wide_tiles(math, 
     assert (config.tile_m, config.tile_n, config.cluster_m) == (tile_m, 64, 2), config
     assert not config.partials and not config.streamk and config.pdl
     assert sm90.choose_config(m, n, k, batch, 132, math=math, majors=majors) == config
+
+
+@pytest.mark.parametrize("math", ["float16", "bfloat16"])
+@pytest.mark.parametrize("b_major", ["n", "k"])
+@pytest.mark.parametrize("m, n, k, batch", [(17, 8192, 8192, 1), (22, 4880, 7168, 1),
+                                            (30, 13848, 16200, 1), (32, 4096, 4096, 1),
+                                            (24, 2048, 4096, 2)])
+def test_skinny_16bit_products_of_m_17_to_32_with_a_m_major_run_swapped_on_64_wide_tiles(
+        math, b_major, m, n, k, batch):
+    """A stored M-major: as M of 33-63, all of M in one 64-wide tile, 64 or 128 rows by N's
+    fill, 2x1, no workspace (so on the XLA route too); with A K-major the same product stays
+    transposed through the workspace, and so does a short N (under 0.45 of the SMs in 64-row
+    tiles) or a 16-bit product of M 16 and less."""
+    majors = ("m", b_major)
+    for splits in (waves.MAX_SPLITS, 1):
+        config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, splits,
+                                                          math=math, majors=majors)
+        config.validate()
+        assert config.swap and splits == 1 and not transposed, config
+        tile_m = 64 if -(-n // 64) * batch <= 132 else 128
+        assert (config.tile_m, config.tile_n, config.cluster_m) == (tile_m, 64, 2), config
+        assert not config.partials and not config.streamk and config.pdl
+    kept = sm90.choose_schedule(m, n, k, batch, 132, math=math, majors=("k", b_major))
+    assert not kept[0].swap and kept[2] == sm90.transposes(m, n, batch, 132, waves.MAX_SPLITS)
+    for short in ((m, 1024, k, 1), (16, n, k, batch)):
+        other = sm90.choose_schedule(*short, 132, math=math, majors=majors)
+        assert not other[0].swap and other[2], (short, other)
+    assert (config, 1, False) in sm90.candidates(m, n, k, batch, 132, math=math, majors=majors)
 
 
 @pytest.mark.parametrize("m, n, k", [(32, 8192, 8192), (48, 2048, 8192), (63, 3000, 1024),

@@ -529,7 +529,8 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     compile-time bound that the kernel clamps to the number of tile rows at run time, so it
     never causes a recompile per size.
 
-    Small-M products (``transposes``: M <= ``SMALL_M``, N >= 4 M) are computed transposed,
+    Small-M products (``transposes``: M <= ``SMALL_M``, N >= 4 M; but M of 17-32 with A
+    M-major runs swapped, below) are computed transposed,
     C^T = B^T A^T, into the fp32 workspace (``transposed`` True, always partials, split or not):
     a 64- or 128-row tile then runs along N and a narrow tile (16 or 32 wide, all of M) along M,
     instead of a tile that is mostly padding.  This needs the workspace, so ``max_splits=1``
@@ -654,6 +655,22 @@ _SWAP_ONE_ROW = 128
 #: M = 64 (no padded rows) it lost by 1-3% (64x8192x8192 nn 34.1 / 34.7, 64x4096x4096 11.9 /
 #: 12.2): M = 64 stays untransposed, as M = 128 does.
 _SWAP_NARROW = 64
+#: With A stored M-major, M of 17-32 runs swapped on the same 64-wide tiles (64 or 128 rows
+#: by the same fill, 2x1), not transposed through the workspace on 16- or 32-wide tiles: the A
+#: tile is multicast and C needs no reduction launch.  H200, 2026-12-04, L2-cold rotated
+#: inputs, us, the previous pick / this rule (cuBLAS), fp16 unless marked: tn 22x4880x7168
+#: 29.9 / 26.6 (41.1), 30x13848x16200 152.4 / 130.0 (196.1), 22x11280x5760 52.0 / 38.4 (64.4),
+#: bf16 25x9344x16352 95.6 / 85.0 (230.8), 32x8192x8192 39.1 / 36.0 (35.0); then a second
+#: draw, rule set before it ran: tt 30x10336x10664 75.7 / 66.3 (104.7), bf16 tn 19x14192x8720
+#: 85.8 / 67.8 (211.6), tn 18x8304x4520 32.1 / 27.3 (39.2), tt 18x11560x12216 95.0 / 82.1
+#: (162.6), tn 26x6616x15368 73.5 / 67.8 (95.7), bf16 tn 26x9872x9016 66.4 / 52.8 (81.0), tt
+#: 31x13312x9864 82.9 / 75.3 (216.3), tn 20x15968x12656 125.5 / 103.3 (169.3): faster on all
+#: 13, geometric mean 1.171x (least 1.084x), the rule's tile the fastest timed on 12.  With A
+#: K-major it was as often slower as faster (nn 32x8192x8192 37.5 / 38.3, 24x8192x8192 36.7 /
+#: 39.3, 23x8792x15104 84.3 / over 84.7, but 27x9368x9424 63.4 / 60.6): those stay transposed.
+#: At M of 16 or less it was mixed too (tn 4x12472x7256 61.3 / 57.5, 16x6848x5440 24.8 / 22.2,
+#: but 4x5352x8632 34.0 / over 35.4, 1x4696x4952 18.6 / over 18.2).
+_SWAP_ACROSS_NARROW_M = 17
 #: A K-major A whose rows are no whole 128-byte lines (K x itemsize) is multicast too: each
 #: TMA row of its tile then spans two lines, and the two CTAs of a cluster share one load.
 #: H200, 2026-12-03, fp16 nn, us, unclustered / 2x1 (cuBLAS): 153x6264x6264 (64 x 160) 55.5 /
@@ -716,7 +733,8 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     tiles fit one wave and its 64-row ones would not: 128 wide, or 80, 96 or 112 for M of
     65-112 with A K-major (``_odd_width``); M of 65-96 with A K-major also where the 64-row
     tiles fit one wave, on them (``_SWAP_ODD_ROWS``).  Otherwise the tile is as wide as the
-    narrowest width that holds M (64 for M of 33-63, 160, 192 or 224), and 64 rows where N's
+    narrowest width that holds M (64 for M of 33-63, or of 17-63 with A M-major:
+    ``_SWAP_ACROSS_NARROW_M``; 160, 192 or 224), and 64 rows where N's
     64-row tiles fit in one wave (else 128; always 128 with A M-major in rows of no whole
     sectors, but on 64-wide tiles).  The A tile is multicast in 2x1 clusters with A M-major (M
     up to ``_SWAP_ACROSS_M``), whose tile rows are read across, with A K-major in rows of no
@@ -729,7 +747,10 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     (``c_aligned``)."""
     if math not in _CLUSTERED_MATH or not c_aligned or n < 4 * m:
         return None
+    across = majors[0] == "m"
     width = next(w for w in _TILE_N if w >= m) if m <= _TILE_N[-1] else None
+    if across and _SWAP_ACROSS_NARROW_M <= m < _SWAP_NARROW:
+        width = _SWAP_NARROW
     if width == _SWAP_ONE_ROW:
         if m == _SWAP_ONE_ROW:
             return None
@@ -740,10 +761,10 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
         return Config(tile_m=_SWAP_ONE_ROW, tile_n=odd or width, raster_group=8,
                       epi_n=epilogue_width(odd or width), cluster_m=2, pdl=_PDL,
                       swap=True), 1, False
-    narrow = width == _SWAP_NARROW and m < _SWAP_NARROW  # M of 33-63 (64: no padded rows)
+    # M of 33-63 (64: no padded rows), or 17-63 with A M-major (``_SWAP_ACROSS_NARROW_M``)
+    narrow = width == _SWAP_NARROW and m < _SWAP_NARROW
     if width not in _SWAP_WIDTHS and not narrow:
         return None
-    across = majors[0] == "m"
     if across and m > _SWAP_ACROSS_M:
         return None
     # An M-major A in rows of no whole 32-byte sectors takes 128-row tiles (not on 64-wide
@@ -878,12 +899,13 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                 choices.append(streamk)
             found += [(c, 1, False) for c in choices if (c, 1, False) not in found]
     elif math in _CLUSTERED_MATH and c_aligned and NARROW_M < m <= SMALL_M and n >= 4 * m:
-        # M of 17-32 (picked transposed through the workspace: ``transposes``) also on the
-        # swapped 64-wide tiles of M 33-63 (``_SWAP_NARROW``), which need no workspace and no
-        # reduction; timed by the tuner only.  Measured against the pick (H200, 2026-12-04,
-        # L2-cold, us): faster on nn 32x4096x4096 14.2 / 15.1, bf16 nn 20x6144x6144 22.9 / 25.7
-        # and tn 32x8192x8192 36.0 / 38.9, slower on nn 32x8192x8192 38.3 / 37.5 and nn
-        # 24x8192x8192 40.0 / 36.7: no rule yet (docs/performance.md).
+        # M of 17-32 with A K-major (picked transposed through the workspace: ``transposes``;
+        # with A M-major ``_SWAP_ACROSS_NARROW_M`` picks them) also on the swapped 64-wide
+        # tiles of M 33-63 (``_SWAP_NARROW``), which need no workspace and no reduction; timed
+        # by the tuner only.  Measured against the pick (H200, 2026-12-04, L2-cold, us): faster
+        # on nn 32x4096x4096 14.2 / 15.1, bf16 nn 20x6144x6144 22.9 / 25.7, 28x12176x15680 109.8
+        # / 118.5, slower on nn 32x8192x8192 38.3 / 37.5 and nn 24x8192x8192 40.0 / 36.7: no
+        # rule (docs/performance.md).
         for tile_m, cluster in itertools.product((64, 128), (1, 2)):
             choice = (Config(tile_m=tile_m, tile_n=_SWAP_NARROW, raster_group=8,
                              epi_n=epilogue_width(_SWAP_NARROW), cluster_m=cluster, pdl=_PDL,
