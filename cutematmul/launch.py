@@ -620,8 +620,8 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
 def _operand_prep(family, capability, math: str, gemm: Gemm, readable: tuple[bool, bool]) -> tuple:
     """(A's, B's) preparation: None or an ``OperandCopy``; ``readable`` says which operands the
     kernel could read as they are.  The family's rule (``dispatch.operand_copies``) decides
-    which and in what major: "tf32" copies B K-major (values unchanged) when neither operand is
-    K-major, "tf32x3" splits both into TF32 (big | small) parts, the fp32 SIMT kernel copies a
+    which and in what major: "tf32" copies the smaller of A and B K-major (values unchanged)
+    when neither operand is K-major, "tf32x3" splits both into TF32 (big | small) parts, the fp32 SIMT kernel copies a
     K-major A M-major or a K-major B N-major on large products.
     """
     if math == "tf32x3" and gemm.k > _TF32X3_MAX_K:

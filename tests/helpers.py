@@ -151,10 +151,13 @@ def compile_in_child(arch: str, child_code: str, argument, tmp_path, prefix: str
     return json.loads(line[len(prefix):])
 
 
-def tf32_swap(layout: str, transposed: bool) -> bool:
+def tf32_swap(layout: str, transposed: bool, m: int, n: int) -> bool:
     """``Config.swap`` of a forced one-pass TF32 schedule in ``layout``: the kernel swaps
-    exactly when the B it reads is N-major (``configs.sm90.swaps``).  Untransposed, that is "nn"
-    ("tn" reads a K-major copy of B); transposed (C^T = B^T A^T), an M-major A ("tn", "tt")."""
+    exactly when the B it reads is N-major (``configs.sm90.swaps``).  "tn" reads a K-major copy
+    of the smaller operand: of A where M < N, so as "nn", else of B.  Untransposed, that is
+    "nn"; transposed (C^T = B^T A^T), an M-major A ("tn" copying B, "tt")."""
+    if layout == "tn" and m < n:
+        layout = "nn"
     return layout[0] == "t" if transposed else layout == "nn"
 
 

@@ -159,7 +159,7 @@ def test_tf32_reads_transposed_operands_in_place(torch, schedule, layout):
     from cutematmul.configs.sm90 import Config
 
     _, m, n, k, fields, splits, transposed = schedule
-    config = Config(tile_k=32, epi_stages=2, swap=tf32_swap(layout, transposed), **fields)
+    config = Config(tile_k=32, epi_stages=2, swap=tf32_swap(layout, transposed, m, n), **fields)
     a, b = _operands(torch, m, n, k, layout, 17)
     with _forced(a, b, (config, splits, transposed), "tf32", "sm90") as forced:
         # nt reads both operands K-major from shared memory; the others have a register operand.

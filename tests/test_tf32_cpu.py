@@ -50,10 +50,25 @@ _TF32_READS = {("k", "n"): (("k", "n"), (False, False)),  # C^T = B^T A^T, B fro
                ("m", "n"): (("m", "k"), (False, True))}
 
 
+def test_tf32_copies_the_smaller_operand_when_neither_is_k_major():
+    """Both transposed (A M-major, B N-major): the smaller of one A and one B matrix is copied
+    K-major; where it is A the kernel reads (k, n) and computes C^T = B^T A^T itself."""
+    for (m, n), copies, majors, swap in (((128, 8192), (True, False), ("k", "n"), True),
+                                         ((1000, 700), (False, True), ("m", "k"), False),
+                                         ((512, 512), (False, True), ("m", "k"), False)):
+        resolved = _resolve(m, n, 1024, "tf32", "m", "n")
+        assert tuple(p is not None for p in resolved.prep) == copies, (m, n, resolved.prep)
+        assert (resolved.key.a_major, resolved.key.b_major) == majors, (m, n)
+        assert resolved.key.config.swap == swap, (m, n, resolved.key.config)
+        assert sm90.operand_copies("tf32", "m", "n", m, n, 1024) == tuple(
+            "k" if c else None for c in copies)
+
+
 @pytest.mark.parametrize("a_major,b_major", sorted(_TF32_READS))
 def test_tf32_copies_only_when_neither_operand_is_k_major(a_major, b_major):
     """One-pass TF32 reads an M-major A (from registers) and an N-major B (as the register
-    operand of C^T = B^T A^T) as they are; with both transposed it copies B K-major."""
+    operand of C^T = B^T A^T) as they are; with both transposed it copies B K-major (N < M
+    here)."""
     resolved = _resolve(1000, 700, 900, "tf32", a_major, b_major)
     assert isinstance(resolved, launch.Launch)
     assert (resolved.key.family, resolved.key.dtype) == ("sm90", "tf32")

@@ -7,8 +7,9 @@ What it computes
     batch) of the same dtype, rows ``ld_dst`` apart (16-byte aligned), where ``kp`` = ``width //
     parts`` is the padded width.
     * ``parts = 1``: D[r, c] = X[r, c], unchanged bits.  It serves
-      - the TF32 modes (``configs.sm90.operand_copies``): a K-major copy of B of A^T B^T (the
-        kernel reads any other layout itself) and of an operand it cannot read as it is;
+      - the TF32 modes (``configs.sm90.operand_copies``): a K-major copy of the smaller of A
+        and B of A^T B^T (the kernel reads any other layout itself) and of an operand it
+        cannot read as it is;
       - fp32 "highest" (``configs.simt.operand_copies``): the host hands it X = the transpose
         (K, rows) of a K-major A or B, so D is that operand stored M- or N-major, the layouts
         the SIMT kernel reads fastest (``dispatch.OperandCopy.to_major``);

@@ -107,8 +107,8 @@ How
       With an N-major B (``swap``: a row-major math B, the common A @ B) the kernel computes
       C^T = B^T A^T: B becomes the register operand, A the K-major shared one, and C is written
       through its transpose, an M-major epilogue tile stored by TMA.  So one-pass TF32 reads
-      every layout but (M-major A, N-major B) without a copy; the host copies B K-major there
-      (``configs.sm90.operand_copies``).
+      every layout but (M-major A, N-major B) without a copy; there the host copies the
+      smaller of A and B K-major (``configs.sm90.operand_copies``).
 
 Constraints
     sm_90a only.  Stream-K needs every CTA of the grid resident at once (one per SM, as the
