@@ -49,9 +49,11 @@ def default_shapes() -> tuple[tuple[int, int, int, int], ...]:
     # 1536 and 2560: mid sizes whose best tiles are no power of two wide (128 x 160, 128 x 224).
     squares = [(s, s, s, 1)
                for s in (64, 128, 256, 512, 1024, 1536, 2048, 2560, 4096, 8192, 16384)]
-    # 48, 96 and 192: skinny M of no whole 64- or 128-row tiles, which run swapped where N is
-    # long (configs.sm90._SWAP_NARROW, _SWAP_ONE_ROW, _SWAP_WIDTHS).
-    skinny = [(m, n, k, 1) for m in (1, 16, 48, 64, 96, 192, 256)
+    # 32: the 32-wide narrow tiles of M 17-32 (N, tall), transposed through the workspace
+    # (configs.sm90.transposes; swapped with A M-major).  48, 96 and 192: skinny M of no whole
+    # 64- or 128-row tiles, which run swapped where N is long (configs.sm90._SWAP_NARROW,
+    # _SWAP_ONE_ROW, _SWAP_WIDTHS).
+    skinny = [(m, n, k, 1) for m in (1, 16, 32, 48, 64, 96, 192, 256)
               for n, k in ((1024, 1024), (4096, 4096), (8192, 8192), (16384, 4096), (32768, 8192))]
     tall = [(n, m, k, b) for m, n, k, b in skinny]
     batched = [(s, s, s, b) for s in (32, 64, 128, 256, 512, 1024) for b in (4, 16, 64)]
