@@ -295,6 +295,30 @@ def test_precision_modes_inside_jit_grad_and_vmap(layout):
     assert 1e-5 <= errors["tf32"] <= 4e-3 and 1e-5 <= errors["tf32-grad"] <= 4e-3, errors
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_m_of_17_to_32_with_a_m_major_inside_jit(dtype):
+    """``x.T @ y`` of 24 rows inside jit: the XLA route (no workspace) runs it swapped on
+    64-wide tiles (``configs.sm90._SWAP_ACROSS_NARROW_M``), A read M-major in place."""
+    x, y = _randn((1000, 24), dtype, 42), _randn((1000, 4104), dtype, 43)
+    got = jax.jit(lambda x, y: cutematmul.matmul(x.T, y))(x, y)
+    _check(got, _ref(x.T, y), dtype)
+
+
+@pytest.mark.parametrize("m, n", [(72, 1000), (1000, 72)], ids=["a-copied", "b-copied"])
+def test_tf32_of_both_transposed_copies_the_smaller_operand_inside_jit(m, n):
+    """One-pass "tf32" of ``x.T @ y.T`` inside jit: XLA makes the K-major copy of the smaller
+    operand (A where M < N, ``configs.sm90.operand_copies``), within the TF32 bound."""
+    from cutematmul.configs import sm90
+
+    assert sm90.operand_copies("tf32", "m", "n", m, n, 300) == (
+        ("k", None) if m < n else (None, "k"))
+    x, y = _randn((300, m), "float32", 40), _randn((n, 300), "float32", 41)
+    got = jax.jit(lambda x, y: cutematmul.matmul(x.T, y.T, precision="tf32", kernel="sm90"))(
+        x, y)
+    err = _err(got, np.asarray(x, np.float64).T @ np.asarray(y, np.float64).T)
+    assert 1e-5 <= err <= 4e-3, err
+
+
 @pytest.mark.parametrize("batch", [(), (2,)])
 @pytest.mark.parametrize("copied", ["a", "b"])
 def test_highest_with_k_major_operands_on_large_products(batch, copied):
