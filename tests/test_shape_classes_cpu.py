@@ -17,7 +17,8 @@ def test_the_draws_are_seeded_and_stay_in_their_classes():
     counts = {}
     for cls, dtype, precision, layout, m, n, k, batch in cases:
         counts[cls] = counts.get(cls, 0) + 1
-        assert layout in ("nn", "tn", "nt") and min(m, n, k, batch) >= 1
+        assert layout in ("nn", "tn", "nt", "tt") and min(m, n, k, batch) >= 1
+        assert (layout == "tt") <= (cls in ("skinnyT", "tf32T"))
         if cls == "mid":
             assert all(640 <= s <= 3584 and s % 8 == 0 for s in (m, n, k))
         elif cls == "large":
@@ -32,11 +33,16 @@ def test_the_draws_are_seeded_and_stay_in_their_classes():
             assert all(s % 2 == 1 for s in (m, n, k))
         elif cls == "deepK":
             assert max(m, n) <= 320 and 8192 <= k <= 262144 and precision == "highest"
+        elif cls == "skinnyT":
+            assert dtype in ("float16", "bfloat16") and layout[0] == "t"
+            assert m <= 256 and min(n, k) >= 2048
+        elif cls == "tf32T":
+            assert (dtype, precision) == ("float32", "tf32") and layout[0] == "t"
         else:
             assert dtype == "float32" and precision == {"fp32": "highest"}.get(cls, cls)
     assert counts == {"mid": 14, "large": 8, "skinnyM": 18, "skinnyN": 10, "batched": 8,
                       "odd": 6, "fp32": 12, "tf32": 5, "high": 5,
-                      "deepK": 8}
+                      "deepK": 8, "skinnyT": 10, "tf32T": 6}
 
 
 def test_list_prints_the_selected_classes(capsys):

@@ -14,7 +14,10 @@ classes, not points: each class draws its sizes log-uniformly from a seeded gene
 * ``fp32``: ``precision="highest"``, mid or skinny;
 * ``tf32`` / ``high``: ``precision="tf32"`` / ``"high"``, sides 2048-8192;
 * ``deepK``: a small C from a long K (``x.T @ y`` over many samples): M and N 8-320, K
-  8192-262144, fp16, bf16 or fp32 ("highest").
+  8192-262144, fp16, bf16 or fp32 ("highest");
+* ``skinnyT``: fp16 or bf16 with A stored M-major (tn or tt), M 1-256, N and K 2048-16384;
+* ``tf32T``: ``precision="tf32"`` with A stored M-major (tn or tt), M 16-4096, N and K
+  1024-8192 (the layouts the ``tf32`` class does not draw).
 
 Classes are drawn in this order, each new class after the others, so adding one leaves the
 earlier draws of a seed unchanged.
@@ -82,6 +85,13 @@ def cases(seed: int = SEED) -> list[tuple]:
         m, n, k = _logu(r, 8, 320), _logu(r, 8, 320), _logu(r, 8192, 262144, 8)
         out.append(("deepK", r.choice(["float16", "bfloat16", "float32"]), "highest",
                     r.choice(["nn", "tn"]), m, n, k, 1))
+    for _ in range(10):
+        m, n, k = _logu(r, 1, 256), _logu(r, 2048, 16384, 8), _logu(r, 2048, 16384, 8)
+        out.append(("skinnyT", r.choice(["float16", "bfloat16"]), "highest",
+                    r.choice(["tn", "tt"]), m, n, k, 1))
+    for _ in range(6):
+        m, n, k = _logu(r, 16, 4096, 4), _logu(r, 1024, 8192, 4), _logu(r, 1024, 8192, 4)
+        out.append(("tf32T", "float32", "tf32", r.choice(["tn", "tt"]), m, n, k, 1))
     return out
 
 
