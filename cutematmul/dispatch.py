@@ -296,7 +296,8 @@ class Problem(NamedTuple):
 
 def operand_copies(family: Family, math: str, a_major: str, b_major: str, m: int, n: int,
                    k: int, readable: tuple[bool, bool] = (True, True),
-                   transposable: bool = True) -> tuple[str | None, str | None]:
+                   transposable: bool = True,
+                   counts: tuple[int, int] = (1, 1)) -> tuple[str | None, str | None]:
     """Which of (A, B) ``family``'s kernel reads through a copy of ours, made first by the
     operand prep (``kernels/operand_prep.py``), and each copy's major (None: read as it is): the
     rule of the family (``operand_copies`` in its configs module; none: no copies).  TF32 reads
@@ -305,10 +306,11 @@ def operand_copies(family: Family, math: str, a_major: str, b_major: str, m: int
     a few-column N-major B for its row-streaming kernel; 16-bit products a copy in padded rows
     of an operand TMA cannot address (``configs.sm90``).  ``readable`` says which operands the
     kernel could read as they are; ``transposable`` False: the product may not run as C^T (the
-    XLA route)."""
+    XLA route); ``counts``: the matrices of A and of B a copy would write (1 for a broadcast
+    operand)."""
     rule = getattr(family.configs(), "operand_copies", None)
     return (None, None) if rule is None else rule(math, a_major, b_major, m, n, k, readable,
-                                                  transposable)
+                                                  transposable, counts)
 
 
 def problem(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,

@@ -629,8 +629,9 @@ def _operand_prep(family, capability, math: str, gemm: Gemm, readable: tuple[boo
             f"matmul: precision='high' takes K up to {_TF32X3_MAX_K} (its split operands are "
             f"twice as long along K); got K={gemm.k}. Use precision='highest'."
         )
+    counts = tuple(gemm.batch if layout.batch_stride else 1 for layout in (gemm.a, gemm.b))
     copies = operand_copies(family, math, gemm.a.major, gemm.b.major, gemm.m, gemm.n, gemm.k,
-                            readable)
+                            readable, counts=counts)
     if copies == (None, None):
         return copies
     return tuple(None if major is None else operand_copy(capability, math, layout.major, major)

@@ -362,7 +362,9 @@ def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
     # The operands the kernel reads through copies (dispatch.operand_copies), made here by XLA:
     # K-major for TF32 (3xTF32 split), or a K-major operand transposed for the fp32 SIMT kernel.
     copy_a, copy_b = operand_copies(family, arithmetic, "m" if trans_a else "k",
-                                    "k" if trans_b else "n", m, n, k, transposable=False)
+                                    "k" if trans_b else "n", m, n, k, transposable=False,
+                                    counts=(1 if bcast_a else concrete_batch,
+                                            1 if bcast_b else concrete_batch))
     if copy_a == "k":
         a3, trans_a = _tf32_operand(a3, not trans_a, arithmetic), False
     elif copy_a == "m":

@@ -64,6 +64,21 @@ def test_tf32_copies_the_smaller_operand_when_neither_is_k_major():
             "k" if c else None for c in copies)
 
 
+def test_tf32_weighs_a_batch_against_a_broadcast_operand():
+    """A batch of 64 M-major A (M = 128) against one N-major B (N = 1024) shared by all: A's
+    64 matrices hold more than B's one, so B is copied (once), though one A is the smaller."""
+    m, n, k, count = 128, 1024, 512, 64
+    gemm = plan_gemm((count, m, k), (m * k, 1, m), (k, n), (n, 1), (m * n, n, 1))
+    assert (gemm.a.major, gemm.b.major, gemm.b.batch_stride) == ("m", "n", 0)
+    spans = [(0, count * m * k * 4), (0, k * n * 4), (0, count * m * n * 4)]
+    families = dispatch.choose_families("tf32", HOPPER)
+    resolved = launch._resolve(tuple(f.name for f in families), HOPPER, 132, gemm, "tf32", 4,
+                               (True, True, True), spans, (False, False, False))
+    assert tuple(p is not None for p in resolved.prep) == (False, True), resolved.prep
+    assert sm90.operand_copies("tf32", "m", "n", m, n, k, counts=(count, 1)) == (None, "k")
+    assert sm90.operand_copies("tf32", "m", "n", m, n, k, counts=(1, 1)) == ("k", None)
+
+
 @pytest.mark.parametrize("a_major,b_major", sorted(_TF32_READS))
 def test_tf32_copies_only_when_neither_operand_is_k_major(a_major, b_major):
     """One-pass TF32 reads an M-major A (from registers) and an N-major B (as the register

@@ -390,7 +390,8 @@ COPY_B_GEMV_MIN_K = 2048
 
 def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int,
                    readable: tuple[bool, bool] = (True, True),
-                   transposable: bool = True) -> tuple[str | None, str | None]:
+                   transposable: bool = True,
+                   counts: tuple[int, int] = (1, 1)) -> tuple[str | None, str | None]:
     """Which of (A, B) the kernel reads through a copy of ours (``kernels/operand_prep.py``, one
     part, values unchanged), and each copy's major; None: read as it is.  A K-major B is copied
     N-major when M >= ``COPY_B_MIN_M`` and N >= ``COPY_B_MIN_N`` (the copy costs ~60 / M of
@@ -400,7 +401,7 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
     8 columns under a K-major A is copied K-major for the row-streaming kernel when A is large
     (``COPY_B_GEMV_MIN_MK``, ``COPY_B_GEMV_MIN_K``) and the product may run transposed
     (``transposable``: not on the XLA route, whose kernel writes C directly); the copy needs
-    only a unit stride."""
+    only a unit stride.  ``counts`` (the matrices of each operand) is unused."""
     if (transposable and (a_major, b_major) == ("k", "n") and _gemv_rows(n) and not _gemv_rows(m)
             and m * k >= COPY_B_GEMV_MIN_MK and k >= COPY_B_GEMV_MIN_K):
         return None, "k"

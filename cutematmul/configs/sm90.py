@@ -247,17 +247,20 @@ TF32_READS = {"tf32": (("k", "k"), ("m", "k"), ("k", "n")), "tf32x3": (("k", "k"
 
 def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int,
                    readable: tuple[bool, bool] = (True, True),
-                   transposable: bool = True) -> tuple[str | None, str | None]:
+                   transposable: bool = True,
+                   counts: tuple[int, int] = (1, 1)) -> tuple[str | None, str | None]:
     """Which of (A, B) the operand prep (``kernels/operand_prep.py``) rewrites first, and the
     copy's major (None: read as it is; ``dispatch.operand_copies``).  ``readable`` says which
-    the kernel could read as they are (aligned, one unit stride); ``k`` and ``transposable``
+    the kernel could read as they are (aligned, one unit stride); ``counts``, how many matrices
+    of A and of B a copy would write (1 for a broadcast operand); ``k`` and ``transposable``
     are unused.
 
     TF32 wgmma reads shared tiles K-major only, but takes A from registers: the kernel loads an
     M-major A into registers itself, and with B N-major it computes C^T = B^T A^T, so that B is
     the register operand.  So one-pass "tf32" reads A k or m and B k or n as they are, except
-    both transposed (m, n), where the smaller of one A and one B matrix is copied K-major (A
-    where M < N: the kernel then reads (k, n) and swaps; else B, and it reads (m, k)); an
+    both transposed (m, n), where the smaller operand is copied K-major (A where its
+    ``counts[0]`` M x K matrices hold fewer elements than B's ``counts[1]`` K x N: the kernel
+    then reads (k, n) and swaps; else B, and it reads (m, k)); an
     operand it cannot read is copied too (K-major and aligned).  H200, 2026-12-04, "tf32" tn
     128x8192x8192: B copied 418.7 us against cuBLAS TF32's 109.0, where the same product in nn
     (nothing copied) ran 70.1.  3xTF32 ("tf32x3") splits both operands into (big | small)
@@ -282,7 +285,7 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
     if math == "tf32x3":
         return "k", "k"
     transposed_both = (a_major, b_major) == ("m", "n")
-    copy_a = not readable[0] or (transposed_both and m < n)
+    copy_a = not readable[0] or (transposed_both and counts[0] * m < counts[1] * n)
     copy_b = not readable[1] or (transposed_both and not copy_a)
     return ("k" if copy_a else None), ("k" if copy_b else None)
 
