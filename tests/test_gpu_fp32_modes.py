@@ -400,3 +400,25 @@ def test_simt_gemv_picked(torch, shape, layout):
             got = cutematmul.matmul(x, y)
             assert tuple(got.shape) == expected.shape
             assert relative_error(got, expected) <= TOLERANCE["float32"]
+
+
+@pytest.mark.parametrize("m, batch, shared, copied", [(64, (3,), True, 0), (64, (8,), True, 1),
+                                                      (300, (2,), False, 1)],
+                         ids=["batch-a-smaller", "batch-a-larger", "both-batched"])
+def test_tf32_of_both_transposed_copies_the_smaller_operand(torch, m, batch, shared, copied):
+    """One-pass "tf32" of A M-major and B N-major copies the operand whose matrices hold fewer
+    elements K-major (``configs.sm90.operand_copies``: a broadcast B counts once), then runs
+    swapped (A copied) or reads A from registers (B copied); within the TF32 bound."""
+    if not _tf32_capable():
+        pytest.skip("the TF32 kernels need an sm_90 GPU")
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    a, b = _operands(torch, m, 256, 300, "tn", 29, batch=batch)
+    if shared:
+        b = b[0]
+    work = launch.planned_launch(adapter_for(a), a, b, precision="tf32", kernel="sm90")
+    assert work is not None and work.prep is not None, work
+    assert work.prep[copied] is not None and work.prep[1 - copied] is None, work.prep
+    assert work.key.config.swap == (copied == 0), work.key.config
+    _check(*_errors(torch, a, b, "tf32"), "tf32")
