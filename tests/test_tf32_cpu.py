@@ -79,6 +79,14 @@ def test_tf32_weighs_a_batch_against_a_broadcast_operand():
     assert sm90.operand_copies("tf32", "m", "n", m, n, k, counts=(1, 1)) == ("k", None)
 
 
+def test_tf32_of_both_transposed_copies_only_an_operand_it_cannot_read():
+    """Where an operand must be copied anyway (not readable), that copy is the K-major one, and
+    the other is read as it is, whichever is smaller."""
+    assert sm90.operand_copies("tf32", "m", "n", 128, 8192, 512, (True, False)) == (None, "k")
+    assert sm90.operand_copies("tf32", "m", "n", 8192, 128, 512, (False, True)) == ("k", None)
+    assert sm90.operand_copies("tf32", "m", "n", 128, 8192, 512, (False, False)) == ("k", "k")
+
+
 @pytest.mark.parametrize("a_major,b_major", sorted(_TF32_READS))
 def test_tf32_copies_only_when_neither_operand_is_k_major(a_major, b_major):
     """One-pass TF32 reads an M-major A (from registers) and an N-major B (as the register

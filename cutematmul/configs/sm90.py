@@ -284,9 +284,11 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
                      for major, ok in zip((a_major, b_major), readable))
     if math == "tf32x3":
         return "k", "k"
-    transposed_both = (a_major, b_major) == ("m", "n")
-    copy_a = not readable[0] or (transposed_both and counts[0] * m < counts[1] * n)
-    copy_b = not readable[1] or (transposed_both and not copy_a)
+    copy_a, copy_b = not readable[0], not readable[1]
+    if (a_major, b_major) == ("m", "n") and not (copy_a or copy_b):
+        # One must become K-major (a copy of either already is): the smaller.
+        copy_a = counts[0] * m < counts[1] * n
+        copy_b = not copy_a
     return ("k" if copy_a else None), ("k" if copy_b else None)
 
 
