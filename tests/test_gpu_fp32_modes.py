@@ -402,19 +402,22 @@ def test_simt_gemv_picked(torch, shape, layout):
             assert relative_error(got, expected) <= TOLERANCE["float32"]
 
 
-@pytest.mark.parametrize("m, batch, shared, copied", [(64, (3,), True, 0), (64, (8,), True, 1),
-                                                      (300, (2,), False, 1)],
-                         ids=["batch-a-smaller", "batch-a-larger", "both-batched"])
-def test_tf32_of_both_transposed_copies_the_smaller_operand(torch, m, batch, shared, copied):
+@pytest.mark.parametrize("m, n, batch, shared, copied",
+                         [(64, 256, (3,), True, 0), (64, 256, (8,), True, 1),
+                          (300, 256, (2,), False, 1), (64, 1001, (), False, 1)],
+                         ids=["batch-a-smaller", "batch-a-larger", "both-batched",
+                              "b-unreadable"])
+def test_tf32_of_both_transposed_copies_the_smaller_operand(torch, m, n, batch, shared, copied):
     """One-pass "tf32" of A M-major and B N-major copies the operand whose matrices hold fewer
     elements K-major (``configs.sm90.operand_copies``: a broadcast B counts once), then runs
-    swapped (A copied) or reads A from registers (B copied); within the TF32 bound."""
+    swapped (A copied) or reads A from registers (B copied); a B it cannot read (N = 1001) is
+    the one copy whatever the sizes; within the TF32 bound."""
     if not _tf32_capable():
         pytest.skip("the TF32 kernels need an sm_90 GPU")
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
 
-    a, b = _operands(torch, m, 256, 300, "tn", 29, batch=batch)
+    a, b = _operands(torch, m, n, 300, "tn", 29, batch=batch)
     if shared:
         b = b[0]
     work = launch.planned_launch(adapter_for(a), a, b, precision="tf32", kernel="sm90")
