@@ -258,10 +258,11 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
     TF32 wgmma reads shared tiles K-major only, but takes A from registers: the kernel loads an
     M-major A into registers itself, and with B N-major it computes C^T = B^T A^T, so that B is
     the register operand.  So one-pass "tf32" reads A k or m and B k or n as they are, except
-    both transposed (m, n), where the smaller operand is copied K-major (A where its
-    ``counts[0]`` M x K matrices hold fewer elements than B's ``counts[1]`` K x N: the kernel
-    then reads (k, n) and swaps; else B, and it reads (m, k)); an
-    operand it cannot read is copied too (K-major and aligned).  H200, 2026-12-04, "tf32" tn
+    both transposed (m, n), where one operand is copied K-major.  An operand it cannot read is
+    copied in any layout (K-major and aligned); in (m, n) that copy is then the only one.
+    Where both are readable, the smaller is copied: A where its ``counts[0]`` M x K matrices
+    hold fewer elements than B's ``counts[1]`` K x N (the kernel then reads (k, n) and swaps),
+    else B (it reads (m, k)).  H200, 2026-12-04, "tf32" tn
     128x8192x8192: B copied 418.7 us against cuBLAS TF32's 109.0, where the same product in nn
     (nothing copied) ran 70.1.  3xTF32 ("tf32x3") splits both operands into (big | small)
     parts, K-major, whatever their layout.
