@@ -80,6 +80,10 @@ CONFIGS = [
     ("tf32", {"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True, **TF32}),
     ("tf32x3", {"tile_m": 64, "tile_n": 16, "epi_n": 16, "partials": True, "pdl": True,
                 **TF32}),
+    # Small-N products on the narrow tiles untransposed (``configs.sm90.narrow_n``): unsplit,
+    # C stored by the kernel, 64 rows and 128 rows in 2x1 clusters.
+    ("tf32", {"tile_m": 64, "tile_n": 16, "epi_n": 16, "pdl": True, **TF32}),
+    ("tf32", {"tile_m": 128, "tile_n": 32, "cluster_m": 2, "pdl": True, **TF32}),
 ]
 
 
@@ -111,6 +115,9 @@ REGISTER_CONFIGS = [
     ({"tile_m": 128, "tile_n": 256, **TF32}, "mk"),
     ({"tile_m": 128, "tile_n": 128, "streamk": True, "swap": True, **TF32}, "kn"),
     ({"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True, **TF32}, "mk"),
+    # A small-N product's unsplit narrow tile storing C (``configs.sm90.narrow_n``).
+    ({"tile_m": 64, "tile_n": 16, "epi_n": 16, "pdl": True, **TF32}, "mk"),
+    ({"tile_m": 128, "tile_n": 32, "cluster_m": 2, "pdl": True, **TF32}, "mk"),
 ]
 
 

@@ -170,6 +170,42 @@ def test_tf32_reads_transposed_operands_in_place(torch, schedule, layout):
     assert err <= TF32_BOUND, f"{schedule[0]} {layout}: TF32 error {err:.3g}"
 
 
+#: Forced narrow-N one-pass TF32 schedules (untransposed, N <= 32: ``configs.sm90.narrow_n``):
+#: (id, M, N, K, Config fields, splits).  C stored by the kernel (64-row tiles, and 128-row ones
+#: in a 2x1 cluster with an odd count of tile rows), and split-K partials; tails in M and K.
+TF32_NARROW = [
+    ("store-64", 1000, 24, 2000, {"tile_m": 64, "tile_n": 32, "pdl": True}, 1),
+    ("store-128-2x1", 1400, 16, 1000, {"tile_m": 128, "tile_n": 16, "epi_n": 16,
+                                       "cluster_m": 2, "pdl": True}, 1),
+    ("split", 1500, 8, 4100, {"tile_m": 64, "tile_n": 16, "epi_n": 16, "partials": True,
+                              "pdl": True}, 3),
+]
+
+
+@pytest.mark.parametrize("layout", ["nt", "tt", "tn"])
+@pytest.mark.parametrize("schedule", TF32_NARROW, ids=lambda s: s[0])
+def test_tf32_small_n_runs_on_the_narrow_tiles(torch, schedule, layout):
+    """A small-N one-pass TF32 product whose kernel does not swap (B K-major, or copied K-major:
+    "tn", both transposed, copies the smaller B) is planned on a narrow tile untransposed, and
+    each forced variant matches float64."""
+    if not _tf32_capable():
+        pytest.skip("the TF32 kernels need an sm_90 GPU")
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+    from cutematmul.configs.sm90 import Config
+
+    _, m, n, k, fields, splits = schedule
+    a, b = _operands(torch, m, n, k, layout, 19)
+    planned = launch.planned_launch(adapter_for(a), a, b, precision="tf32", kernel="sm90")
+    assert planned.key.config.tile_n <= 32 and not planned.transposed, planned.key
+    assert not planned.key.config.swap, planned.key
+    config = Config(tile_k=32, epi_stages=2, **fields)
+    with _forced(a, b, (config, splits, False), "tf32", "sm90") as forced:
+        assert (forced.prep is not None) == (layout == "tn"), forced.prep
+        err, _ = _errors(torch, a, b, "tf32")
+    assert err <= TF32_BOUND, f"{schedule[0]} {layout}: TF32 error {err:.3g}"
+
+
 #: (id, layout, M, N, which operand is copied, its copy's major): ``configs.simt
 #: .operand_copies``'s cases, with M and N not multiples of 4 (the copies' rows are padded).
 COPIES = [("a", "nt", simt.COPY_A_MIN_M + 3, simt.COPY_A_MIN_N + 5, 0, "m"),

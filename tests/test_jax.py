@@ -304,6 +304,25 @@ def test_m_of_17_to_32_with_a_m_major_inside_jit(dtype):
     _check(got, _ref(x.T, y), dtype)
 
 
+@pytest.mark.parametrize("layout", ["nt", "tt"])
+def test_tf32_small_n_inside_jit_runs_on_the_narrow_tiles(layout):
+    """One-pass "tf32" of N = 24 with B K-major inside jit: the XLA route (no workspace) runs
+    the narrow 32-wide tile unsplit, C stored by the kernel (``configs.sm90.narrow_n``); an
+    M-major A is the register operand.  Within the TF32 bound."""
+    from cutematmul.configs import sm90
+
+    majors = ("m" if layout[0] == "t" else "k", "k")
+    config = sm90.choose_config(4100, 24, 1000, 1, 132, math="tf32", majors=majors)
+    assert config.tile_n == 32 and not config.swap and not config.partials, config
+    x = _randn((1000, 4100) if layout[0] == "t" else (4100, 1000), "float32", 44)
+    y = _randn((24, 1000), "float32", 45)
+    got = jax.jit(lambda x, y: cutematmul.matmul(x.T if layout[0] == "t" else x, y.T,
+                                                 precision="tf32", kernel="sm90"))(x, y)
+    xa = np.asarray(x, np.float64)
+    err = _err(got, (xa.T if layout[0] == "t" else xa) @ np.asarray(y, np.float64).T)
+    assert 1e-5 <= err <= 4e-3, err
+
+
 @pytest.mark.parametrize("m, n", [(72, 1000), (1000, 72)], ids=["a-copied", "b-copied"])
 def test_tf32_of_both_transposed_copies_the_smaller_operand_inside_jit(m, n):
     """One-pass "tf32" of ``x.T @ y.T`` inside jit: XLA makes the K-major copy of the smaller

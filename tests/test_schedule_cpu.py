@@ -188,9 +188,30 @@ def test_small_n_16bit_products_run_untransposed_on_one_narrow_tile_column(math,
     xla.validate()
 
 
-@pytest.mark.parametrize("math", ["tf32", "tf32x3"])
-def test_small_n_narrow_tiles_are_16bit_only(math):
-    config, _, transposed = sm90.choose_schedule(4096, 16, 4096, 1, 132, math=math)
+@pytest.mark.parametrize("n", [1, 8, 16, 24, 32])
+@pytest.mark.parametrize("m, k", [(1000, 4100), (8192, 8192), (16384, 2048)])
+def test_small_n_one_pass_tf32_runs_on_the_narrow_tiles_unless_the_kernel_swaps(m, n, k):
+    """One-pass TF32 with B K-major (A either major: an M-major A is the register operand) takes
+    the narrow tiles of N <= 32 untransposed as 16-bit products do: unsplit it stores its fp32
+    C itself, in 2x1 clusters only for an even count of 128-row tiles (``_cluster_m``).  With
+    B N-major the kernel swaps (C^T = B^T A^T, tiles over (N, M)): no narrow tile there.
+    3xTF32 keeps the wide tiles."""
+    for majors in (("k", "k"), ("m", "k")):
+        config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132, math="tf32",
+                                                          majors=majors)
+        assert not transposed and not config.swap, (majors, config)
+        narrowest = 16 if n <= 16 else 32
+        assert n <= config.tile_n <= 2 * narrowest, (majors, config)
+        assert config.partials == (splits > 1), (majors, splits, config)
+        even_rows = -(-m // config.tile_m) % 2 == 0
+        assert config.cluster_m == (2 if splits == 1 and config.tile_m == 128 and even_rows
+                                    else 1), (majors, config)
+        config.validate()
+    config, _, _ = sm90.choose_schedule(m, n, k, 1, 132, math="tf32", majors=("k", "n"),
+                                        swapped=True)
+    assert config.swap and config.tile_n >= 64, config
+    config.validate()
+    config, _, transposed = sm90.choose_schedule(m, n, k, 1, 132, math="tf32x3")
     assert not transposed and config.tile_n >= 128, config
 
 

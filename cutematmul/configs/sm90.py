@@ -164,11 +164,9 @@ class Config:
         if self.tile_n in _FINE_N and not self.swap:
             raise ValueError(f"Config.tile_n={self.tile_n} is built for swapped tiles "
                              f"(Config.swap: a skinny product's M); got {self.name}.")
-        if self.tile_n < 64 and (self.streamk or (not self.partials and self.tile_k != 64)):
-            # 16-bit C or fp32 partials, data-parallel or split (stream-K measured slower:
-            # ``_NARROW_N_MATH``).
-            raise ValueError(f"Config.tile_n={self.tile_n} (narrow) is built for fp32 partials or "
-                             "a 16-bit C (tile_k 64), without stream-K.")
+        if self.tile_n < 64 and self.streamk:
+            # Data-parallel or split (stream-K measured slower: ``_NARROW_N_MATH``).
+            raise ValueError(f"Config.tile_n={self.tile_n} (narrow) is built without stream-K.")
         if self.tile_k not in (32, 64):
             raise ValueError(f"Config.tile_k must be 64 (16-bit) or 32 (TF32), got {self.tile_k}.")
         if (self.cluster_m, self.cluster_n) not in ((1, 1), (2, 1), (1, 2), (2, 2)):
@@ -448,7 +446,13 @@ _UNTRANSPOSED_FILL = 0.75
 #: (20.5); nt 14336x32x4096 35.6 / 32.4 / 32.0 (32.0).  Stream-K on them was slower (36.0,
 #: 23.5, 22.7, 24.3, 35.5).  The picks before / after over 80 products (M 2048-30000, N 8, 16,
 #: 24 and 32, K 1024 and 4096; same method): B N-major 0.933x / 1.088x, K-major 0.959x / 1.127x.
-_NARROW_N_MATH = ("float16", "bfloat16")
+#: One-pass TF32 (fp32 C either way) takes them too, where its kernel does not swap (B K-major,
+#: A either major): before, 64 x 128 tiles, H200, 2026-12-04, us (cuBLAS TF32): nt 4096x8x4096
+#: 47.1, tt 42.1 (23.6, 23.9); nt 8192x16x8192 148.6, tt 134.9 (81.8, 71.4).  On the narrow
+#: tiles, same day: nt 1500x8x4100 11.5 (15.1), tt 12.8 (14.5), 1400x16x1000 7.5 / 8.0 (8.9,
+#: 9.2), 1000x24x2000 8.4 / 8.9 (10.2, 9.6), 8200x32x1032 11.5 / 12.1 (15.4, 17.9),
+#: 6000x20x3000 22.9 / 25.4 (24.9, 26.8); tn (B copied K-major) 0.86-1.18x.
+_NARROW_N_MATH = ("float16", "bfloat16", "tf32")
 #: With the short operand stored along its short side (B N-major for small N, A M-major for
 #: small M), the narrow tiles of fewer rows than this are not offered: each K-tile of that
 #: operand is then rows of a few dozen bytes, and 128-row tiles (twice the work per such load)
@@ -974,11 +978,14 @@ def transposes(m: int, n: int, batch: int, num_sms: int, max_splits: int) -> boo
     return m <= NARROW_M or -(-n // 128) * batch < _UNTRANSPOSED_FILL * num_sms
 
 
-def narrow_n(m: int, n: int, max_splits: int, math: str, c_aligned: bool = True) -> bool:
-    """Whether a product runs on the narrow tiles untransposed: 16-bit (``_NARROW_N_MATH``), N
-    at most ``SMALL_M`` and M at least 4 N, where the kernel may write C (``c_aligned``: rows of
-    whole 16-byte vectors) or the workspace may (``max_splits`` > 1; not the XLA route)."""
-    return (math in _NARROW_N_MATH and n <= SMALL_M and m >= 4 * n
+def narrow_n(m: int, n: int, max_splits: int, math: str, c_aligned: bool = True,
+             swapped: bool = False) -> bool:
+    """Whether a product runs on the narrow tiles untransposed: 16-bit or one-pass TF32
+    (``_NARROW_N_MATH``), N at most ``SMALL_M`` and M at least 4 N, where the kernel may write
+    C (``c_aligned``: rows of whole 16-byte vectors) or the workspace may (``max_splits`` > 1;
+    not the XLA route).  Not ``swapped`` (``swaps``): a swapped kernel's narrow tiles write
+    fp32 partials of a transposed product only."""
+    return (math in _NARROW_N_MATH and not swapped and n <= SMALL_M and m >= 4 * n
             and (c_aligned or max_splits > 1))
 
 
@@ -991,13 +998,13 @@ def _oriented_space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     if swapped and not space.transposed:
         return n, m, _space(n, m, k, batch, num_sms, max_splits, math,
                             transposed_majors(*majors), transposable=False,
-                            c_aligned=c_aligned)._replace(swapped=True)
+                            c_aligned=c_aligned, swapped=True)._replace(swapped=True)
     return m, n, space
 
 
 def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
            math: str, majors: tuple[str, str], transposable: bool = True,
-           c_aligned: bool = True) -> _Space:
+           c_aligned: bool = True, swapped: bool = False) -> _Space:
     tf32 = math in TF32
     tile_k, rate = _RATES[32 if tf32 else 16]
     walked = gemm_k(k, math)
@@ -1016,7 +1023,7 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         across = majors[0] == "m" and m * rate.in_bytes % _ACROSS_BYTES != 0
         tiles = _narrow_tiles(efficiency, rate, m, across)
         return _Space(tiles, walked, tile_k, fewest, extra, True, True)
-    if narrow_n(m, n, max_splits, math, c_aligned):
+    if narrow_n(m, n, max_splits, math, c_aligned, swapped):
         tiles = _narrow_tiles(efficiency, rate, n, majors[1] == "n")
         if c_aligned:  # unsplit 128-row tiles store C in 2x1 clusters (``_NARROW_N_MATH``)
             tiles = {tile: (eff, streaming._replace(unsplit_saturation=rate.saturation)
