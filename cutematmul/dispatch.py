@@ -146,14 +146,25 @@ def math_type(dtype: str, precision: str, capability: tuple[int, int],
 
 
 def _fp32_is_faster(math: str, m: int, n: int, k: int, batch: int) -> bool:
-    """Where the SIMT fp32 kernel beats the TF32 ones (H200, 2026-12-01, same run): the TF32
-    modes first rewrite their operands K-major (3xTF32 also splits them), which a skinny or
-    small product does not earn back.  3xTF32: 25.8 against 30.3 TFLOP/s at 1000^3, 4.2 against
-    17 at 16 x 8192 x 8192, 29 against 44 at 128 x 8192 x 8192 (and 73 against 42 at 2048^3).
-    TF32: 7.0 against 17 at 16 x 8192 x 8192, 53 against 44 at 128 x 8192 x 8192."""
+    """Where the SIMT fp32 kernel beats the TF32 ones.
+
+    3xTF32 (H200, 2026-12-01, same run) first splits both operands into K-major parts, which a
+    skinny or small product does not earn back: 25.8 against 30.3 TFLOP/s at 1000^3, 4.2
+    against 17 at 16 x 8192 x 8192, 29 against 44 at 128 x 8192 x 8192 (and 73 against 42 at
+    2048^3).
+
+    One-pass TF32 copies at most the smaller operand (``configs.sm90.operand_copies``) and runs
+    small M on the transposed narrow tiles, small N on the untransposed ones
+    (``configs.sm90.narrow_n``): it beat SIMT on every product of min(M, N) 2-32 measured,
+    and only a matrix-vector product (min(M, N) = 1) stays on SIMT's GEMV kernel, exact and as
+    fast.  H200, 2026-12-04, L2-cold, us, TF32 / SIMT (cuBLAS TF32), every layout: 16x8192x8192
+    67.1-74.0 / 104.7-158.5 (69.9-77.9), 32x4096x14336 60.8-69.1 / 99.2-217.3 (64.0-75.8),
+    8200x32x1032 11.5-14.5 / 23.1-29.1 (15.4-17.9), 1500x8x4100 11.5-15.4 / 21.0-50.7 (14.5-15.3),
+    8x512x512 4.1-6.1 / 5.2-20.2 (5.9-6.1); 1x1024x1024 6.3-6.6 / 4.5-6.8 (3.9-12.4),
+    1x8192x8192 nt 66.9 / 73.7 (89.0), 2048x1x2048 9.6-10.0 / 8.8-10.5 (8.0-8.7)."""
     if math == "tf32x3":
         return min(m, n) <= 256 or m * n * k * batch < 2**32
-    return min(m, n) <= 32
+    return min(m, n) == 1
 
 
 def output_dtype(math: str) -> str:

@@ -309,11 +309,15 @@ def test_xla_route_rounding_matches_the_bit_model():
 @pytest.mark.parametrize("shape,precision,math", [
     ((16, 8192, 8192, 1), "high", "float32"), ((128, 8192, 8192, 1), "high", "float32"),
     ((1000, 1000, 1000, 1), "high", "float32"), ((4096, 4096, 4096, 1), "high", "tf32x3"),
-    ((16, 8192, 8192, 1), "tf32", "float32"), ((128, 8192, 8192, 1), "tf32", "tf32"),
+    ((1, 8192, 8192, 1), "tf32", "float32"), ((4096, 1, 4096, 3), "tf32", "float32"),
+    ((2, 8192, 8192, 1), "tf32", "tf32"), ((16, 8192, 8192, 1), "tf32", "tf32"),
+    ((8192, 8, 8192, 1), "tf32", "tf32"), ((64, 64, 64, 1), "tf32", "tf32"),
+    ((128, 8192, 8192, 1), "tf32", "tf32"),
 ])
 def test_auto_takes_the_fp32_kernel_where_it_is_faster(shape, precision, math):
-    """Skinny and small products run true fp32 under "auto" (more accurate, and there faster);
-    a forced kernel keeps the mode."""
+    """Skinny and small 3xTF32 products run true fp32 under "auto" (more accurate, and there
+    faster), one-pass TF32 only a matrix-vector product (min(M, N) = 1: the GEMV kernel); a
+    forced kernel keeps the mode."""
     assert dispatch.math_type("float32", precision, HOPPER, shape) == math
     assert dispatch.math_type("float32", precision, HOPPER, shape, "sm90") == \
         dispatch.PRECISIONS[precision]
