@@ -33,6 +33,8 @@ PATTERNS = {
     "release": r"\bst\.release\.gpu\.global",
     "pdl_wait": r"\bgriddepcontrol\.wait\b",
     "pdl_launch": r"\bgriddepcontrol\.launch_dependents\b",
+    "wgmma_n16": r"\bwgmma\.mma_async\.sync\.aligned\.m64n16k16\.",
+    "wgmma_n32": r"\bwgmma\.mma_async\.sync\.aligned\.m64n32k16\.",
     "wgmma_n64": r"\bwgmma\.mma_async\.sync\.aligned\.m64n64k16\.",
     "wgmma_n160": r"\bwgmma\.mma_async\.sync\.aligned\.m64n160k16\.",
     "wgmma_n224": r"\bwgmma\.mma_async\.sync\.aligned\.m64n224k16\.",
@@ -285,6 +287,12 @@ _SWAPPED = [
     ("BFloat16", "k", "k", {"tile_m": 128, "tile_n": 176, "epi_n": 16, "cluster_m": 2,
                             "pdl": True, "swap": True}),
     ("Float16", "k", "n", {"tile_m": 64, "tile_n": 144, "epi_n": 16, "cluster_m": 2,
+                           "pdl": True, "swap": True}),
+    # M <= 32 over a long N (configs.sm90._swapped_small_m): all of M in a 16- or 32-wide tile.
+    ("Float16", "k", "n", {"tile_m": 64, "tile_n": 16, "epi_n": 16, "pdl": True, "swap": True}),
+    ("BFloat16", "m", "k", {"tile_m": 128, "tile_n": 32, "cluster_m": 2, "pdl": True,
+                            "swap": True}),
+    ("Float16", "m", "n", {"tile_m": 128, "tile_n": 16, "epi_n": 16, "cluster_m": 2,
                            "pdl": True, "swap": True}),
 ]
 

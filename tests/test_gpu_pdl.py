@@ -25,12 +25,14 @@ pytestmark = pytest.mark.gpu
 
 STEPS = 6
 # (M, N, dtype) of x_{i+1} = x_i @ b, b N x N: one wave, a tail in every mode, a clustered
-# large product; small M computed transposed into the workspace, whose reduction is a
-# dependent launch too (``dispatch.reduce_key``), split and unsplit.  float32: the SIMT
+# large product; small M computed transposed into the workspace (N under
+# ``configs.sm90._SWAP_SMALL_FILL``'s tiles), whose reduction is a dependent launch too
+# (``dispatch.reduce_key``), and swapped on a narrow tile over a long N.  float32: the SIMT
 # family's tiled kernel (one wave with tails, several waves) and its row-streaming kernel
 # split along K (a reduction after it).
 CASES = [(512, 512, "float16"), (1000, 1000, "bfloat16"), (2048, 2048, "float16"),
-         (24, 4096, "float16"), (8, 8192, "bfloat16"), (1000, 1000, "float32"),
+         (24, 2048, "float16"), (8, 1024, "bfloat16"), (16, 8192, "float16"),
+         (1000, 1000, "float32"),
          (2048, 2048, "float32"), (4, 4096, "float32")]
 
 
@@ -71,7 +73,8 @@ def test_a_chain_reads_each_product_after_it_is_written(case):
         assert work.key.config.pdl
         assert (work.reduce is not None) == (work.splits > 1 or work.transposed), work
         if dtype != "float32":
-            assert (work.reduce is not None) == (m < 32), "small M goes through the reduction"
+            assert (work.reduce is not None) == work.transposed == (m < 32 and n < 4096), \
+                "a small M over a short N goes through the reduction, over a long N swapped"
         assert work.reduce is None or work.reduce.pdl, "the reduction is no dependent launch"
         torch.cuda.synchronize()
         for i in range(STEPS):

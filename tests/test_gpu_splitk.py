@@ -18,10 +18,12 @@ pytestmark = pytest.mark.gpu
 
 LAYOUTS = ["nn", "tn", "nt", "tt"]  # t: the operand is a transposed view
 # (M, N, K): skinny products, tails in M, N and K, a long K with a handful of tiles.
-SPLIT_SHAPES = [(16, 4096, 4096), (7, 1000, 8191), (130, 2040, 6000), (1, 512, 16384),
-                (32, 4096, 16384),
+# A small M (16-bit) over N's tiles that fill the SMs runs swapped instead
+# (``configs.sm90._SWAP_SMALL_FILL``, tests/test_gpu_swap.py): these N stay under it.
+SPLIT_SHAPES = [(16, 2048, 4096), (7, 1000, 8191), (130, 2040, 6000), (1, 512, 16384),
+                (32, 2048, 16384),
                 # 17 <= M <= 32, transposed onto 32-wide tiles: tails in M, N and K.
-                (17, 1000, 4100), (31, 2056, 3001), (24, 4096, 4096),
+                (17, 1000, 4100), (31, 2056, 3001), (24, 2560, 4096),
                 # A small C from a long K: a tile or two split deep, several reduction lanes
                 # per output (``dispatch.reduce_lanes``).
                 (28, 68, 40000), (9, 110, 30001)]
@@ -62,20 +64,20 @@ def test_split_k_with_a_broadcast_batch_and_a_strided_out(mk, dtype, m):
     computes C^T = B^T A^T) and into a row-major view of a wider buffer."""
     import torch
 
-    assert _splits(m, 2048, 8192, 3, dtype) > 1
+    assert _splits(m, 512, 8192, 3, dtype) > 1
     a = mk.randn((3, m, 8192), dtype)
-    b = mk.randn((8192, 2048), dtype)
-    wide = mk.poisoned((3, m, 2048 + 40), dtype)
-    out = wide[..., 8:2048 + 8]
+    b = mk.randn((8192, 512), dtype)
+    wide = mk.poisoned((3, m, 512 + 40), dtype)
+    out = wide[..., 8:512 + 8]
     check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
-    assert torch.isnan(wide[..., :8]).all() and torch.isnan(wide[..., 2048 + 8:]).all(), \
+    assert torch.isnan(wide[..., :8]).all() and torch.isnan(wide[..., 512 + 8:]).all(), \
         "split-K wrote outside the out view"
-    col = mk.poisoned((3, 2048, m), dtype).transpose(-1, -2)
+    col = mk.poisoned((3, 512, m), dtype).transpose(-1, -2)
     check_matmul(cutematmul.matmul(a, b, out=col), a, b, dtype)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-@pytest.mark.parametrize("shape, shared", [((32, 4096, 16384), False), ((28, 68, 40000), True)],
+@pytest.mark.parametrize("shape, shared", [((64, 2048, 16384), False), ((28, 68, 40000), True)],
                          ids=["one-lane", "shared-lanes"])
 def test_split_k_is_bitwise_deterministic(mk, dtype, shape, shared):
     """The same inputs give bitwise-identical outputs, run to run and stream to stream: with

@@ -83,12 +83,15 @@ def test_swapped_batch_with_a_broadcast_operand(mk):
         check_matmul(_run(a, b, tile)[0], a, b, "float16")
 
 
-@pytest.mark.parametrize("tile", [(128, 160, 2, "dp"), (128, 160, 2, "sk")], ids=_id)
-def test_swapped_c_view_inside_a_wider_buffer(mk, tile):
+@pytest.mark.parametrize("tile,m", [((128, 160, 2, "dp"), 150), ((128, 160, 2, "sk"), 150),
+                                    ((64, 16, 1, "dp"), 11), ((128, 32, 2, "dp"), 27)],
+                         ids=lambda x: _id(x) if isinstance(x, tuple) else f"m{x}")
+def test_swapped_c_view_inside_a_wider_buffer(mk, tile, m):
     """C^T's TMA stores run along N: a C that is a column slice of a wider row-major buffer is
-    written inside the slice only (the columns around it keep their NaN poison)."""
+    written inside the slice only (the columns around it keep their NaN poison); the narrow
+    tiles of a small M too."""
     config, splits = _config(tile)
-    check_c_view(mk, 150, 4104, 2000, (config, splits, False))
+    check_c_view(mk, m, 4104, 2000, (config, splits, False))
 
 
 # Skinny products the dispatcher itself runs swapped (``configs.sm90._swapped_skinny``):
@@ -160,7 +163,9 @@ def test_m_of_17_to_32_with_a_m_major_runs_swapped_by_default(mk, dtype, layout,
 
     a, b = layout_operands(mk, m, n, k, layout, dtype)
     work = launch.planned_launch(adapter_for(a), a, b)
-    assert work is not None and work.key.config.swap and work.key.config.tile_n == 64, work
+    assert work is not None and work.key.config.swap, work
+    # A^T's rows of 64 bytes (M = 32: whole sectors) take the 32-wide tile (_swapped_small_m).
+    assert work.key.config.tile_n == (32 if m == 32 else 64), work.key
     check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((m, n), dtype)), a, b, dtype)
 
 
@@ -175,3 +180,48 @@ def test_m_of_17_to_32_with_a_m_major_batched_broadcast_runs_swapped(mk):
     assert work is not None and work.key.config.swap, work
     check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((3, 24, 4096), "float16")), a, b,
                  "float16")
+
+
+#: Small M over a long N (``configs.sm90._swapped_small_m``): all of M in one 16- or 32-wide
+#: swapped tile, C stored through its transpose, no workspace and no reduction; tails in N and
+#: K, 64- and 128-row tiles (9000 and 12000 past one wave of 64-row ones), 2x1 clusters (an
+#: M-major A, or K-major rows of no whole 128-byte lines); an M-major A of 9 or 24 rows (rows
+#: of no whole 32-byte sectors; 9: copied into padded rows first) on 128-row or 64-wide tiles.
+SMALL_M = [(8, 9000, 1000), (16, 5000, 4104), (24, 6000, 776), (32, 12000, 3000),
+           (9, 4104, 4100)]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("shape", SMALL_M, ids=lambda s: "x".join(map(str, s)))
+def test_small_m_runs_swapped_on_a_narrow_tile_by_default(mk, dtype, layout, shape):
+    import cutematmul
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    m, n, k = shape
+    a, b = layout_operands(mk, m, n, k, layout, dtype)
+    work = launch.planned_launch(adapter_for(a), a, b)
+    assert work is not None and work.key.config.swap and work.reduce is None, work
+    assert not work.transposed and work.splits == 1, work
+    wide = layout[0] == "t" and 17 <= m < 32  # _SWAP_ACROSS_NARROW_M
+    assert work.key.config.tile_n == (64 if wide else 16 if m <= 16 else 32), work.key
+    check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((m, n), dtype)), a, b, dtype)
+
+
+def test_small_m_vector_and_batched_broadcast_run_swapped_on_a_narrow_tile(mk):
+    """M = 1 (a vector-matrix product of 16-bit inputs), and a batch of 3 small-M products
+    sharing one B (a broadcast operand) whose 64-row tiles fill the SMs together."""
+    import cutematmul
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    cases = [(mk.randn((1, 4104), "float16"), mk.randn((4104, 8200), "float16"), (1, 8200)),
+             (mk.randn((3, 16, 1000), "bfloat16"), mk.randn((1000, 4096), "bfloat16"),
+              (3, 16, 4096))]
+    for a, b, shape in cases:
+        work = launch.planned_launch(adapter_for(a), a, b)
+        assert work is not None and work.key.config.swap and work.key.config.tile_n == 16, work
+        assert work.reduce is None, work
+        dtype = str(a.dtype).removeprefix("torch.")
+        check_matmul(cutematmul.matmul(a, b, out=mk.poisoned(shape, dtype)), a, b, dtype)

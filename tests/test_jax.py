@@ -61,7 +61,8 @@ DTYPES = ["float32", "float16", "bfloat16"]
 @pytest.mark.parametrize("shape", [(1, 1, 1), (7, 5, 3), (128, 256, 64), (257, 129, 95), (1000, 1000, 1000),
                                    (2048, 4096, 384),  # 16-bit: the pingpong kernel, also in XLA
                                    (8300, 24, 1000), (4100, 5, 777),  # 16-bit: narrow tiles, 2x1
-                                   (176, 8200, 1000)],  # 16-bit: swapped (C^T in the kernel)
+                                   (176, 8200, 1000),  # 16-bit: swapped (C^T in the kernel)
+                                   (16, 8200, 1000)],  # 16-bit: swapped on a 16-wide tile
                          ids=lambda s: "x".join(map(str, s)))
 def test_jit_and_eager(dtype, shape):
     m, n, k = shape

@@ -116,12 +116,12 @@ def test_a_repeat_skips_the_full_path_and_calls_the_kernel_alike(route):
 
 def test_split_products_repeat_with_their_reduction(route):
     adapter, kernel = route
-    a, b, out = _operands(m=16, n=4096, k=4096)  # transposed and split: GEMM + reduction
+    a, b, out = _operands(m=16, n=1024, k=4096)  # transposed and split: GEMM + reduction
     _run(adapter, a, b, out)
     (repeat,) = launch._repeats.values()
     assert repeat.launch.reduce is not None and repeat.launch.transposed
     planned = len(kernel.calls)
-    a2, b2, out2 = _operands(m=16, n=4096, k=4096)
+    a2, b2, out2 = _operands(m=16, n=1024, k=4096)
     _run(adapter, a2, b2, out2)
     assert adapter.describes == 3 and len(kernel.calls) == 2 * planned == 4
     gemm, reduce = kernel.calls[2:]

@@ -25,10 +25,12 @@ FULL = [(8192, 8192, 8192), (4096, 14336, 4096), (4097, 4095, 4093), (2048, 2048
 def test_skinny_products_split_k(module, shape):
     m, n, k = shape
     config, splits, transposed = module.choose_schedule(m, n, k, 1, 132)
-    assert splits > 1 or transposed, (shape, config)
+    assert splits > 1 or transposed or getattr(config, "swap", False), (shape, config)
     tile_k = getattr(config, "tile_k", 64)
     assert -(-k // tile_k) // splits >= 1, "a split without a K-tile"
-    if module is sm90:
+    if module is sm90 and config.swap:  # a small M over N's tiles that fill the SMs
+        assert splits == 1 and not config.partials and m <= config.tile_n <= 32, config
+    elif module is sm90:
         assert config.partials, "a split sm90 product must write fp32 partials"
         assert transposed == (m <= sm90.SMALL_M), "small M is computed transposed"
         if transposed:
@@ -38,32 +40,44 @@ def test_skinny_products_split_k(module, shape):
 @pytest.mark.parametrize("math", ["float16", "tf32", "tf32x3"])
 @pytest.mark.parametrize("m", [1, 9, 16, 17, 24, 31, 32])
 @pytest.mark.parametrize("n, k", [(1000, 4100), (4096, 4096), (8192, 8192), (4096, 14336)])
-def test_small_m_products_run_transposed_on_one_narrow_tile_column(math, m, n, k):
+def test_small_m_products_run_on_one_narrow_tile_column(math, m, n, k):
     """M <= 32 with an N that 64 x 128 tiles would leave mostly idle: C^T = B^T A^T on a tile
-    whose narrow side spans all of M (a narrower one would read B once per tile column)."""
+    whose narrow side spans all of M (a narrower one would read B once per tile column).
+    16-bit products whose N's 64-row tiles fill ``_SWAP_SMALL_FILL`` of the SMs run it in the
+    kernel (swapped, C stored through its transpose, unsplit: the XLA route too); the others
+    through the workspace (transposed, which the XLA route never takes)."""
     config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132, math=math)
-    assert transposed and config.partials, (m, n, k, config)
     assert m <= config.tile_n <= 32, f"M = {m} on a {config.tile_n}-wide tile"
+    if math == "float16" and -(-n // 64) >= sm90._SWAP_SMALL_FILL * 132:
+        assert config.swap and not transposed and splits == 1, (m, n, k, config)
+        assert not config.partials and not config.streamk, config
+        assert sm90.choose_schedule(m, n, k, 1, 132, max_splits=1, math=math) == \
+            (config, 1, False)
+        return
+    assert transposed and config.partials and not config.swap, (m, n, k, config)
     assert sm90.choose_schedule(m, n, k, 1, 132, max_splits=1, math=math)[2] is False, \
         "the transposed path needs the workspace: never without splits (the XLA route)"
 
 
 def test_small_m_above_16_stays_untransposed_where_its_tiles_fill_the_machine():
-    """17 <= M <= 32: transposed only while 64 x 128 tiles of the one tile row would leave a
-    quarter of the SMs or more idle (112 tiles of N = 14336 do not); M <= 16 always."""
-    assert not sm90.choose_schedule(24, 14336, 4096, 1, 132)[2]
-    assert not sm90.choose_schedule(32, 4096, 4096, 8, 132)[2], "a batch of 8 fills it"
-    assert sm90.choose_schedule(16, 14336, 4096, 1, 132)[2]
-    assert sm90.choose_schedule(24, 8192, 8192, 1, 132)[2]
-    assert not sm90.choose_schedule(33, 4096, 4096, 1, 132)[2]
+    """TF32, 17 <= M <= 32: transposed only while 64 x 128 tiles of the one tile row would
+    leave a quarter of the SMs or more idle (112 tiles of N = 14336 do not); M <= 16 always.
+    (16-bit products that fill the machine run swapped instead: ``_SWAP_SMALL_FILL``.)"""
+    pick = lambda *shape: sm90.choose_schedule(*shape, 132, math="tf32")
+    assert not pick(24, 14336, 4096, 1)[2]
+    assert not pick(32, 4096, 4096, 8)[2], "a batch of 8 fills it"
+    assert pick(16, 14336, 4096, 1)[2]
+    assert pick(24, 8192, 8192, 1)[2]
+    assert not pick(33, 4096, 4096, 1)[2]
 
 
 def test_transposed_products_prefer_one_full_wave_of_narrow_tiles():
     """The transposed rate needs most SMs streaming: at N = 4096 the 64-row tile in 2 splits
     (128 CTAs), at N = 8192 unsplit (128 CTAs), at N = 14336 112 128-row tiles in one wave
-    rather than 224 64-row ones in two (H200 measurements in ``configs/sm90.py``)."""
+    rather than 224 64-row ones in two (H200 measurements in ``configs/sm90.py``).  TF32: a
+    16-bit product of these N runs swapped (``_SWAP_SMALL_FILL``)."""
     pick = lambda m, n, k: (lambda c, s, t: (c.tile_m, c.tile_n, s))(
-        *sm90.choose_schedule(m, n, k, 1, 132))
+        *sm90.choose_schedule(m, n, k, 1, 132, math="tf32"))
     assert pick(24, 4096, 4096) == (64, 32, 2)
     assert pick(24, 8192, 8192) == (64, 32, 1)
     assert pick(16, 14336, 4096) == (128, 16, 1)
@@ -144,9 +158,9 @@ def test_simt_ladder_k_tiling():
 
 def test_the_xla_key_is_never_split():
     family = dispatch.FAMILIES["sm90"]
-    key = dispatch.kernel_key(family, *H200, "float16", "k", "n", (16, 16, 16), 16, 8192, 8192, 1)
+    key = dispatch.kernel_key(family, *H200, "float16", "k", "n", (16, 16, 16), 16, 1024, 8192, 1)
     split_key, splits, transposed = dispatch.schedule(family, *H200, "float16", "k", "n",
-                                                      (16, 16, 16), 16, 8192, 8192, 1)
+                                                      (16, 16, 16), 16, 1024, 8192, 1)
     assert not key.config.partials and split_key.config.partials and transposed
     assert (key.a_major, key.b_major) == ("k", "n")
     assert (split_key.a_major, split_key.b_major) == ("m", "k"), "C^T = B^T A^T swaps the majors"
@@ -290,16 +304,23 @@ def test_odd_widths_are_offered_to_the_tuner_without_stream_k():
 
 
 def test_small_m_stored_m_major_runs_on_128_row_narrow_tiles_where_rows_split_sectors():
-    """A transposed small-M product whose A is M-major, rows of A^T no whole number of 32-byte
-    sectors (M = 8, 12, 24, 31 in 16 bits): the 64-row narrow tiles are left out; at M = 16
-    and 32 (32 and 64 bytes) they stay, as for a K-major A.  (M of 17-32 runs transposed here
-    only where N is too short to run swapped: ``_SWAP_ACROSS_NARROW_M``.)"""
-    for m, n, k in ((8, 4096, 4096), (12, 8192, 8192), (24, 3072, 14336), (31, 2048, 8192)):
+    """A small-M product whose A is M-major, rows of A^T no whole number of 32-byte sectors (M
+    = 8, 12, 24, 31 in 16 bits): the 64-row narrow tiles are left out, transposed (a short N)
+    or swapped (``_swapped_small_m``, M <= 16; M of 17-31 takes the 64-wide swapped tiles,
+    ``_SWAP_ACROSS_NARROW_M``); at M = 16 and 32 (32 and 64 bytes) they stay, as for a K-major
+    A (swapped, the A tile multicast in 2x1 clusters)."""
+    for m, n, k in ((8, 2048, 4096), (12, 2048, 8192), (24, 3072, 14336), (31, 2048, 8192),
+                    (8, 4096, 4096), (12, 8192, 8192)):
         config, _, transposed = sm90.choose_schedule(m, n, k, 1, 132, majors=("m", "n"))
-        assert transposed and config.tile_m == 128 and config.tile_n <= 64, (m, n, k, config)
-    for m, n, k in ((16, 4096, 4096), (16, 8192, 8192), (32, 2048, 4096)):
+        assert transposed or config.swap, (m, n, k, config)
+        assert config.tile_m == 128 and config.tile_n <= 32, (m, n, k, config)
+    for m, n, k in ((16, 4096, 4096), (16, 8192, 8192), (32, 2048, 4096), (32, 8192, 8192)):
         across = sm90.choose_schedule(m, n, k, 1, 132, majors=("m", "n"))
-        assert across == sm90.choose_schedule(m, n, k, 1, 132, majors=("k", "n")), (m, n, k)
+        kept = sm90.choose_schedule(m, n, k, 1, 132, majors=("k", "n"))
+        if kept[0].swap:
+            assert across == (replace(kept[0], cluster_m=2), 1, False), (m, n, k, across)
+        else:
+            assert across == kept, (m, n, k)
 
 
 def test_a_small_n_launch_writes_c_itself_unsplit_and_through_the_workspace_split():
@@ -448,7 +469,7 @@ def test_a_split_launch_carries_its_reduction_and_passes_the_launch_proof(dtype,
 
 
 def test_a_small_m_launch_is_transposed_and_keeps_c_a_b_sizes_for_the_proof():
-    m, n, k = 16, 8192, 8192
+    m, n, k = 16, 1024, 8192  # N's 16 row tiles: under _SWAP_SMALL_FILL, so transposed
     gemm = plan_gemm((m, k), (k, 1), (k, n), (n, 1), (n, 1))
     spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
     resolved = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, "float16", 2,
@@ -456,6 +477,22 @@ def test_a_small_m_launch_is_transposed_and_keeps_c_a_b_sizes_for_the_proof():
     assert resolved.transposed and resolved.reduce is not None
     (offsets, sizes), = resolved.calls
     assert sizes[:4] == (m, n, k, 1)
+
+
+def test_a_small_m_swapped_launch_stores_c_itself():
+    """Over N's tiles that fill the SMs a small M runs swapped on a narrow tile: the key holds
+    the product's majors, one unsplit call of C = A B's sizes, no workspace, no reduction."""
+    m, n, k = 16, 8192, 8192
+    gemm = plan_gemm((m, k), (k, 1), (k, n), (n, 1), (n, 1))
+    spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
+    resolved = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, "float16", 2,
+                               (True, True, True), spans, (False, False, False))
+    key = resolved.key
+    assert key.config.swap and key.config.tile_n == 16 and not key.config.partials, key
+    assert (key.a_major, key.b_major) == ("k", "n") and not resolved.transposed
+    assert resolved.reduce is None
+    (offsets, sizes), = resolved.calls
+    assert sizes[:5] == (m, n, k, 1, 1)
 
 
 def test_an_unsplit_launch_has_no_reduction():
@@ -1175,14 +1212,15 @@ def test_skinny_16bit_products_of_m_33_to_63_run_swapped_on_64_wide_tiles(math, 
 @pytest.mark.parametrize("math", ["float16", "bfloat16"])
 @pytest.mark.parametrize("b_major", ["n", "k"])
 @pytest.mark.parametrize("m, n, k, batch", [(17, 8192, 8192, 1), (22, 4880, 7168, 1),
-                                            (30, 13848, 16200, 1), (32, 4096, 4096, 1),
+                                            (30, 13848, 16200, 1), (31, 4096, 4096, 1),
                                             (24, 2048, 4096, 2)])
-def test_skinny_16bit_products_of_m_17_to_32_with_a_m_major_run_swapped_on_64_wide_tiles(
+def test_skinny_16bit_products_of_m_17_to_31_with_a_m_major_run_swapped_on_64_wide_tiles(
         math, b_major, m, n, k, batch):
-    """A stored M-major: as M of 33-63, all of M in one 64-wide tile, 64 or 128 rows by N's
-    fill, 2x1, no workspace (so on the XLA route too); with A K-major the same product stays
-    transposed through the workspace, and so does a short N (under 0.45 of the SMs in 64-row
-    tiles) or a 16-bit product of M 16 and less."""
+    """A stored M-major in rows of no whole 32-byte sectors: as M of 33-63, all of M in one
+    64-wide tile, 64 or 128 rows by N's fill, 2x1, no workspace (so on the XLA route too); with
+    A K-major the same product runs swapped on a 32-wide tile (``_swapped_small_m``), and a
+    short N (under 0.45 of the SMs in 64-row tiles) transposed through the workspace; M of 16
+    runs swapped on a 16-wide tile."""
     majors = ("m", b_major)
     for splits in (waves.MAX_SPLITS, 1):
         config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, splits,
@@ -1193,19 +1231,56 @@ def test_skinny_16bit_products_of_m_17_to_32_with_a_m_major_run_swapped_on_64_wi
         assert (config.tile_m, config.tile_n, config.cluster_m) == (tile_m, 64, 2), config
         assert not config.partials and not config.streamk and config.pdl
     kept = sm90.choose_schedule(m, n, k, batch, 132, math=math, majors=("k", b_major))
-    assert not kept[0].swap and kept[2] == sm90.transposes(m, n, batch, 132, waves.MAX_SPLITS)
-    for short in ((m, 1024, k, 1), (16, n, k, batch)):
-        other = sm90.choose_schedule(*short, 132, math=math, majors=majors)
-        assert not other[0].swap and other[2], (short, other)
+    assert kept[0].swap and kept[0].tile_n == 32 and not kept[2], kept
+    other = sm90.choose_schedule(m, 1024, k, 1, 132, math=math, majors=majors)
+    assert not other[0].swap and other[2], other
+    other = sm90.choose_schedule(16, n, k, batch, 132, math=math, majors=majors)
+    assert other[0].swap and other[0].tile_n == 16 and not other[2], other
     assert (config, 1, False) in sm90.candidates(m, n, k, batch, 132, math=math, majors=majors)
 
 
-@pytest.mark.parametrize("m, n, k", [(32, 8192, 8192), (48, 2048, 8192), (63, 3000, 1024),
+@pytest.mark.parametrize("math", ["float16", "bfloat16"])
+@pytest.mark.parametrize("majors", [("k", "n"), ("k", "k"), ("m", "n"), ("m", "k")])
+@pytest.mark.parametrize("m, n, k, batch", [(1, 8192, 8192, 1), (8, 4096, 4096, 1),
+                                            (16, 14336, 4096, 1), (32, 8192, 8192, 1),
+                                            (24, 3072, 4100, 1), (32, 1024, 1024, 8),
+                                            (9, 12000, 4000, 1)])
+def test_small_m_16bit_products_over_a_long_n_run_swapped_on_the_narrow_tiles(math, majors, m,
+                                                                              n, k, batch):
+    """M <= 32 where N's 64-row tiles (times the batch) fill ``_SWAP_SMALL_FILL`` of the SMs:
+    swapped, all of M in one 16- or 32-wide tile (an M-major A of 17-31 rows keeps the 64-wide
+    tiles), 64 rows where those tiles fit one wave and an M-major A's rows are whole 32-byte
+    sectors, else 128; 2x1 with A M-major or in rows of no whole 128-byte lines; unsplit, C
+    stored through its transpose (no workspace), the XLA route alike; a tuner candidate."""
+    across = majors[0] == "m"
+    if across and 17 <= m < 32:
+        return  # the 64-wide tiles (test_skinny_16bit_products_of_m_17_to_31_with_a_m_major...)
+    row_tiles = -(-n // 64) * batch
+    for max_splits in (waves.MAX_SPLITS, 1):
+        config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, max_splits,
+                                                          math=math, majors=majors)
+        config.validate()
+        assert config.swap and splits == 1 and not transposed, config
+        assert not config.partials and not config.streamk and config.pdl, config
+        assert config.tile_n == (16 if m <= 16 else 32), config
+        whole = not across or m * 2 % 32 == 0
+        assert config.tile_m == (64 if row_tiles <= 132 and whole else 128), config
+        assert config.cluster_m == (2 if across or k * 2 % 128 else 1), config
+        assert config.epi_n == config.tile_n
+    assert (config, 1, False) in sm90.candidates(m, n, k, batch, 132, math=math, majors=majors)
+    # N's tiles under the fill: transposed and split through the workspace; the XLA route
+    # (none) still swaps.
+    short = sm90.choose_schedule(m, 1024, 8192, 1, 132, math=math, majors=majors)
+    assert short[2] and short[0].partials and short[1] > 1, short
+    assert sm90.choose_schedule(m, 1024, 8192, 1, 132, 1, math=math, majors=majors)[0].swap
+
+
+@pytest.mark.parametrize("m, n, k", [(32, 2048, 8192), (48, 2048, 8192), (63, 3000, 1024),
                                      (48, 150, 8192), (64, 8192, 8192), (64, 16384, 4096)])
 def test_m_of_33_to_64_with_a_short_n_or_m_of_32_or_64_is_not_swapped(m, n, k):
     """N's 64-row tiles fill under 0.45 of the SMs, or N under 4 M, or M = 64 (no padded rows):
-    the one-row tiles (64 x 64, 64 x 128, split where K is long); M of 32 or less runs
-    transposed through the workspace."""
+    the one-row tiles (64 x 64, 64 x 128, split where K is long); M of 32 or less over such a
+    short N runs transposed through the workspace."""
     config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132)
     assert not config.swap and transposed == (m <= 32), (config, splits, transposed)
 
@@ -1249,11 +1324,11 @@ def test_skinny_candidates_hold_both_tile_heights_clusters_streamk_and_the_untra
 
 @pytest.mark.parametrize("m", [17, 24, 32])
 def test_small_m_candidates_include_the_swapped_64_wide_tiles(m):
-    """M of 17-32 runs transposed through the workspace; the tuner also times the swapped
-    64-wide tiles of M 33-63 (64 and 128 rows, 1x1 and 2x1), which need no workspace; M of
-    16 and less, fp32 and a C TMA cannot store through its transpose keep the list without
-    them."""
-    found = sm90.candidates(m, 8192, 8192, 1, 132)
+    """M of 17-32 over a short N runs transposed through the workspace; the tuner also times
+    the swapped 64-wide tiles of M 33-63 (64 and 128 rows, 1x1 and 2x1), which need no
+    workspace; M of 16 and less, fp32 and a C TMA cannot store through its transpose keep the
+    list without them."""
+    found = sm90.candidates(m, 2560, 8192, 1, 132)
     assert found[0][2] and found[0][0].partials, found[0]  # the pick: transposed
     swapped = sorted((c.tile_m, c.cluster_m) for c, s, t in found
                      if c.swap and c.tile_n == 64 and s == 1 and not t and not c.partials)
@@ -1261,7 +1336,7 @@ def test_small_m_candidates_include_the_swapped_64_wide_tiles(m):
     for c, _, _ in found:
         c.validate()
     for kwargs in ({"m": 16}, {"math": "tf32"}, {"c_aligned": False}):
-        args = {"m": m, "n": 8192, "k": 8192, "batch": 1, "num_sms": 132, **kwargs}
+        args = {"m": m, "n": 2560, "k": 8192, "batch": 1, "num_sms": 132, **kwargs}
         assert not [c for c, _, _ in sm90.candidates(**args) if c.swap and c.tile_n == 64]
 
 
@@ -1307,12 +1382,15 @@ def test_long_k_over_rows_of_no_whole_lines_runs_swapped_stream_k_on_128_row_til
 
 def test_swap_configs_name_themselves_and_refuse_what_the_kernel_is_not_built_for():
     assert sm90.Config(tile_m=64, tile_n=192, swap=True).name.endswith("_swap")
-    for bad in (dict(tile_m=256, tile_n=128), dict(tile_m=128, tile_n=32),
+    for bad in (dict(tile_m=256, tile_n=128), dict(tile_m=128, tile_n=32, tile_k=32,
+                                                    epi_stages=2),
                 dict(tile_m=128, tile_n=128, pingpong=True)):
         with pytest.raises(ValueError, match="swap"):
             sm90.Config(swap=True, **bad).validate()
-    # A narrow swapped tile writing fp32 partials (a forced TF32 transposed small-M product).
+    # A narrow swapped tile writing fp32 partials (a forced TF32 transposed small-M product) or
+    # a 16-bit C (a small M over a long N, ``_swapped_small_m``).
     sm90.Config(tile_m=64, tile_n=32, tile_k=32, epi_stages=2, partials=True, swap=True).validate()
+    sm90.Config(tile_m=128, tile_n=16, epi_n=16, cluster_m=2, swap=True).validate()
 
 
 def test_the_default_precompile_set_holds_swapped_skinny_kernels():

@@ -196,10 +196,11 @@ class Config:
                              f"128 x 128 elements; got {self.tile_m}x{self.tile_n}"
                              + (", stream-K" if self.streamk else "") + ".")
         if self.swap and (self.tile_m > 128 or self.pingpong
-                          or (self.tile_n < 64 and not self.partials)):
-            # Narrow tiles swap with fp32 partials only (TF32's transposed small-M products).
+                          or (self.tile_n < 64 and not self.partials and self.tile_k != 64)):
+            # Narrow tiles swap writing fp32 partials (TF32's transposed small-M products) or
+            # a 16-bit C (``_swapped_small_m``).
             raise ValueError("Config.swap is built for cooperative tiles of 64 or 128 rows, at "
-                             "least 64 wide or writing fp32 partials; got "
+                             "least 64 wide, or narrow writing fp32 partials or a 16-bit C; got "
                              f"{self.tile_m}x{self.tile_n}"
                              + (", pingpong" if self.pingpong else "") + ".")
         if self.pdl and self.streamk:
@@ -543,12 +544,12 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     compile-time bound that the kernel clamps to the number of tile rows at run time, so it
     never causes a recompile per size.
 
-    Small-M products (``transposes``: M <= ``SMALL_M``, N >= 4 M; but M of 17-32 with A
-    M-major runs swapped, below) are computed transposed,
+    Small-M products (``transposes``: M <= ``SMALL_M``, N >= 4 M) are computed transposed,
     C^T = B^T A^T, into the fp32 workspace (``transposed`` True, always partials, split or not):
     a 64- or 128-row tile then runs along N and a narrow tile (16 or 32 wide, all of M) along M,
     instead of a tile that is mostly padding.  This needs the workspace, so ``max_splits=1``
-    (the XLA route) never takes it.
+    (the XLA route) never takes it.  16-bit ones over a long N run the same tiles swapped
+    instead, C stored through its transpose (``_swapped_small_m``, below).
 
     Small-N 16-bit products (``narrow_n``: N <= ``SMALL_M``, M >= 4 N) run on the same narrow
     tiles untransposed (rows along M, all of N in the tile's width).  Unsplit they write C
@@ -566,7 +567,8 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
 
     Skinny 16-bit products whose M fits one tile width that is no multiple of 128 (128 < M <=
     224) run swapped instead (``_swapped_skinny``): C^T = B^T A^T in the kernel, all of M in
-    one 160-, 192- or 224-wide tile, no padded rows.
+    one 160-, 192- or 224-wide tile, no padded rows; so do M of 65-127, 33-63, and M of 32 or
+    less whose N's 64-row tiles fill ``_SWAP_SMALL_FILL`` of the SMs (16 or 32 wide).
 
     ``math`` (``MATH_TYPES``) sets the K-tile and the rate; 3xTF32 is scheduled as the three
     products it runs (``gemm_k``).
@@ -683,7 +685,9 @@ _SWAP_NARROW = 64
 #: K-major it was as often slower as faster (nn 32x8192x8192 37.5 / 38.3, 24x8192x8192 36.7 /
 #: 39.3, 23x8792x15104 84.3 / over 84.7, but 27x9368x9424 63.4 / 60.6): those stay transposed.
 #: At M of 16 or less it was mixed too (tn 4x12472x7256 61.3 / 57.5, 16x6848x5440 24.8 / 22.2,
-#: but 4x5352x8632 34.0 / over 35.4, 1x4696x4952 18.6 / over 18.2).
+#: but 4x5352x8632 34.0 / over 35.4, 1x4696x4952 18.6 / over 18.2).  Since 2026-12-04 (session
+#: 36) the 16- and 32-wide swapped tiles take every small M but this rule's (M of 17-31 with A
+#: M-major: rows of no whole 32-byte sectors), ``_SWAP_SMALL_FILL``.
 _SWAP_ACROSS_NARROW_M = 17
 #: A K-major A whose rows are no whole 128-byte lines (K x itemsize) is multicast too: each
 #: TMA row of its tile then spans two lines, and the two CTAs of a cluster share one load.
@@ -763,8 +767,12 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
         return None
     across = majors[0] == "m"
     width = next(w for w in _TILE_N if w >= m) if m <= _TILE_N[-1] else None
-    if across and _SWAP_ACROSS_NARROW_M <= m < _SWAP_NARROW:
+    # An M-major A's rows of whole 32-byte sectors (``_ACROSS_BYTES``: M = 16 or 32 in 16 bits).
+    sectors = not across or m * _RATES[16][1].in_bytes % _ACROSS_BYTES == 0
+    if across and _SWAP_ACROSS_NARROW_M <= m < _SWAP_NARROW and not (m <= SMALL_M and sectors):
         width = _SWAP_NARROW
+    if width is not None and width <= SMALL_M:
+        return _swapped_small_m(width, n, k, batch, num_sms, max_splits, across, sectors)
     if width == _SWAP_ONE_ROW:
         if m == _SWAP_ONE_ROW:
             return None
@@ -783,7 +791,7 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
         return None
     # An M-major A in rows of no whole 32-byte sectors takes 128-row tiles (not on 64-wide
     # ones); a K-major A in rows of no whole 128-byte lines is multicast.
-    sectors = not across or m * _RATES[16][1].in_bytes % _ACROSS_BYTES == 0 or narrow
+    sectors = sectors or narrow
     lines = across or _whole_lines(k)
     row_tiles = -(-n // 64) * batch
     if row_tiles < _SWAP_FILL * num_sms:
@@ -806,6 +814,46 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     if fine is not None:
         config = replace(config, tile_n=fine, epi_n=epilogue_width(fine))
     return config, 1, False
+
+
+#: Small-M 16-bit products (M <= ``SMALL_M``, N >= 4 M) whose N's 64-row tiles (times the
+#: batch) fill at least this fraction of the SMs run swapped on the narrow tiles
+#: (``_swapped_small_m``), not transposed through the workspace: C^T = B^T A^T in the kernel,
+#: all of M in one 16- or 32-wide tile, C stored through its transpose, so neither the fp32
+#: workspace nor the reduction launch.  H200, 2026-12-04, L2-cold rotated inputs, us, the
+#: transposed pick / this rule's tile (cuBLAS), fp16 unless marked: nn 1x8192x8192 35.1 / 32.5
+#: (38.3), 5x8192x8192 35.1 / 32.9 (38.6), 16x8192x8192 36.0 / 33.1 (39.5), 24x8192x8192 36.6
+#: / 33.2 (34.4), 32x8192x8192 37.4 / 33.2 (34.7), 32x4096x4096 15.2 / 11.7 (13.8),
+#: 16x4096x4096 13.4 / 11.4 (13.9), 32x3072x4096 16.1 / 10.5 (12.3), bf16 9x12000x4000 30.5 /
+#: 27.6 (28.7), bf16 28x11008x4096 32.4 / 29.8 (26.7), bf16 31x7000x9000 46.7 / 38.3 (36.0),
+#: 32x14336x4096 (untransposed 64 x 128) 34.8 / 32.5 (31.5), bf16 20x16384x16384 136.2 /
+#: 124.2 (123.1); nt 32x8192x8192 38.9 / 34.8 (35.6), 16x6000x3000 16.6 / 12.8 (13.8), bf16
+#: 28x9000x5000 39.7 / 27.9 (32.7); A M-major: tn 16x8192x8192 37.9 / 33.7 (37.9), 8x8192x8192
+#: 38.1 / 37.3 (41.3), 8x12472x7256 60.2 / 57.3 (53.4), 32x8192x8192 (64-wide swapped) 36.1 /
+#: 33.5 (34.9), bf16 tt 32x10336x10664 64.8 / 61.2 (65.2).  Below the fill the split
+#: transposed route won: 24x2560x8192 (40 row tiles) 16.4 / 17.8, 16x2048x8192 (32) 13.4 /
+#: 16.9, 32x1536x8192 (24) 12.7 / 16.6, 16x1024x16384 (16) 13.5 / 29.7.  An M-major A of 17-31
+#: rows (rows of no whole 32-byte sectors) keeps the 64-wide tiles (``_SWAP_ACROSS_NARROW_M``):
+#: bf16 tn 24x8192x8192 37.4 there against 38.5 (64 x 32) and 38.9 (128 x 32, the sector rule's
+#: rows); tn 24x5000x7000 27.3 / 26.9, tt 24x6000x6000 24.9 / 23.9.
+_SWAP_SMALL_FILL = 0.35
+
+
+def _swapped_small_m(width: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
+                     across: bool, sectors: bool) -> tuple[Config, int, bool] | None:
+    """The swapped narrow schedule of a small-M 16-bit product (``_SWAP_SMALL_FILL``), or None
+    where the transposed split route should run (few row tiles and a workspace to split into;
+    the XLA route, which has none, always takes it).  ``width``: 16 or 32, all of M.  64 rows
+    where N's 64-row tiles fit one wave and an M-major A's rows are whole sectors, else 128;
+    2x1 clusters (the A tile multicast) with A M-major or in rows of no whole 128-byte lines
+    (``_LINE_BYTES``), as the wider swapped tiles; unsplit, never stream-K."""
+    row_tiles = -(-n // 64) * batch
+    if max_splits > 1 and row_tiles < _SWAP_SMALL_FILL * num_sms:
+        return None
+    tile_m = 64 if row_tiles <= num_sms and sectors else 128
+    cluster_m = 2 if across or not _whole_lines(k) else 1
+    return Config(tile_m=tile_m, tile_n=width, raster_group=8, epi_n=epilogue_width(width),
+                  cluster_m=cluster_m, pdl=_PDL, swap=True), 1, False
 
 
 def _whole_lines(k: int) -> bool:
@@ -893,7 +941,8 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
     clusters where they are whole (``_quad_shape``) but span several waves; for a skinny
     product that runs swapped (``_swapped_skinny``), its 64- and 128-row tiles in 1x1 and 2x1
     clusters and stream-K as well, and for a 16-bit M of 17-32 the swapped 64-wide tiles of
-    M 33-63; ``choose_schedule``'s pick first; ``swapped``, ``majors``
+    M 33-63 (a small M swapped on 16- or 32-wide tiles, ``_swapped_small_m``, comes with the
+    skinny swapped tiles); ``choose_schedule``'s pick first; ``swapped``, ``majors``
     and ``c_aligned`` as there.
     Every one computes the same product (the 3xTF32 split floor for accuracy included)."""
     found = [choose_schedule(m, n, k, batch, num_sms, max_splits, math, swapped, majors,
@@ -908,7 +957,7 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                             streamk=False, pdl=_PDL)
             choices = [replace(plain, cluster_m=cluster) for cluster in (1, 2)]
             streamk = replace(plain, cluster_m=2, streamk=True, pdl=False)
-            if (max_splits > 1 and width not in _ODD_N + _FINE_N
+            if (max_splits > 1 and width >= 64 and width not in _ODD_N + _FINE_N
                     and streamk_fits(streamk, m, n, k, batch)):
                 choices.append(streamk)
             found += [(c, 1, False) for c in choices if (c, 1, False) not in found]

@@ -68,7 +68,9 @@ How
       schedule swaps skinny 16-bit products whose M fits one 160-, 192- or 224-wide tile
       (``configs/sm90._SWAP_WIDTHS``), which untransposed pad M to whole 64- or 128-row tiles,
       M of 65-127 over a long N on 128-row tiles, 128 wide or 80-112 (``_SWAP_ONE_ROW``),
-      and M of 33-63 on 64-wide tiles (``_SWAP_NARROW``); one-pass TF32 swaps whenever B is N-major (below).
+      M of 33-63 on 64-wide tiles (``_SWAP_NARROW``), and M of 32 or less over a long N on
+      16- or 32-wide tiles (``_SWAP_SMALL_FILL``: no fp32 workspace, no reduction launch);
+      one-pass TF32 swaps whenever B is N-major (below).
     * Epilogue: the fp32 accumulators are converted to the output dtype, written to a ring of
       swizzled shared-memory sub-tiles with ``stmatrix``, and stored by TMA (``cp.async.bulk``).
       One named barrier per sub-tile: the storing warp waits for older stores with a lag of
@@ -120,7 +122,7 @@ Constraints
     must be 16-byte aligned (a TMA rule; the host copies other operands), and C's too except
     under ``c_direct`` (C's element alignment only).  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
     {64, 128, 256} (256: 16-bit, tile_n <= 128, no stream-K), tile_n in {64, 128, 160, 192, 224, 256} (also 16 and 32, the narrow
-    tiles of small-M and small-N products: fp32 partials, or a 16-bit C, not stream-K; and 80,
+    tiles of small-M and small-N products: fp32 partials, or C itself, not stream-K; and 80,
     96 and 112 for 16-bit tiles of N (or a swapped M) of 65-127, 144, 176 and 208 for a swapped
     M of 129-208, cooperative, 1x1 or 2x1, not stream-K; an N-major B tile 96, 160 or 224 wide is
     64-byte swizzled, 80, 112, 144, 176 or 208 wide 32-byte:
@@ -129,7 +131,7 @@ Constraints
     at least 128 wide, no stream-K: a GPU runs fewer 4-CTA clusters at once than SMs / 4).  Pingpong: 16-bit inputs,
     tile_m x tile_n <= 128 x 128 (a whole tile's fp32 accumulators in one warpgroup's
     registers), no stream-K.  Swap: tile_m 64 or 128, not pingpong; a narrow tile (16 or 32)
-    only writing fp32 partials (TF32's transposed small-M products).
+    writing fp32 partials (TF32's transposed small-M products) or a 16-bit C (small M).
 
 Benchmark
     python -m cutematmul.bench --dtypes float16 bfloat16 --kernel sm90
