@@ -1322,22 +1322,26 @@ def test_skinny_candidates_hold_both_tile_heights_clusters_streamk_and_the_untra
                 if c.streamk]
 
 
-@pytest.mark.parametrize("m", [17, 24, 32])
-def test_small_m_candidates_include_the_swapped_64_wide_tiles(m):
-    """M of 17-32 over a short N runs transposed through the workspace; the tuner also times
-    the swapped 64-wide tiles of M 33-63 (64 and 128 rows, 1x1 and 2x1), which need no
-    workspace; M of 16 and less, fp32 and a C TMA cannot store through its transpose keep the
-    list without them."""
+@pytest.mark.parametrize("m", [8, 17, 24, 32])
+def test_small_m_candidates_include_the_swapped_tiles(m):
+    """A small M over a short N runs transposed through the workspace; the tuner also times the
+    swapped tiles all of M wide (16 or 32) and, for M of 17-32, the 64-wide tiles of M 33-63
+    (64 and 128 rows, 1x1 and 2x1), which need no workspace; fp32 and a C TMA cannot store
+    through its transpose keep the list without them."""
     found = sm90.candidates(m, 2560, 8192, 1, 132)
     assert found[0][2] and found[0][0].partials, found[0]  # the pick: transposed
-    swapped = sorted((c.tile_m, c.cluster_m) for c, s, t in found
-                     if c.swap and c.tile_n == 64 and s == 1 and not t and not c.partials)
-    assert swapped == [(64, 1), (64, 2), (128, 1), (128, 2)], found
+    width = 16 if m <= 16 else 32
+    for w in (width, 64) if m > 16 else (width,):
+        swapped = sorted((c.tile_m, c.cluster_m) for c, s, t in found
+                         if c.swap and c.tile_n == w and s == 1 and not t and not c.partials)
+        assert swapped == [(64, 1), (64, 2), (128, 1), (128, 2)], (w, found)
+    if m <= 16:
+        assert not [c for c, _, _ in found if c.swap and c.tile_n == 64], found
     for c, _, _ in found:
         c.validate()
-    for kwargs in ({"m": 16}, {"math": "tf32"}, {"c_aligned": False}):
+    for kwargs in ({"math": "tf32"}, {"c_aligned": False}):
         args = {"m": m, "n": 2560, "k": 8192, "batch": 1, "num_sms": 132, **kwargs}
-        assert not [c for c, _, _ in sm90.candidates(**args) if c.swap and c.tile_n == 64]
+        assert not [c for c, _, _ in sm90.candidates(**args) if c.swap and c.tile_n <= 64]
 
 
 def test_fine_swapped_widths_are_offered_beside_the_width_they_replace():

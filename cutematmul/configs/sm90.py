@@ -961,17 +961,19 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                     and streamk_fits(streamk, m, n, k, batch)):
                 choices.append(streamk)
             found += [(c, 1, False) for c in choices if (c, 1, False) not in found]
-    elif math in _CLUSTERED_MATH and c_aligned and NARROW_M < m <= SMALL_M and n >= 4 * m:
-        # M of 17-32 with A K-major (picked transposed through the workspace: ``transposes``;
-        # with A M-major ``_SWAP_ACROSS_NARROW_M`` picks them) also on the swapped 64-wide
-        # tiles of M 33-63 (``_SWAP_NARROW``), which need no workspace and no reduction; timed
-        # by the tuner only.  Measured against the pick (H200, 2026-12-04, L2-cold, us): faster
-        # on nn 32x4096x4096 14.2 / 15.1, bf16 nn 20x6144x6144 22.9 / 25.7, 28x12176x15680 109.8
-        # / 118.5, slower on nn 32x8192x8192 38.3 / 37.5 and nn 24x8192x8192 40.0 / 36.7: no
-        # rule (docs/performance.md).
-        for tile_m, cluster in itertools.product((64, 128), (1, 2)):
-            choice = (Config(tile_m=tile_m, tile_n=_SWAP_NARROW, raster_group=8,
-                             epi_n=epilogue_width(_SWAP_NARROW), cluster_m=cluster, pdl=_PDL,
+    elif math in _CLUSTERED_MATH and c_aligned and m <= SMALL_M and n >= 4 * m:
+        # A small M over a short N (picked transposed through the workspace: ``transposes``)
+        # also on the swapped tiles, which need no workspace and no reduction; timed by the
+        # tuner only: the narrow ones all of M wide (``_swapped_small_m``; below its fill the
+        # transposed split route won each product measured), and for M of 17-32 the 64-wide
+        # tiles of M 33-63 (``_SWAP_NARROW``).  Those measured against the pick (H200,
+        # 2026-12-04, L2-cold, us): faster on nn 32x4096x4096 14.2 / 15.1, bf16 nn
+        # 20x6144x6144 22.9 / 25.7, 28x12176x15680 109.8 / 118.5, slower on nn 32x8192x8192
+        # 38.3 / 37.5 and nn 24x8192x8192 40.0 / 36.7: no rule (docs/performance.md).
+        widths = [next(w for w in _TILE_N if w >= m)] + ([_SWAP_NARROW] if m > NARROW_M else [])
+        for width, tile_m, cluster in itertools.product(widths, (64, 128), (1, 2)):
+            choice = (Config(tile_m=tile_m, tile_n=width, raster_group=8,
+                             epi_n=epilogue_width(width), cluster_m=cluster, pdl=_PDL,
                              swap=True), 1, False)
             if choice not in found:
                 found.append(choice)
