@@ -1253,8 +1253,10 @@ def test_small_m_16bit_products_over_a_long_n_run_swapped_on_the_narrow_tiles(ma
     sectors, else 128; 2x1 with A M-major or in rows of no whole 128-byte lines; unsplit, C
     stored through its transpose (no workspace), the XLA route alike; a tuner candidate."""
     across = majors[0] == "m"
-    if across and 17 <= m < 32:
-        return  # the 64-wide tiles (test_skinny_16bit_products_of_m_17_to_31_with_a_m_major...)
+    if across and 17 <= m < 32:  # the 64-wide tiles (test_skinny_16bit_products_of_m_17_to_31...)
+        config = sm90.choose_schedule(m, n, k, batch, 132, math=math, majors=majors)[0]
+        assert not (config.swap and config.tile_n <= 32), config
+        return
     row_tiles = -(-n // 64) * batch
     for max_splits in (waves.MAX_SPLITS, 1):
         config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, max_splits,

@@ -771,8 +771,13 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     sectors = not across or m * _RATES[16][1].in_bytes % _ACROSS_BYTES == 0
     if across and _SWAP_ACROSS_NARROW_M <= m < _SWAP_NARROW and not (m <= SMALL_M and sectors):
         width = _SWAP_NARROW
+    # The A tile is multicast with A M-major or in rows of no whole 128-byte lines; N's
+    # 64-row tiles decide the fill and the tile rows.
+    lines = across or _whole_lines(k)
+    row_tiles = -(-n // 64) * batch
     if width is not None and width <= SMALL_M:
-        return _swapped_small_m(width, n, k, batch, num_sms, max_splits, across, sectors)
+        return _swapped_small_m(width, row_tiles, num_sms, max_splits, sectors,
+                                across or not lines)
     if width == _SWAP_ONE_ROW:
         if m == _SWAP_ONE_ROW:
             return None
@@ -789,17 +794,13 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
         return None
     if across and m > _SWAP_ACROSS_M:
         return None
-    # An M-major A in rows of no whole 32-byte sectors takes 128-row tiles (not on 64-wide
-    # ones); a K-major A in rows of no whole 128-byte lines is multicast.
-    sectors = sectors or narrow
-    lines = across or _whole_lines(k)
-    row_tiles = -(-n // 64) * batch
     if row_tiles < _SWAP_FILL * num_sms:
         return None
-    tile_m = 64 if row_tiles <= num_sms and sectors else 128
+    # An M-major A in rows of no whole 32-byte sectors takes 128-row tiles (not on 64-wide ones).
+    config = _swapped_tile(width, row_tiles, num_sms, sectors or narrow,
+                           across or narrow or not lines)
+    tile_m = config.tile_m
     tiles = -(-n // tile_m) * batch
-    config = Config(tile_m=tile_m, tile_n=width, raster_group=8, epi_n=epilogue_width(width),
-                    cluster_m=2 if across or narrow or not lines else 1, pdl=_PDL, swap=True)
     if (max_splits > 1 and not narrow and tiles < _SWAP_STREAMK_FILL * num_sms
             and -(-k // config.tile_k) >= _SWAP_STREAMK_K_TILES):
         streamk = replace(config, cluster_m=2, streamk=True, pdl=False)
@@ -839,21 +840,27 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
 _SWAP_SMALL_FILL = 0.35
 
 
-def _swapped_small_m(width: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
-                     across: bool, sectors: bool) -> tuple[Config, int, bool] | None:
+def _swapped_small_m(width: int, row_tiles: int, num_sms: int, max_splits: int, sectors: bool,
+                     clustered: bool) -> tuple[Config, int, bool] | None:
     """The swapped narrow schedule of a small-M 16-bit product (``_SWAP_SMALL_FILL``), or None
-    where the transposed split route should run (few row tiles and a workspace to split into;
-    the XLA route, which has none, always takes it).  ``width``: 16 or 32, all of M.  64 rows
-    where N's 64-row tiles fit one wave and an M-major A's rows are whole sectors, else 128;
-    2x1 clusters (the A tile multicast) with A M-major or in rows of no whole 128-byte lines
-    (``_LINE_BYTES``), as the wider swapped tiles; unsplit, never stream-K."""
-    row_tiles = -(-n // 64) * batch
+    where the transposed split route should run (few of N's 64-row tiles, ``row_tiles``, and a
+    workspace to split into; the XLA route, which has none, always takes it).  ``width``: 16
+    or 32, all of M.  The tile rows and clusters of the wider swapped tiles
+    (``_swapped_tile``); unsplit, never stream-K."""
     if max_splits > 1 and row_tiles < _SWAP_SMALL_FILL * num_sms:
         return None
+    return _swapped_tile(width, row_tiles, num_sms, sectors, clustered), 1, False
+
+
+def _swapped_tile(width: int, row_tiles: int, num_sms: int, sectors: bool,
+                  clustered: bool) -> Config:
+    """A data-parallel swapped tile ``width`` wide: 64 rows where N's 64-row tiles
+    (``row_tiles``) fit one wave and ``sectors`` (an M-major A's rows are whole 32-byte
+    sectors, or the tile's rows need not be), else 128; in 2x1 clusters (the A tile
+    multicast) where ``clustered``."""
     tile_m = 64 if row_tiles <= num_sms and sectors else 128
-    cluster_m = 2 if across or not _whole_lines(k) else 1
     return Config(tile_m=tile_m, tile_n=width, raster_group=8, epi_n=epilogue_width(width),
-                  cluster_m=cluster_m, pdl=_PDL, swap=True), 1, False
+                  cluster_m=2 if clustered else 1, pdl=_PDL, swap=True)
 
 
 def _whole_lines(k: int) -> bool:
