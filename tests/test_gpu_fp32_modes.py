@@ -26,7 +26,7 @@ pytestmark = pytest.mark.gpu
 
 LAYOUTS = ["nn", "tn", "nt", "tt"]  # t: the operand is a transposed view
 KS = [1, 7, 64, 1000, 4096, 16384]
-TF32_BOUND = 4e-3
+TF32_BOUND = TOLERANCE["tf32"]
 UNIT = 2.0**-24
 
 

@@ -83,7 +83,7 @@ def test_mixed_products_keep_the_precision(precision):
     same = cutematmul.matmul(a.float(), b, precision=precision)
     assert result.dtype == torch.float32
     assert torch.equal(result, same), "the promoted product differs from the cast one"
-    assert err <= (4e-3 if precision == "tf32" else TOLERANCE["float32"])
+    assert err <= TOLERANCE["tf32" if precision == "tf32" else "float32"]
 
 
 @pytest.mark.parametrize("lib", ["cupy", "torch"])

@@ -34,6 +34,12 @@ def _still_works(lib: str = "torch"):
     check_matmul(cutematmul.matmul(a, b), a, b, "float32")
     a, b = mk.randn((64, 48), "float16"), mk.randn((48, 40), "float16")
     check_matmul(cutematmul.matmul(a, b), a, b, "float16")
+    # A small M over a long N (Hopper: swapped tiles as wide as M, C stored through its
+    # transpose), and one-pass TF32 of a narrow N (narrow tiles, split along K).
+    a, b = mk.randn((24, 256), "float16"), mk.randn((256, 3000), "float16")
+    check_matmul(cutematmul.matmul(a, b), a, b, "float16")
+    a, b = mk.randn((300, 520), "float32"), mk.randn((16, 520), "float32").T
+    check_matmul(cutematmul.matmul(a, b, precision="tf32"), a, b, "tf32")
     if lib == "torch":
         require_module("torch").cuda.synchronize()
     else:

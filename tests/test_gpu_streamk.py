@@ -14,11 +14,11 @@ import pytest
 
 import cutematmul
 from conftest import require_module
-from helpers import Maker, check_matmul, forced_runs, layout_operands, relative_error, to_numpy
+from helpers import TOLERANCE, Maker, check_matmul, forced_runs, layout_operands, relative_error, to_numpy
 
 pytestmark = pytest.mark.gpu
 
-TF32_BOUND = 4e-3  # one TF32 rounding of each input (tests/test_gpu_fp32_modes.py)
+TF32_BOUND = TOLERANCE["tf32"]
 
 # (M, N, K): tiles whose iterations straddle CTAs (few tiles, long K), tails in every mode, a
 # share shorter than a tile's K (several CTAs per tile) and one longer (CTAs across tiles).
