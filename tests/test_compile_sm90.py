@@ -487,3 +487,79 @@ def test_an_unaligned_c_is_refused_where_the_tile_cannot_store_it():
                 {"tile_m": 128, "tile_n": 128, "cluster_m": 2, "streamk": True}):
         with pytest.raises(ValueError, match="data-parallel, unswapped"):
             Sm90Hgemm(Sm90Config(**cfg), "float16", "k", "n", 8, 8, 1, 132)
+
+
+# ----------------------------------------------------------------------------- wgmma pipelining
+# ptxas serializes every wgmma of a kernel (each one waited for before the next issues) when
+# code reading or defining the accumulators lands inside the pipeline, and says so only in an
+# advisory (C7510-C7519, "Potential Performance Loss").  LLVM may move such code across
+# ``wgmma.wait_group`` unless the accumulators are pinned (``fence_accumulators``); the bf16
+# build of the 64 x 32 swapped tile ran 35% slower than its fp16 twin that way.  The child
+# writes each kernel's PTX; the local ptxas assembles it.
+
+_PTX_CHILD = r"""
+import json, sys
+from cutematmul.kernels.compile import compile_gemm
+from cutematmul.kernels.sm90_hgemm import Sm90Config, Sm90Hgemm
+names = []
+for i, (dtype, a_major, b_major, cfg) in enumerate(json.loads(sys.argv[1])):
+    align = 4 if dtype.startswith("tf32") else 8
+    kernel = Sm90Hgemm(Sm90Config(**cfg), dtype, a_major, b_major, align, align, align, 132)
+    name = f"{dtype}-{a_major}{b_major}-{kernel.config.name}"
+    with open(f"k{i}.ptx", "w") as f:
+        f.write(compile_gemm(kernel, keep_ptx=True).__ptx__)
+    names.append(name)
+print("NAMES=" + json.dumps(names))
+"""
+
+# The narrow tiles of both 16-bit types (where LLVM moved the bf16 conversion), a wide tile,
+# pingpong, stream-K, and the TF32 kernels: narrow, A from registers, 3xTF32.
+_PIPELINED = [
+    ("bfloat16", "k", "n", {"tile_m": 64, "tile_n": 32, "swap": True, "pdl": True}),
+    ("bfloat16", "m", "n", {"tile_m": 64, "tile_n": 16, "epi_n": 16, "cluster_m": 2, "swap": True,
+                            "pdl": True}),
+    ("bfloat16", "k", "n", {"tile_m": 128, "tile_n": 16, "epi_n": 16, "cluster_m": 2, "pdl": True}),
+    ("float16", "k", "n", {"tile_m": 64, "tile_n": 32, "swap": True, "pdl": True}),
+    ("bfloat16", "k", "k", {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "pdl": True}),
+    ("float16", "k", "k", {"tile_m": 128, "tile_n": 128, "pingpong": True, "pdl": True}),
+    ("bfloat16", "m", "k", {"tile_m": 64, "tile_n": 128, "streamk": True}),
+    ("tf32", "k", "k", {"tile_m": 64, "tile_n": 16, "tile_k": 32, "epi_n": 16, "partials": True,
+                        "pdl": True}),
+    ("tf32", "m", "k", {"tile_m": 64, "tile_n": 16, "tile_k": 32, "epi_n": 16, "pdl": True}),
+    ("tf32x3", "k", "k", {"tile_m": 128, "tile_n": 128, "tile_k": 32, "partials": True}),
+]
+
+
+def _ptxas(path, version=None):
+    """Assemble ``path`` for sm_90a with the local ptxas; returns (returncode, its messages).
+    An older ptxas than the DSL's PTX ISA gets the ISA version it names (the instructions used
+    here are older than both)."""
+    import re
+    import subprocess
+
+    if version:
+        text = re.sub(r"^\.version \S+", f".version {version}", path.read_text(), flags=re.M)
+        path.write_text(text)
+    proc = subprocess.run(["ptxas", "-arch=sm_90a", "-O3", "-v", str(path), "-o", "/dev/null"],
+                          capture_output=True, text=True, timeout=300)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_sm90_wgmma_pipelines_are_not_serialized(tmp_path):
+    """No kernel draws a ptxas advisory that it serialized its wgmma."""
+    import re
+    import shutil
+
+    if shutil.which("ptxas") is None:
+        pytest.skip("no ptxas on PATH: the wgmma serialization advisories come from ptxas")
+    names = compile_in_child("sm_90a", _PTX_CHILD, _PIPELINED, tmp_path, prefix="NAMES=")
+    assert len(names) == len(_PIPELINED)
+    for i, name in enumerate(names):
+        path = tmp_path / f"k{i}.ptx"
+        rc, log = _ptxas(path)
+        older = re.search(r"Unsupported \.version \S+; current version is '([\d.]+)'", log)
+        if rc and older:
+            rc, log = _ptxas(path, older.group(1))
+        assert rc == 0, f"{name}: ptxas failed:\n{log}"
+        advisories = re.findall(r"\(C751\d\) Potential Performance Loss: [^\n]*", log)
+        assert not advisories, f"{name}: {advisories}"

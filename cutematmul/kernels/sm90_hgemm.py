@@ -21,8 +21,12 @@ How
       (128-byte; for an N-major B of width 96, 160 or 224 64-byte, of 80 or 112 32-byte); an
       mbarrier pair per stage (full: TMA bytes landed, empty: consumers are done) forms the pipeline.
     * Consumers run ``wgmma.mma_async`` (m64 x tile_n x k16) straight from shared memory, keeping one
-      k-tile of wgmma in flight while the next stage's barrier is awaited.  With tile_m = 128 the two
-      consumer warpgroups each own 64 rows of the tile, with tile_m = 256 (16-bit, tile_n <= 128)
+      k-tile of wgmma in flight while the next stage's barrier is awaited.  The accumulators
+      are pinned (``fence_accumulators``) after their zero fill and after the last
+      ``wgmma.wait_group``, so no conversion or fill lands inside the pipeline, where ptxas
+      would serialize every wgmma (tests/test_compile_sm90.py checks ptxas's advisories).
+      With tile_m = 128 the two consumer warpgroups each own 64 rows of the tile, with
+      tile_m = 256 (16-bit, tile_n <= 128)
       two m64 wgmma rows, 128 rows, each (the tall tiles cuBLAS runs on large products; on an
       H200 they ran 1-4% slower than 128 x 256 on large products and won only at 2048^3, so
       ``configs/sm90`` does not offer them: docs/performance.md); their registers are raised
@@ -153,7 +157,9 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass._mlir.dialects import llvm
 from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cutlass_dsl import T, dsl_user_op
 from cutlass.tensor_utils import LayoutEnum
 
 from ..configs.sm90 import _PRODUCER_REGISTERS, _THREADS_PER_WARPGROUP, TF32_READS, Config, choose_config, resident_clusters, supports, swaps  # noqa: F401
@@ -167,6 +173,26 @@ _DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16,
            "tf32": cutlass.TFloat32, "tf32x3": cutlass.TFloat32}
 # 3xTF32: the (A part, B part) of each product a stage runs, in order (0 big, 1 small).
 _PRODUCTS = ((1, 0), (0, 1), (0, 0))
+
+
+@dsl_user_op
+def _pinned(value: cutlass.Float32, *, loc=None, ip=None) -> cutlass.Float32:
+    """``value`` through an empty side-effecting asm that reads and writes its register."""
+    return cutlass.Float32(llvm.inline_asm(
+        T.f32(), [value.ir_value(loc=loc, ip=ip)], "", "=f,0", has_side_effects=True,
+        is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip))
+
+
+@cute.jit
+def fence_accumulators(acc: cute.Tensor):
+    """Pin the fp32 accumulator registers in program order, as CUTLASS's
+    ``warpgroup_fence_operand`` does.  To LLVM a wgmma's results are plain SSA values, so it may
+    move code that reads them (the epilogue's conversion) above ``wgmma.wait_group`` or code
+    that defines them (the zero fill) into the pipeline; ptxas then serializes every wgmma
+    (advisories C7514/C7515).  That happened to the bf16 build of the 64 x 32 swapped tile and
+    not to its fp16 twin: 18.4 us against 13.6 at 32x4096x4096 (ncu, H200)."""
+    for i in cutlass.range_constexpr(cute.size(acc)):
+        acc[i] = _pinned(acc[i])
 
 
 class Sm90Hgemm:
@@ -499,6 +525,7 @@ class Sm90Hgemm:
                     if kt + 1 < k_count:
                         cute.autovec_copy(tCsA[(None, None, nkb, read.index)], tCrA[(None, None, nkb)])
         warpgroup.wait_group(0)
+        fence_accumulators(acc)
         if k_count > 0:
             ab_pipe.consumer_release(release)
             release.advance()
@@ -753,6 +780,7 @@ class Sm90Hgemm:
 
                     # ---- mainloop: one k-tile of wgmma stays in flight
                     acc.fill(0.0)
+                    fence_accumulators(acc)
                     tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
                     if cutlass.const_expr(self.promote):
                         total.fill(0.0)
@@ -772,6 +800,7 @@ class Sm90Hgemm:
                                     tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
                             warpgroup.commit_group()
                             warpgroup.wait_group(0)
+                            fence_accumulators(acc)
                             ab_pipe.consumer_release(read)
                             read.advance()
                             release.advance()
@@ -805,6 +834,7 @@ class Sm90Hgemm:
                             # other warpgroup's turn (its epilogue ran meanwhile).
                             order_state = order.arrive(order_state)
                         warpgroup.wait_group(0)
+                        fence_accumulators(acc)
                         if k_count > 0:
                             ab_pipe.consumer_release(release)
                             release.advance()
