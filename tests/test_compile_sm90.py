@@ -545,8 +545,9 @@ def _ptxas(path, version=None):
     return proc.returncode, proc.stdout + proc.stderr
 
 
-def test_sm90_wgmma_pipelines_are_not_serialized(tmp_path):
-    """No kernel draws a ptxas advisory that it serialized its wgmma."""
+def test_sm90_wgmma_pipelines_are_not_serialized_and_nothing_spills(tmp_path):
+    """No kernel draws a ptxas advisory that it serialized its wgmma, and none spills registers
+    (the PTX checks above see no local memory, but ptxas's register allocation can add it)."""
     import re
     import shutil
 
@@ -563,3 +564,5 @@ def test_sm90_wgmma_pipelines_are_not_serialized(tmp_path):
         assert rc == 0, f"{name}: ptxas failed:\n{log}"
         advisories = re.findall(r"\(C751\d\) Potential Performance Loss: [^\n]*", log)
         assert not advisories, f"{name}: {advisories}"
+        spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+        assert spills and all(s == ("0", "0") for s in spills), f"{name}: spills {spills}"
