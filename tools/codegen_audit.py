@@ -36,12 +36,13 @@ import tempfile
 from pathlib import Path
 
 
-def _setup(arch: str, dump_dir: str) -> None:
+def _setup(arch: str, dump_root: str) -> None:
     """Worker start: target ``arch`` and keep each compile's PTX and cubin (read before the DSL
-    is imported)."""
+    is imported), written to a folder of this process's own: kernels of one class share file
+    names, and two processes writing one folder read each other's files."""
     os.environ["CUTE_DSL_ARCH"] = arch
     os.environ["CUTE_DSL_KEEP"] = "ptx,cubin"
-    os.environ["CUTE_DSL_DUMP_DIR"] = dump_dir
+    os.environ["CUTE_DSL_DUMP_DIR"] = tempfile.mkdtemp(dir=dump_root)
 
 
 def _ptxas(ptx: str, arch: str, scratch: Path) -> dict:
