@@ -495,7 +495,7 @@ def test_an_unaligned_c_is_refused_where_the_tile_cannot_store_it():
 # advisory (C7510-C7519, "Potential Performance Loss").  LLVM may move such code across
 # ``wgmma.wait_group`` unless the accumulators are pinned (``fence_accumulators``); the bf16
 # build of the 64 x 32 swapped tile ran 35% slower than its fp16 twin that way.  The child
-# writes each kernel's PTX; the local ptxas assembles it.
+# writes each kernel's PTX; the local ptxas assembles it (``tools/codegen_audit.ptxas_report``).
 
 _PTX_CHILD = r"""
 import json, sys
@@ -530,39 +530,21 @@ _PIPELINED = [
 ]
 
 
-def _ptxas(path, version=None):
-    """Assemble ``path`` for sm_90a with the local ptxas; returns (returncode, its messages).
-    An older ptxas than the DSL's PTX ISA gets the ISA version it names (the instructions used
-    here are older than both)."""
-    import re
-    import subprocess
-
-    if version:
-        text = re.sub(r"^\.version \S+", f".version {version}", path.read_text(), flags=re.M)
-        path.write_text(text)
-    proc = subprocess.run(["ptxas", "-arch=sm_90a", "-O3", "-v", str(path), "-o", "/dev/null"],
-                          capture_output=True, text=True, timeout=300)
-    return proc.returncode, proc.stdout + proc.stderr
-
-
 def test_sm90_wgmma_pipelines_are_not_serialized_and_nothing_spills(tmp_path):
     """No kernel draws a ptxas advisory that it serialized its wgmma, and none spills registers
     (the PTX checks above see no local memory, but ptxas's register allocation can add it)."""
-    import re
     import shutil
+
+    from helpers import load_tool
 
     if shutil.which("ptxas") is None:
         pytest.skip("no ptxas on PATH: the wgmma serialization advisories come from ptxas")
+    ptxas_report = load_tool("codegen_audit").ptxas_report
     names = compile_in_child("sm_90a", _PTX_CHILD, _PIPELINED, tmp_path, prefix="NAMES=")
     assert len(names) == len(_PIPELINED)
     for i, name in enumerate(names):
-        path = tmp_path / f"k{i}.ptx"
-        rc, log = _ptxas(path)
-        older = re.search(r"Unsupported \.version \S+; current version is '([\d.]+)'", log)
-        if rc and older:
-            rc, log = _ptxas(path, older.group(1))
-        assert rc == 0, f"{name}: ptxas failed:\n{log}"
-        advisories = re.findall(r"\(C751\d\) Potential Performance Loss: [^\n]*", log)
-        assert not advisories, f"{name}: {advisories}"
-        spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
-        assert spills and all(s == ("0", "0") for s in spills), f"{name}: spills {spills}"
+        report, log = ptxas_report((tmp_path / f"k{i}.ptx").read_text(), "sm_90a", tmp_path)
+        assert not report["ptxas_failed"], f"{name}: ptxas failed:\n{log}"
+        assert not report["advisories"], f"{name}: {report['advisories']}"
+        spills = report["spills"]
+        assert spills and all(s == (0, 0) for s in spills), f"{name}: spills {spills}"

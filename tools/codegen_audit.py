@@ -18,9 +18,9 @@ nvidia-cuda-nvdisasm``; counts STL/LDL and HGMMA each followed by a full wait), 
 the PTX with the local ``ptxas -v`` where that is (advisories and spill bytes; an older ptxas
 than the DSL's PTX ISA gets the version it names).  At least one of the two is needed; spills
 are judged on the DSL's own code where nvdisasm is there (another ptxas version may allocate
-registers differently).  Prints
-the flagged kernels (``--all``: every kernel) and exits 1 if any was flagged.  Imports:
-``cutematmul`` (and the CuTe DSL through it).
+registers differently).  Prints the flagged kernels (``--all``: every kernel) and exits 1 if
+any was flagged.  Imports: the standard library when loaded (tests/test_compile_sm90.py calls
+``ptxas_report``); ``cutematmul`` (and the CuTe DSL through it) when run.
 """
 
 from __future__ import annotations
@@ -45,7 +45,12 @@ def _setup(arch: str, dump_root: str) -> None:
     os.environ["CUTE_DSL_DUMP_DIR"] = tempfile.mkdtemp(dir=dump_root)
 
 
-def _ptxas(ptx: str, arch: str, scratch: Path) -> dict:
+def ptxas_report(ptx: str, arch: str, scratch: Path) -> tuple[dict, str]:
+    """Assemble ``ptx`` for ``arch`` with the local ``ptxas -v`` (in folder ``scratch``): its
+    failure, "Potential Performance Loss" advisories (whole messages) and each function's
+    (spill stores, spill loads) in bytes; and the log.  An older ptxas than the PTX's ISA gets
+    the version it names (the instructions our kernels use are older than both).  Also used
+    by tests/test_compile_sm90.py."""
     path = scratch / "kernel.ptx"
     version = None
     for _ in range(2):
@@ -59,11 +64,11 @@ def _ptxas(ptx: str, arch: str, scratch: Path) -> dict:
         if not (proc.returncode and older):
             break
         version = older.group(1)
-    spilled = sum(int(s) + int(l) for s, l in
-                  re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log))
+    spills = [(int(s), int(l)) for s, l in
+              re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
     return {"ptxas_failed": proc.returncode != 0,
-            "advisories": sorted(set(re.findall(r"\((C75\d\d)\) Potential Performance Loss", log))),
-            "spill_bytes": spilled}
+            "advisories": re.findall(r"\(C75\d\d\) Potential Performance Loss: [^\n]*", log),
+            "spills": spills}, log
 
 
 def _nvdisasm(cubin: bytes, scratch: Path) -> dict:
@@ -92,7 +97,7 @@ def _audit(item) -> tuple[str, dict]:
     found: dict = {}
     with tempfile.TemporaryDirectory() as scratch:
         if shutil.which("ptxas") and getattr(compiled, "__ptx__", None):
-            found.update(_ptxas(compiled.__ptx__, arch, Path(scratch)))
+            found.update(ptxas_report(compiled.__ptx__, arch, Path(scratch))[0])
         if shutil.which("nvdisasm") and getattr(compiled, "__cubin__", None):
             found.update(_nvdisasm(compiled.__cubin__, Path(scratch)))
     return name, found
@@ -106,7 +111,7 @@ def _flagged(found: dict) -> bool:
         return True
     if "stl" in found:
         return bool(found["stl"] or found["ldl"] or found["serialized"])
-    return bool(found.get("spill_bytes"))
+    return any(stores or loads for stores, loads in found.get("spills", ()))
 
 
 def main(argv=None) -> int:
