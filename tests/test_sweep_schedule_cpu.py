@@ -52,3 +52,23 @@ def test_precompile_names_the_pick_every_candidate_and_the_reduction(monkeypatch
                       "--precompile", "DIR", "--jobs", "3"]) == 0
     assert built["cache_dir"] == "DIR" and built["jobs"] == 3
     assert set(keys) <= set(built["keys"])
+
+
+def test_occupancy_candidates_are_the_simt_pick_at_each_register_budget():
+    from cutematmul.configs import simt
+
+    tool = _tool()
+    p = tool.problem_of("float32", 1000, 1000, 1000, "nt")
+    found = tool.occupancy_candidates(p)
+    pick, splits, transposed = simt.choose_schedule(1000, 1000, 1000, 1, 132,
+                                                    majors=(p.a_major, p.b_major))
+    assert found[0][:3] == (pick, splits, transposed)
+    blocks = [c.min_blocks for c, *_ in found]
+    assert blocks == list(range(pick.min_blocks, pick.min_blocks - len(found), -1))
+    # Only the CTAs-per-SM budget changes, and the last leaves ptxas all 255 registers.
+    assert {c.__class__(**{**c.__dict__, "min_blocks": pick.min_blocks}) for c, *_ in found} == {pick}
+    last = found[-1][0]
+    assert simt._REGISTER_FILE // (last.threads * last.min_blocks) >= 255
+    assert all(simt._REGISTER_FILE // (c.threads * c.min_blocks) < 255 for c, *_ in found[:-1])
+    assert len({c[3] for c in found}) == len(found)
+    assert tool.occupancy_candidates(tool.problem_of("float16", 1000, 1000, 1000, "nn")) == []

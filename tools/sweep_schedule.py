@@ -1,6 +1,7 @@
 """Calibrate the wave model: time forced (tile, K-split) choices beside the model's pick and cuBLAS.
 
-    python tools/sweep_schedule.py [fp16|bf16|fp32|both] [--clusters | --tuner] [--shapes MxNxK,...]
+    python tools/sweep_schedule.py [fp16|bf16|fp32|both] [--clusters | --tuner | --occupancy]
+                                   [--shapes MxNxK,...]
                                    [--layout nt] [--precompile DIR [--jobs N]]
 
 For each shape, the model's pick (``configs/<family>.choose_schedule``) and every forced candidate
@@ -9,7 +10,11 @@ host's enqueue time, 5 bursts of 20 products, the median).  The candidates are a
 (``CANDIDATES``: tile x split, transposed for small M; ``--clusters`` adds 2x1 and 1x2), or with
 ``--tuner`` every schedule ``cutematmul.tune`` may time for the product
 (``dispatch.tunable``: the wave model's ranking, swapped skinny tiles in both heights and
-cluster shapes, stream-K, 2x2 clusters).  ``docs/performance.md`` quotes its output.  Each
+cluster shapes, stream-K, 2x2 clusters), or with ``--occupancy`` (fp32 "highest") the SIMT pick
+itself at each CTAs-per-SM budget it may ask ptxas for, from the rule's
+(``configs/simt._min_blocks``) down to the one that leaves 255 registers per thread: fewer CTAs
+per SM give each thread more registers, which the 8 x 8 micro-tiles need to run without
+spilling (``tools/codegen_audit.py``).  ``docs/performance.md`` quotes its output.  Each
 candidate is made the shape's schedule in the cache's tuned tier for its timing
 (``cache.trial_tuned``, which clears the plan caches around it), the mechanism
 ``cutematmul.tune`` uses, so it is a tool, not a library path.
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
+from dataclasses import replace
 
 from cutematmul import aot, dispatch, plan
 from cutematmul.configs import simt, sm90
@@ -145,7 +151,29 @@ def tuner_candidates(problem: dispatch.Problem):
             for config, splits, transposed in dispatch.tunable(problem, dispatch.EVERY_CANDIDATE)]
 
 
-def _choices(dtype: str, problem: dispatch.Problem, tuner: bool, clusters: bool):
+def occupancy_candidates(problem: dispatch.Problem):
+    """(config, splits, transposed, label): a SIMT problem's pick at each CTAs-per-SM budget
+    from its own down to the first that leaves every thread 255 registers (ptxas's limit), the
+    split and orientation kept; nothing for other families (one CTA per SM)."""
+    if problem.family != "simt":
+        return []
+    pick, splits, transposed = simt.choose_schedule(
+        problem.m, problem.n, problem.k, problem.batch, problem.num_sms,
+        majors=(problem.a_major, problem.b_major))
+    found = []
+    for blocks in range(pick.min_blocks, 0, -1):
+        config = replace(pick, min_blocks=blocks)
+        found.append((config, splits, transposed,
+                      f"{config.name}/s{splits}{'T' if transposed else ''}"))
+        if simt._REGISTER_FILE // (config.threads * blocks) >= 255:
+            break
+    return found
+
+
+def _choices(dtype: str, problem: dispatch.Problem, tuner: bool, clusters: bool,
+             occupancy: bool = False):
+    if occupancy:
+        return occupancy_candidates(problem)
     if tuner:
         return tuner_candidates(problem)
     menu = "float16" if dtype == "bfloat16" else dtype
@@ -161,18 +189,18 @@ def kernel_keys(problem: dispatch.Problem, choices) -> list:
 
 
 def precompile(dtypes, shapes, layout: str, tuner: bool, clusters: bool, directory: str,
-               jobs: int | None = None):
+               jobs: int | None = None, occupancy: bool = False):
     """Build every kernel the sweep would launch into ``directory`` (no GPU)."""
     keys = []
     for dtype in dtypes:
         for m, n, k in shapes:
             problem = problem_of(dtype, m, n, k, layout)
-            keys += kernel_keys(problem, _choices(dtype, problem, tuner, clusters))
+            keys += kernel_keys(problem, _choices(dtype, problem, tuner, clusters, occupancy))
     return aot.build_keys(keys, jobs=jobs, cache_dir=directory)
 
 
 def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
-          tuner: bool = False) -> None:
+          tuner: bool = False, occupancy: bool = False) -> None:
     import torch
 
     import cutematmul
@@ -198,7 +226,7 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
         row = [f"pick {label} "
                f"{picked:.1f}us ({cublas / picked:.2f}x)"]
         problem = launch.planned_launch(adapter_for(a), a, b).problem
-        for config, s, tr, label in _choices(dtype, problem, tuner, clusters):
+        for config, s, tr, label in _choices(dtype, problem, tuner, clusters, occupancy):
             with cache.trial_tuned(problem, (config, s, tr)):  # clears the plans, then restores
                 row.append(f"{label} {time_us(lambda: cutematmul.matmul(a, b, out=out)):.1f}")
         print(f"{dtype} {layout} {m}x{n}x{k}: cuBLAS {cublas:.1f}us | " + " | ".join(row), flush=True)
@@ -210,6 +238,8 @@ def main(argv=None) -> int:
     p.add_argument("--clusters", action="store_true", help="also 2x1 and 1x2 clusters (fp16)")
     p.add_argument("--tuner", action="store_true",
                    help="time every schedule cutematmul.tune may time instead of the menu")
+    p.add_argument("--occupancy", action="store_true",
+                   help="fp32: the SIMT pick at each CTAs-per-SM budget (register spills)")
     p.add_argument("--precompile", metavar="DIR",
                    help="build the kernels the sweep launches into DIR (no GPU), then exit")
     p.add_argument("--jobs", type=int, help="worker processes of --precompile")
@@ -223,14 +253,14 @@ def main(argv=None) -> int:
     dtypes = [DTYPES[args.which]] if args.which in DTYPES else ["float16", "float32"]
     if args.precompile:
         report = precompile(dtypes, shapes, args.layout, args.tuner, args.clusters,
-                            args.precompile, args.jobs)
+                            args.precompile, args.jobs, args.occupancy)
         print(f"{report.keys} kernels: {report.built} built, {report.present} already there, "
               f"{len(report.failed)} failed")
         for key, error in report.failed:
             print(f"  failed: {key}\n    {error}", file=sys.stderr)
         return 1 if report.failed else 0
     for dtype in dtypes:
-        sweep(dtype, shapes, args.clusters, args.layout, args.tuner)
+        sweep(dtype, shapes, args.clusters, args.layout, args.tuner, args.occupancy)
     return 0
 
 
