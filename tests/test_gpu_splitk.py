@@ -48,8 +48,8 @@ def mk():
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 def test_split_k_is_correct(mk, dtype, layout, shape):
     """Every layout of the split shapes is correct; the split itself is asserted of row-major
-    operands (another layout may take another schedule: 16-bit tn/tt of M 17-32 runs swapped,
-    ``configs.sm90._SWAP_ACROSS_NARROW_M``)."""
+    operands (another layout may take another schedule: 16-bit tn/tt of a small M over a long N
+    runs swapped, ``configs.sm90._swapped_small_m``)."""
     m, n, k = shape
     assert _splits(m, n, k, 1, dtype) > 1, f"{shape} {dtype} is no longer split: pick another shape"
     a, b = layout_operands(mk, m, n, k, layout, dtype)

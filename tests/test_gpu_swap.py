@@ -154,9 +154,9 @@ def test_skinny_batched_broadcast_runs_swapped(mk):
 @pytest.mark.parametrize("layout", ["tn", "tt"])
 @pytest.mark.parametrize("m, n, k", [(17, 8200, 2056), (24, 5000, 1000), (32, 9000, 4104)])
 def test_m_of_17_to_32_with_a_m_major_runs_swapped_by_default(mk, dtype, layout, m, n, k):
-    """A stored M-major (``configs.sm90._SWAP_ACROSS_NARROW_M``): 64-wide swapped tiles of 64
-    rows (N = 5000, 8200 in one wave) or 128 (9000), tails in N and K; M = 17 is A^T in rows of
-    34 bytes, which the operand prep copies first."""
+    """A stored M-major: all of M in one 32-wide swapped tile (``configs.sm90._swapped_small_m``),
+    128 rows where A^T's rows are no whole 32-byte sectors (M = 17, 24), tails in N and K; M =
+    17 is A^T in rows of 34 bytes, which the operand prep copies first."""
     import cutematmul
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
@@ -164,8 +164,9 @@ def test_m_of_17_to_32_with_a_m_major_runs_swapped_by_default(mk, dtype, layout,
     a, b = layout_operands(mk, m, n, k, layout, dtype)
     work = launch.planned_launch(adapter_for(a), a, b)
     assert work is not None and work.key.config.swap, work
-    # A^T's rows of 64 bytes (M = 32: whole sectors) take the 32-wide tile (_swapped_small_m).
-    assert work.key.config.tile_n == (32 if m == 32 else 64), work.key
+    assert work.key.config.tile_n == 32, work.key
+    if m != 32:  # A^T's rows of 64 bytes (M = 32) are whole sectors
+        assert work.key.config.tile_m == 128, work.key
     check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((m, n), dtype)), a, b, dtype)
 
 
@@ -186,7 +187,7 @@ def test_m_of_17_to_32_with_a_m_major_batched_broadcast_runs_swapped(mk):
 #: swapped tile, C stored through its transpose, no workspace and no reduction; tails in N and
 #: K, 64- and 128-row tiles (9000 and 12000 past one wave of 64-row ones), 2x1 clusters (an
 #: M-major A, or K-major rows of no whole 128-byte lines); an M-major A of 9 or 24 rows (rows
-#: of no whole 32-byte sectors; 9: copied into padded rows first) on 128-row or 64-wide tiles.
+#: of no whole 32-byte sectors; 9: copied into padded rows first) on 128-row tiles.
 SMALL_M = [(8, 9000, 1000), (16, 5000, 4104), (24, 6000, 776), (32, 12000, 3000),
            (9, 4104, 4100)]
 
@@ -204,8 +205,7 @@ def test_small_m_runs_swapped_on_a_narrow_tile_by_default(mk, dtype, layout, sha
     work = launch.planned_launch(adapter_for(a), a, b)
     assert work is not None and work.key.config.swap and work.reduce is None, work
     assert not work.transposed and work.splits == 1, work
-    wide = layout[0] == "t" and 17 <= m < 32  # _SWAP_ACROSS_NARROW_M
-    assert work.key.config.tile_n == (64 if wide else 16 if m <= 16 else 32), work.key
+    assert work.key.config.tile_n == (16 if m <= 16 else 32), work.key
     check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((m, n), dtype)), a, b, dtype)
 
 

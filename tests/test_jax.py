@@ -298,8 +298,8 @@ def test_precision_modes_inside_jit_grad_and_vmap(layout):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_m_of_17_to_32_with_a_m_major_inside_jit(dtype):
-    """``x.T @ y`` of 24 rows inside jit: the XLA route (no workspace) runs it swapped on
-    64-wide tiles (``configs.sm90._SWAP_ACROSS_NARROW_M``), A read M-major in place."""
+    """``x.T @ y`` of 24 rows inside jit: the XLA route (no workspace) runs it swapped on a
+    32-wide tile of 128 rows (``configs.sm90._swapped_small_m``), A read M-major in place."""
     x, y = _randn((1000, 24), dtype, 42), _randn((1000, 4104), dtype, 43)
     got = jax.jit(lambda x, y: cutematmul.matmul(x.T, y))(x, y)
     _check(got, _ref(x.T, y), dtype)

@@ -306,9 +306,8 @@ def test_odd_widths_are_offered_to_the_tuner_without_stream_k():
 def test_small_m_stored_m_major_runs_on_128_row_narrow_tiles_where_rows_split_sectors():
     """A small-M product whose A is M-major, rows of A^T no whole number of 32-byte sectors (M
     = 8, 12, 24, 31 in 16 bits): the 64-row narrow tiles are left out, transposed (a short N)
-    or swapped (``_swapped_small_m``, M <= 16; M of 17-31 takes the 64-wide swapped tiles,
-    ``_SWAP_ACROSS_NARROW_M``); at M = 16 and 32 (32 and 64 bytes) they stay, as for a K-major
-    A (swapped, the A tile multicast in 2x1 clusters)."""
+    or swapped (``_swapped_small_m``); at M = 16 and 32 (32 and 64 bytes) they stay, as for a
+    K-major A (swapped, the A tile multicast in 2x1 clusters)."""
     for m, n, k in ((8, 2048, 4096), (12, 2048, 8192), (24, 3072, 14336), (31, 2048, 8192),
                     (8, 4096, 4096), (12, 8192, 8192)):
         config, _, transposed = sm90.choose_schedule(m, n, k, 1, 132, majors=("m", "n"))
@@ -1214,21 +1213,20 @@ def test_skinny_16bit_products_of_m_33_to_63_run_swapped_on_64_wide_tiles(math, 
 @pytest.mark.parametrize("m, n, k, batch", [(17, 8192, 8192, 1), (22, 4880, 7168, 1),
                                             (30, 13848, 16200, 1), (31, 4096, 4096, 1),
                                             (24, 2048, 4096, 2)])
-def test_skinny_16bit_products_of_m_17_to_31_with_a_m_major_run_swapped_on_64_wide_tiles(
+def test_skinny_16bit_products_of_m_17_to_31_with_a_m_major_run_swapped_on_32_wide_tiles(
         math, b_major, m, n, k, batch):
-    """A stored M-major in rows of no whole 32-byte sectors: as M of 33-63, all of M in one
-    64-wide tile, 64 or 128 rows by N's fill, 2x1, no workspace (so on the XLA route too); with
-    A K-major the same product runs swapped on a 32-wide tile (``_swapped_small_m``), and a
-    short N (under 0.45 of the SMs in 64-row tiles) transposed through the workspace; M of 16
-    runs swapped on a 16-wide tile."""
+    """A stored M-major in rows of no whole 32-byte sectors: all of M in one 32-wide swapped
+    tile (``_swapped_small_m``), 128 rows (the sector rule), 2x1 (the A tile multicast), no
+    workspace (so on the XLA route too), as with A K-major but for the rows; a short N (under
+    ``_SWAP_SMALL_FILL`` of the SMs in 64-row tiles) transposed through the workspace; M of 16
+    on a 16-wide tile.  The 64-wide tiles of M 33-63 stay among the tuner's candidates."""
     majors = ("m", b_major)
     for splits in (waves.MAX_SPLITS, 1):
         config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, splits,
                                                           math=math, majors=majors)
         config.validate()
         assert config.swap and splits == 1 and not transposed, config
-        tile_m = 64 if -(-n // 64) * batch <= 132 else 128
-        assert (config.tile_m, config.tile_n, config.cluster_m) == (tile_m, 64, 2), config
+        assert (config.tile_m, config.tile_n, config.cluster_m) == (128, 32, 2), config
         assert not config.partials and not config.streamk and config.pdl
     kept = sm90.choose_schedule(m, n, k, batch, 132, math=math, majors=("k", b_major))
     assert kept[0].swap and kept[0].tile_n == 32 and not kept[2], kept
@@ -1236,7 +1234,9 @@ def test_skinny_16bit_products_of_m_17_to_31_with_a_m_major_run_swapped_on_64_wi
     assert not other[0].swap and other[2], other
     other = sm90.choose_schedule(16, n, k, batch, 132, math=math, majors=majors)
     assert other[0].swap and other[0].tile_n == 16 and not other[2], other
-    assert (config, 1, False) in sm90.candidates(m, n, k, batch, 132, math=math, majors=majors)
+    found = sm90.candidates(m, n, k, batch, 132, math=math, majors=majors)
+    assert (config, 1, False) in found
+    assert any(c.swap and c.tile_n == 64 for c, _, _ in found), found
 
 
 @pytest.mark.parametrize("math", ["float16", "bfloat16"])
@@ -1248,15 +1248,11 @@ def test_skinny_16bit_products_of_m_17_to_31_with_a_m_major_run_swapped_on_64_wi
 def test_small_m_16bit_products_over_a_long_n_run_swapped_on_the_narrow_tiles(math, majors, m,
                                                                               n, k, batch):
     """M <= 32 where N's 64-row tiles (times the batch) fill ``_SWAP_SMALL_FILL`` of the SMs:
-    swapped, all of M in one 16- or 32-wide tile (an M-major A of 17-31 rows keeps the 64-wide
-    tiles), 64 rows where those tiles fit one wave and an M-major A's rows are whole 32-byte
-    sectors, else 128; 2x1 with A M-major or in rows of no whole 128-byte lines; unsplit, C
-    stored through its transpose (no workspace), the XLA route alike; a tuner candidate."""
+    swapped, all of M in one 16- or 32-wide tile, 64 rows where those tiles fit one wave and an
+    M-major A's rows are whole 32-byte sectors, else 128; 2x1 with A M-major or in rows of no
+    whole 128-byte lines; unsplit, C stored through its transpose (no workspace), the XLA route
+    alike; a tuner candidate."""
     across = majors[0] == "m"
-    if across and 17 <= m < 32:  # the 64-wide tiles (test_skinny_16bit_products_of_m_17_to_31...)
-        config = sm90.choose_schedule(m, n, k, batch, 132, math=math, majors=majors)[0]
-        assert not (config.swap and config.tile_n <= 32), config
-        return
     row_tiles = -(-n // 64) * batch
     for max_splits in (waves.MAX_SPLITS, 1):
         config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, max_splits,

@@ -686,9 +686,7 @@ _SWAP_NARROW = 64
 #: 39.3, 23x8792x15104 84.3 / over 84.7, but 27x9368x9424 63.4 / 60.6): those stay transposed.
 #: At M of 16 or less it was mixed too (tn 4x12472x7256 61.3 / 57.5, 16x6848x5440 24.8 / 22.2,
 #: but 4x5352x8632 34.0 / over 35.4, 1x4696x4952 18.6 / over 18.2).  Since 2026-12-04 (session
-#: 36) the 16- and 32-wide swapped tiles take every small M but this rule's (M of 17-31 with A
-#: M-major: rows of no whole 32-byte sectors), ``_SWAP_SMALL_FILL``.
-_SWAP_ACROSS_NARROW_M = 17
+#: 36) the 16- and 32-wide swapped tiles take every small M, ``_SWAP_SMALL_FILL``.
 #: A K-major A whose rows are no whole 128-byte lines (K x itemsize) is multicast too: each
 #: TMA row of its tile then spans two lines, and the two CTAs of a cluster share one load.
 #: H200, 2026-12-03, fp16 nn, us, unclustered / 2x1 (cuBLAS): 153x6264x6264 (64 x 160) 55.5 /
@@ -751,8 +749,7 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     tiles fit one wave and its 64-row ones would not: 128 wide, or 80, 96 or 112 for M of
     65-112 with A K-major (``_odd_width``); M of 65-96 with A K-major also where the 64-row
     tiles fit one wave, on them (``_SWAP_ODD_ROWS``).  Otherwise the tile is as wide as the
-    narrowest width that holds M (64 for M of 33-63, or of 17-63 with A M-major:
-    ``_SWAP_ACROSS_NARROW_M``; 160, 192 or 224), and 64 rows where N's
+    narrowest width that holds M (64 for M of 33-63; 160, 192 or 224), and 64 rows where N's
     64-row tiles fit in one wave (else 128; always 128 with A M-major in rows of no whole
     sectors, but on 64-wide tiles).  The A tile is multicast in 2x1 clusters with A M-major (M
     up to ``_SWAP_ACROSS_M``), whose tile rows are read across, with A K-major in rows of no
@@ -769,8 +766,6 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     width = next(w for w in _TILE_N if w >= m) if m <= _TILE_N[-1] else None
     # An M-major A's rows of whole 32-byte sectors (``_ACROSS_BYTES``: M = 16 or 32 in 16 bits).
     sectors = not across or m * _RATES[16][1].in_bytes % _ACROSS_BYTES == 0
-    if across and _SWAP_ACROSS_NARROW_M <= m < _SWAP_NARROW and not (m <= SMALL_M and sectors):
-        width = _SWAP_NARROW
     # The A tile is multicast with A M-major or in rows of no whole 128-byte lines; N's
     # 64-row tiles decide the fill and the tile rows.
     lines = across or _whole_lines(k)
@@ -788,7 +783,7 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
         return Config(tile_m=_SWAP_ONE_ROW, tile_n=odd or width, raster_group=8,
                       epi_n=epilogue_width(odd or width), cluster_m=2, pdl=_PDL,
                       swap=True), 1, False
-    # M of 33-63 (64: no padded rows), or 17-63 with A M-major (``_SWAP_ACROSS_NARROW_M``)
+    # M of 33-63 (64: no padded rows)
     narrow = width == _SWAP_NARROW and m < _SWAP_NARROW
     if width not in _SWAP_WIDTHS and not narrow:
         return None
@@ -834,12 +829,12 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
 #: 33.5 (34.9), bf16 tt 32x10336x10664 64.8 / 61.2 (65.2).  Below the fill the split
 #: transposed route won: 24x2560x8192 (40 row tiles) 16.4 / 17.8, 16x2048x8192 (32) 13.4 /
 #: 16.9, 32x1536x8192 (24) 12.7 / 16.6, 16x1024x16384 (16) 13.5 / 29.7.  An M-major A of 17-31
-#: rows (rows of no whole 32-byte sectors) keeps the 64-wide tiles (``_SWAP_ACROSS_NARROW_M``):
-#: bf16 tn 24x8192x8192 37.4 there against 38.5 (64 x 32) and 38.9 (128 x 32, the sector rule's
-#: rows); tn 24x5000x7000 27.3 / 26.9, tt 24x6000x6000 24.9 / 23.9.  The bf16 narrow kernels of
-#: that comparison had every wgmma serialized by ptxas (fixed in session 37,
-#: ``kernels/sm90_hgemm.fence_accumulators``) and the fp16 ones favoured the narrow tiles: this
-#: exception is to be measured again.
+#: rows (rows of no whole 32-byte sectors) takes them too, on 128-row tiles: against the
+#: 64-wide swapped tiles of M 33-63, fp16 tn 24x5000x7000 26.9 / 27.3, tt 24x6000x6000 23.9 /
+#: 24.9 (2026-12-04).  Those M kept the 64-wide tiles from session 36 to 38 on a bf16 timing
+#: (tn 24x8192x8192 38.9 here against 37.4) whose narrow kernels had every wgmma serialized by
+#: ptxas (fixed in session 37, ``kernels/sm90_hgemm.fence_accumulators``); the tuner still
+#: times the 64-wide tiles there (``candidates``).
 _SWAP_SMALL_FILL = 0.35
 
 
@@ -959,9 +954,12 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                              c_aligned)]
     skinny = _swapped_skinny(m, n, k, batch, num_sms, max_splits, math, majors, c_aligned)
     if skinny is not None:
-        # A ``_FINE_N`` width's product also on the ``_SWAP_WIDTHS`` width it replaces.
+        # A ``_FINE_N`` width's product also on the ``_SWAP_WIDTHS`` width it replaces, and
+        # an M of 17-32 on a narrow tile also on the 64-wide tiles of M 33-63.
         widths = [skinny[0].tile_n] + ([next(w for w in _TILE_N if w >= m)]
                                        if skinny[0].tile_n in _FINE_N else [])
+        if skinny[0].tile_n <= SMALL_M and m > NARROW_M:
+            widths.append(_SWAP_NARROW)
         for width, tile_m in itertools.product(widths, (64, 128)):
             plain = replace(skinny[0], tile_m=tile_m, tile_n=width, epi_n=epilogue_width(width),
                             streamk=False, pdl=_PDL)
