@@ -699,7 +699,13 @@ class Sm90Hgemm:
             # This thread within the warpgroups that compute a tile together.
             mma_tid = ctid % self.tile_threads
             thr_mma = tiled_mma.get_slice(mma_tid)
-            wg_mma = tiled_mma.get_slice(mma_tid - mma_tid % _THREADS_PER_WARPGROUP)
+            # The first thread of this thread's warpgroup within the tile, as a warp-uniform
+            # value: wgmma's shared-memory descriptors are then computed in uniform registers
+            # (from ``mma_tid`` ptxas moved them to vector registers and back, R2UR, before
+            # every wgmma: 69 instructions per k-tile of the 128 x 256 mainloop against 51).
+            wg_mma = tiled_mma.get_slice(
+                cute.arch.make_warp_uniform(warpgroup_idx - 1) % self.tile_warpgroups
+                * _THREADS_PER_WARPGROUP)
             tCsA = None  # A in registers: this thread's values of every A buffer in shared memory
             if cutlass.const_expr(self.a_regs):
                 tCsA = thr_mma.partition_A(sA)
