@@ -1011,3 +1011,54 @@ def test_host_mode_takes_turns_and_keeps_the_best_round(monkeypatch):
     assert by["broken", "float32"].us_per_call is None
     assert by["broken", "float32"].note.startswith("ERROR: RuntimeError: no GPU")
     assert by["fast", "float16"].note == "skipped: float32 only"
+
+
+def test_ratio_to_fastest_takes_the_faster_baseline_of_each_round():
+    torch_rounds, cupy_rounds = [2.0, 1.0, 2.0, None], [1.0, 2.0, 4.0, 1.0]
+    ours = [1.0, 1.0, 1.0, 1.0]
+    # rounds 0-2: min(2, 1) / 1, min(1, 2) / 1, min(2, 4) / 1; round 3 lacks torch
+    assert stats.ratio_to_fastest([torch_rounds, cupy_rounds], ours) == pytest.approx(1.0)
+    assert stats.ratio_to_fastest([torch_rounds, cupy_rounds], [0.5, 2.0, 4.0, 1.0]) == \
+        pytest.approx(0.5)  # median of 2, 0.5, 0.5
+    assert stats.ratio_to_fastest([[None], [1.0]], [1.0]) is None
+    assert stats.ratio_to_fastest([[3.0, 1.0]], [1.0, 1.0]) == pytest.approx(2.0)
+
+
+def test_run_point_rates_against_the_best_baseline_where_two_ran():
+    backends = [NumpyBackend("torch"), NumpyBackend("cupy"), NumpyBackend("mine")]
+    rows = {r.backend: r for r in run_point(Point(Shape(33, 20, 17), "float16", "nn"), backends,
+                                            FAST)}
+    for r in rows.values():
+        assert r.reference == "torch" and r.ratio is not None and r.ratio_best is not None
+        # each round's faster baseline takes no longer than torch: never a higher ratio
+        assert r.ratio_best <= r.ratio + 1e-12
+    assert rows["cupy"].ratio_best <= 1.0 and rows["torch"].ratio_best <= 1.0
+    alone = run_point(Point(Shape(33, 20, 17), "float16", "nn"), backends[:1] + backends[2:], FAST)
+    assert all(r.ratio_best is None for r in alone)
+
+
+def test_summary_gives_each_cutematmul_backend_and_dtype_its_geometric_mean_and_least():
+    rows = []
+    for shape, dtype, ratio, best in [((8192, 8192, 8192), "float16", 1.08, 1.02),
+                                      ((4096, 14336, 4096), "float16", 1.00, 0.97),
+                                      ((1000, 1000, 1000), "float32", 1.05, None)]:
+        point = Point(Shape(*shape), dtype, "nn")
+        ours = Result.start(point, "cutematmul-cupy")
+        ours.seconds, ours.ratio, ours.ratio_best = 1e-3, ratio, best
+        ref = Result.start(point, "torch")
+        ref.seconds, ref.ratio, ref.ratio_best = 1e-3, 1.0, 0.99
+        rows += [ours, ref]
+    wrong = Result.start(Point(Shape(64, 64, 64), "float16", "nn"), "cutematmul-cupy")
+    wrong.ratio, wrong.ratio_best = 0.1, 0.1
+    rows.append(wrong.mark(WRONG, "relative error 1"))
+    lines = report.summary(rows)
+    assert len(lines) == 2  # cutematmul only, one line per dtype; the wrong row is left out
+    fp16, fp32 = lines
+    mean = (1.08 * 1.00) ** 0.5
+    assert fp16.startswith("cutematmul-cupy fp16: x cuBLAS geometric mean ")
+    assert f"{mean:.3f}x over 2 points, least 1.000x (4096x14336x4096 fp16 nn)" in fp16
+    assert "x best geometric mean" in fp16 and "least 0.970x (4096x14336x4096 fp16 nn)" in fp16
+    assert fp32 == ("cutematmul-cupy fp32: x cuBLAS geometric mean 1.050x over 1 points, "
+                    "least 1.050x (1000x1000x1000 fp32 nn)")
+    assert lines[0] in report.text_table(rows) and f"- {lines[1]}" in report.markdown(rows)
+    assert "x best" in report.text_table(rows).splitlines()[0]

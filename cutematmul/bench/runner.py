@@ -17,7 +17,9 @@ For one point (shape, dtype, layout; float32: the precision cutematmul is asked 
    round time is their median.  See ``timing`` for how a burst is timed.
 6. Per backend: the median of its round times, TFLOP/s from it, and the median over rounds of
    (cuBLAS round time / its round time), cuBLAS being the first of ``baselines(point)`` that ran:
-   SGEMM (``torch``, else ``cupy``), or cuBLAS TF32 (``torch-tf32``) for float32 at "tf32".
+   SGEMM (``torch``, else ``cupy``), or cuBLAS TF32 (``torch-tf32``) for float32 at "tf32";
+   where two or more of them ran, also the median over rounds of (the faster one's round time /
+   its round time), ``ratio_best``: against the best of cuBLAS through CuPy and PyTorch.
 
 A backend that raises on a point gets an ``error`` row with the message and the run goes on.
 """
@@ -127,12 +129,16 @@ def baselines(point: Point) -> tuple[str, ...]:
     return BASELINES[point.precision]
 
 
+def _ran(point: Point, timed: dict[str, _Timed]) -> list[_Timed]:
+    """The point's baselines that ran (``baselines`` order)."""
+    found = [timed.get(name) for name in baselines(point)]
+    return [t for t in found if t is not None and t.result.status in (OK, WRONG)
+            and any(x is not None for x in t.rounds)]
+
+
 def _reference(point: Point, timed: dict[str, _Timed]) -> _Timed | None:
-    for name in baselines(point):
-        t = timed.get(name)
-        if t is not None and t.result.status in (OK, WRONG) and any(x is not None for x in t.rounds):
-            return t
-    return None
+    ran = _ran(point, timed)
+    return ran[0] if ran else None
 
 
 def _upload_all(point: Point, backends: list[Backend], results: dict, settings: Settings):
@@ -252,6 +258,7 @@ def _rounds(timed: list[_Timed], settings: Settings) -> None:
 
 def _summarize(point: Point, timed: dict[str, _Timed]) -> None:
     ref = _reference(point, timed)
+    ran = _ran(point, timed)
     for t in timed.values():
         r = t.result
         r.round_seconds = list(t.rounds)
@@ -261,6 +268,8 @@ def _summarize(point: Point, timed: dict[str, _Timed]) -> None:
         if ref is not None and r.seconds is not None:
             r.reference = ref.backend.label
             r.ratio = stats.ratio_to_reference(ref.rounds, t.rounds)
+        if len(ran) > 1 and r.seconds is not None:
+            r.ratio_best = stats.ratio_to_fastest([b.rounds for b in ran], t.rounds)
         if r.clock == "events" and (t.spinner is None or t.spinner.broken):
             why = t.spinner.broken if t.spinner is not None else "neither PyTorch nor CuPy can launch it"
             r.note = _join(r.note, f"no spin kernel before bursts ({why}): host time may be included")

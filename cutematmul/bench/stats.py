@@ -32,6 +32,18 @@ def ratio_to_reference(reference: Sequence[float | None], times: Sequence[float 
     return statistics.median(ratios) if ratios else None
 
 
+def ratio_to_fastest(references: Sequence[Sequence[float | None]],
+                     times: Sequence[float | None]) -> float | None:
+    """Median over rounds of (the fastest reference's time) / time, using only the rounds in
+    which every reference and this one ran: throughput relative to the best of them."""
+    ratios = []
+    for i, t in enumerate(times):
+        ref = [r[i] if i < len(r) else None for r in references]
+        if t is not None and t > 0 and ref and all(x is not None for x in ref):
+            ratios.append(min(ref) / t)
+    return statistics.median(ratios) if ratios else None
+
+
 def tflops(flops: int, seconds: float | None) -> float | None:
     if not seconds or seconds <= 0:
         return None
