@@ -400,7 +400,7 @@ class Sm90Hgemm:
     def _k_range(self, lc, splits, k_tiles, k_tiles_per_split):
         """(batch-split index of C) -> (first K-tile, K-tile count) of that split; the count may
         be 0 (the split then writes zeros)."""
-        split = lc % splits
+        split = cutlass.Int32(cutlass.Uint32(lc) % cutlass.Uint32(splits))
         first = split * k_tiles_per_split
         count = cutlass.max(cutlass.min(k_tiles - first, k_tiles_per_split), 0)
         return first, count
@@ -423,7 +423,8 @@ class Sm90Hgemm:
             k_count = cutlass.min(k_tiles - k_first, end - it)
             nxt = it + k_count
         else:
-            k_first, k_count = self._k_range(t // per_batch, splits, k_tiles, k_tiles_per_split)
+            lc = cutlass.Int32(cutlass.Uint32(t) // cutlass.Uint32(per_batch))
+            k_first, k_count = self._k_range(lc, splits, k_tiles, k_tiles_per_split)
         return t, k_first, k_count, nxt
 
     @cute.jit
@@ -541,15 +542,21 @@ class Sm90Hgemm:
     def _tile_coord(self, t, cluster_tiles_m, cluster_tiles_n):
         """Cluster-tile index -> (m, n, l) in cluster-tile units, grouped for L2 reuse; l indexes
         C's batch x splits mode."""
-        per_batch = cluster_tiles_m * cluster_tiles_n
+        # Every value is non-negative: unsigned division, which needs no sign fix-ups.
+        t = cutlass.Uint32(t)
+        tiles_m = cutlass.Uint32(cluster_tiles_m)
+        tiles_n = cutlass.Uint32(cluster_tiles_n)
+        per_batch = tiles_m * tiles_n
         l = t // per_batch
         r = t - l * per_batch
-        group = self.config.raster_group
-        group_span = group * cluster_tiles_n
-        first_m = (r // group_span) * group
-        rows = cutlass.min(cluster_tiles_m - first_m, group)
-        within = r - (r // group_span) * group_span
-        return first_m + within % rows, within // rows, l
+        group = cutlass.Uint32(self.config.raster_group)
+        group_span = group * tiles_n
+        band = r // group_span
+        first_m = band * group
+        rows = cutlass.min(tiles_m - first_m, group)
+        within = r - band * group_span
+        return (cutlass.Int32(first_m + within % rows), cutlass.Int32(within // rows),
+                cutlass.Int32(l))
 
     @cute.kernel
     def kernel(
