@@ -306,13 +306,16 @@ def test_odd_widths_are_offered_to_the_tuner_without_stream_k():
 def test_small_m_stored_m_major_runs_on_128_row_narrow_tiles_where_rows_split_sectors():
     """A small-M product whose A is M-major, rows of A^T no whole number of 32-byte sectors (M
     = 8, 12, 24, 31 in 16 bits): the 64-row narrow tiles are left out, transposed (a short N)
-    or swapped (``_swapped_small_m``); at M = 16 and 32 (32 and 64 bytes) they stay, as for a
-    K-major A (swapped, the A tile multicast in 2x1 clusters)."""
-    for m, n, k in ((8, 2048, 4096), (12, 2048, 8192), (24, 3072, 14336), (31, 2048, 8192),
-                    (8, 4096, 4096), (12, 8192, 8192)):
+    or swapped (``_swapped_small_m``), but for the 32-wide swapped tile where 128-row tiles
+    would fill under ``_SWAP_SMALL_FILL`` of the SMs (``_SWAP_NARROW_ROWS``: 24 x 3072 has 24
+    such tiles); at M = 16 and 32 (32 and 64 bytes) they stay, as for a K-major A (swapped,
+    the A tile multicast in 2x1 clusters)."""
+    for m, n, k, rows in ((8, 2048, 4096, 128), (12, 2048, 8192, 128), (24, 3072, 14336, 64),
+                          (31, 2048, 8192, 128), (8, 4096, 4096, 128), (12, 8192, 8192, 128),
+                          (24, 8192, 8192, 128)):
         config, _, transposed = sm90.choose_schedule(m, n, k, 1, 132, majors=("m", "n"))
         assert transposed or config.swap, (m, n, k, config)
-        assert config.tile_m == 128 and config.tile_n <= 32, (m, n, k, config)
+        assert config.tile_m == rows and config.tile_n <= 32, (m, n, k, config)
     for m, n, k in ((16, 4096, 4096), (16, 8192, 8192), (32, 2048, 4096), (32, 8192, 8192)):
         across = sm90.choose_schedule(m, n, k, 1, 132, majors=("m", "n"))
         kept = sm90.choose_schedule(m, n, k, 1, 132, majors=("k", "n"))
@@ -1210,23 +1213,28 @@ def test_skinny_16bit_products_of_m_33_to_63_run_swapped_on_64_wide_tiles(math, 
 
 @pytest.mark.parametrize("math", ["float16", "bfloat16"])
 @pytest.mark.parametrize("b_major", ["n", "k"])
-@pytest.mark.parametrize("m, n, k, batch", [(17, 8192, 8192, 1), (22, 4880, 7168, 1),
-                                            (30, 13848, 16200, 1), (31, 4096, 4096, 1),
-                                            (24, 2048, 4096, 2)])
+@pytest.mark.parametrize("m, n, k, batch, rows", [(17, 8192, 8192, 1, 128),
+                                                  (22, 4880, 7168, 1, 64),
+                                                  (30, 13848, 16200, 1, 128),
+                                                  (31, 4096, 4096, 1, 64),
+                                                  (24, 2048, 4096, 2, 64),
+                                                  (24, 7168, 4096, 1, 128)])
 def test_skinny_16bit_products_of_m_17_to_31_with_a_m_major_run_swapped_on_32_wide_tiles(
-        math, b_major, m, n, k, batch):
+        math, b_major, m, n, k, batch, rows):
     """A stored M-major in rows of no whole 32-byte sectors: all of M in one 32-wide swapped
-    tile (``_swapped_small_m``), 128 rows (the sector rule), 2x1 (the A tile multicast), no
-    workspace (so on the XLA route too), as with A K-major but for the rows; a short N (under
-    ``_SWAP_SMALL_FILL`` of the SMs in 64-row tiles) transposed through the workspace; M of 16
-    on a 16-wide tile.  The 64-wide tiles of M 33-63 stay among the tuner's candidates."""
+    tile (``_swapped_small_m``), 128 rows (the sector rule) where N's 128-row tiles fill
+    ``_SWAP_SMALL_FILL`` of the SMs (46 on 132: N = 4096 makes 32), else 64
+    (``_SWAP_NARROW_ROWS``), 2x1 (the A tile multicast), no workspace (so on the XLA route
+    too); a short N (under ``_SWAP_SMALL_FILL`` of the SMs in 64-row tiles) transposed
+    through the workspace; M of 16 on a 16-wide tile.  The 64-wide tiles of M 33-63 stay
+    among the tuner's candidates."""
     majors = ("m", b_major)
     for splits in (waves.MAX_SPLITS, 1):
         config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, splits,
                                                           math=math, majors=majors)
         config.validate()
         assert config.swap and splits == 1 and not transposed, config
-        assert (config.tile_m, config.tile_n, config.cluster_m) == (128, 32, 2), config
+        assert (config.tile_m, config.tile_n, config.cluster_m) == (rows, 32, 2), config
         assert not config.partials and not config.streamk and config.pdl
     kept = sm90.choose_schedule(m, n, k, batch, 132, math=math, majors=("k", b_major))
     assert kept[0].swap and kept[0].tile_n == 32 and not kept[2], kept
@@ -1262,7 +1270,9 @@ def test_small_m_16bit_products_over_a_long_n_run_swapped_on_the_narrow_tiles(ma
         assert not config.partials and not config.streamk and config.pdl, config
         assert config.tile_n == (16 if m <= 16 else 32), config
         whole = not across or m * 2 % 32 == 0
-        assert config.tile_m == (64 if row_tiles <= 132 and whole else 128), config
+        # 32 wide, 128-row tiles under the fill: 64 rows all the same (_SWAP_NARROW_ROWS)
+        few = m > 16 and -(-row_tiles // 2) < sm90._SWAP_SMALL_FILL * 132
+        assert config.tile_m == (64 if row_tiles <= 132 and (whole or few) else 128), config
         assert config.cluster_m == (2 if across or k * 2 % 128 else 1), config
         assert config.epi_n == config.tile_n
     assert (config, 1, False) in sm90.candidates(m, n, k, batch, 132, math=math, majors=majors)

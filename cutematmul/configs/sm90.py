@@ -836,6 +836,16 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
 #: ptxas (fixed in session 37, ``kernels/sm90_hgemm.fence_accumulators``); the tuner still
 #: times the 64-wide tiles there (``candidates``).
 _SWAP_SMALL_FILL = 0.35
+#: An M-major A of 17-31 rows (rows of no whole 32-byte sectors) on the 32-wide swapped tile:
+#: 128 rows (``_swapped_tile``) where N's 128-row tiles fill ``_SWAP_SMALL_FILL`` of the SMs,
+#: else 64, in 2x1 clusters either way.  H200, 2026-12-04, L2-cold rotated inputs, tn, us,
+#: 128 / 64 rows (cuBLAS): N = 4096 (32 tiles of 128 rows): bf16 24x4096x14336 43.6 / 39.7
+#: (33.3), bf16 24x4096x4096 14.1 / 12.2 (12.9), 24x4096x8192 23.9 / 23.4 (23.4), bf16 23.8 /
+#: 23.3 (23.5), 24x4096x4096 11.8 / 11.8 (13.1); N of 6144 and 8192 (48 and 64 tiles): bf16
+#: 24x6144x8192 28.6 / 30.2 (31.8), 24x8192x8192 35.3 / 37.5 (38.6), bf16 35.5 / 37.3 (38.3).
+#: The 16-wide tile (M of 16 or less) keeps 128 rows: tn 8x4096x4096 bf16 11.7 / 13.5 (15.2),
+#: 8x8192x8192 36.0 / 42.9 (43.6), fp16 36.4 / 42.9 (42.7).
+_SWAP_NARROW_ROWS = NARROW_M
 
 
 def _swapped_small_m(width: int, row_tiles: int, num_sms: int, max_splits: int, sectors: bool,
@@ -847,7 +857,10 @@ def _swapped_small_m(width: int, row_tiles: int, num_sms: int, max_splits: int, 
     (``_swapped_tile``); unsplit, never stream-K."""
     if max_splits > 1 and row_tiles < _SWAP_SMALL_FILL * num_sms:
         return None
-    return _swapped_tile(width, row_tiles, num_sms, sectors, clustered), 1, False
+    # A 32-wide tile of an M-major A in rows of no whole sectors keeps 64 rows where 128-row
+    # tiles would fill less than the same fraction of the SMs (``_SWAP_NARROW_ROWS``).
+    few = width > _SWAP_NARROW_ROWS and -(-row_tiles // 2) < _SWAP_SMALL_FILL * num_sms
+    return _swapped_tile(width, row_tiles, num_sms, sectors or few, clustered), 1, False
 
 
 def _swapped_tile(width: int, row_tiles: int, num_sms: int, sectors: bool,
