@@ -152,8 +152,8 @@ def markdown(results: list[Result], env: dict | None = None, unavailable: dict |
     parts.append("time: median over rounds of the per-product time (CUDA events; JAX: host clock); "
                  "x cuBLAS: median over rounds of cuBLAS time / this time, same run and data "
                  "(float32: SGEMM, or cuBLAS TF32 at precision 'tf32'); "
-                 "x best: the same against the faster cuBLAS of each round, where CuPy's and "
-                 "PyTorch's both ran; "
+                 "x best: the same against the faster cuBLAS (CuPy's or PyTorch's) of each "
+                 "round; "
                  "rel err: ||C - C_ref||_F / ||C_ref||_F on a sample, float64 reference.")
     return "\n".join(parts)
 

@@ -67,8 +67,8 @@ class Result:
     spread: float | None = None  # (max - min) / median of the per-round times
     ratio: float | None = None  # median over rounds of reference time / this time (>1: faster)
     reference: str = ""  # the cuBLAS backend the ratio is against (``runner.BASELINES``)
-    #: Median over rounds of the fastest baseline's time / this time, where two or more
-    #: baselines ran (cuBLAS through CuPy and through PyTorch: issue 9's "best of")
+    #: Median over rounds of the fastest baseline's time / this time, over the baselines that
+    #: ran (cuBLAS through CuPy and through PyTorch: issue 9's "best of")
     ratio_best: float | None = None
     rel_error: float | None = None
     nonfinite: int | None = None  # output elements left NaN/Inf

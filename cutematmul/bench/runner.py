@@ -18,8 +18,9 @@ For one point (shape, dtype, layout; float32: the precision cutematmul is asked 
 6. Per backend: the median of its round times, TFLOP/s from it, and the median over rounds of
    (cuBLAS round time / its round time), cuBLAS being the first of ``baselines(point)`` that ran:
    SGEMM (``torch``, else ``cupy``), or cuBLAS TF32 (``torch-tf32``) for float32 at "tf32";
-   where two or more of them ran, also the median over rounds of (the faster one's round time /
-   its round time), ``ratio_best``: against the best of cuBLAS through CuPy and PyTorch.
+   and the median over rounds of (the fastest of those that ran / its round time),
+   ``ratio_best``: against the best of cuBLAS through CuPy and PyTorch (PyTorch's alone where
+   CuPy cannot compute the point, e.g. batched bfloat16).
 
 A backend that raises on a point gets an ``error`` row with the message and the run goes on.
 """
@@ -268,7 +269,7 @@ def _summarize(point: Point, timed: dict[str, _Timed]) -> None:
         if ref is not None and r.seconds is not None:
             r.reference = ref.backend.label
             r.ratio = stats.ratio_to_reference(ref.rounds, t.rounds)
-        if len(ran) > 1 and r.seconds is not None:
+        if ran and r.seconds is not None:
             r.ratio_best = stats.ratio_to_fastest([b.rounds for b in ran], t.rounds)
         if r.clock == "events" and (t.spinner is None or t.spinner.broken):
             why = t.spinner.broken if t.spinner is not None else "neither PyTorch nor CuPy can launch it"
