@@ -829,9 +829,9 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
 #: 33.5 (34.9), bf16 tt 32x10336x10664 64.8 / 61.2 (65.2).  Below the fill the split
 #: transposed route won: 24x2560x8192 (40 row tiles) 16.4 / 17.8, 16x2048x8192 (32) 13.4 /
 #: 16.9, 32x1536x8192 (24) 12.7 / 16.6, 16x1024x16384 (16) 13.5 / 29.7.  An M-major A of 17-31
-#: rows (rows of no whole 32-byte sectors) takes them too, on 128-row tiles: against the
-#: 64-wide swapped tiles of M 33-63, fp16 tn 24x5000x7000 26.9 / 27.3, tt 24x6000x6000 23.9 /
-#: 24.9 (2026-12-04).  Those M kept the 64-wide tiles from session 36 to 38 on a bf16 timing
+#: rows (rows of no whole 32-byte sectors) takes them too, on 128-row tiles or, where those
+#: are few, 64-row ones (``_SWAP_NARROW_ROWS``, with the timings against the 64-wide swapped
+#: tiles of M 33-63).  Those M kept the 64-wide tiles from session 36 to 38 on a bf16 timing
 #: (tn 24x8192x8192 38.9 here against 37.4) whose narrow kernels had every wgmma serialized by
 #: ptxas (fixed in session 37, ``kernels/sm90_hgemm.fence_accumulators``); the tuner still
 #: times the 64-wide tiles there (``candidates``).
