@@ -844,7 +844,11 @@ _SWAP_SMALL_FILL = 0.35
 #: 23.3 (23.5), 24x4096x4096 11.8 / 11.8 (13.1); N of 6144 and 8192 (48 and 64 tiles): bf16
 #: 24x6144x8192 28.6 / 30.2 (31.8), 24x8192x8192 35.3 / 37.5 (38.6), bf16 35.5 / 37.3 (38.3).
 #: The 16-wide tile (M of 16 or less) keeps 128 rows: tn 8x4096x4096 bf16 11.7 / 13.5 (15.2),
-#: 8x8192x8192 36.0 / 42.9 (43.6), fp16 36.4 / 42.9 (42.7).
+#: 8x8192x8192 36.0 / 42.9 (43.6), fp16 36.4 / 42.9 (42.7).  Then 9 products drawn after the
+#: rule was set (M 20-30, N 3072-7168), the rule's pick against the other row count: faster
+#: on all 9 (e.g. bf16 24x5000x7000 26.6 / 32.5, 28x5120x4096 12.9 / 13.6, 24x7168x4096 17.8 /
+#: 19.3); against the 64-wide swapped tiles of M 33-63 (the previous rule) faster on 7, within
+#: 0.5% on 2 (docs/performance.md, thirty-eighth session).
 _SWAP_NARROW_ROWS = NARROW_M
 
 
