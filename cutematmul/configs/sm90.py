@@ -858,7 +858,8 @@ def _swapped_small_m(width: int, row_tiles: int, num_sms: int, max_splits: int, 
     where the transposed split route should run (few of N's 64-row tiles, ``row_tiles``, and a
     workspace to split into; the XLA route, which has none, always takes it).  ``width``: 16
     or 32, all of M.  The tile rows and clusters of the wider swapped tiles
-    (``_swapped_tile``); unsplit, never stream-K."""
+    (``_swapped_tile``), but 64 rows on a 32-wide tile whose 128-row tiles would be few
+    (``_SWAP_NARROW_ROWS``); unsplit, never stream-K."""
     if max_splits > 1 and row_tiles < _SWAP_SMALL_FILL * num_sms:
         return None
     # A 32-wide tile of an M-major A in rows of no whole sectors keeps 64 rows where 128-row
