@@ -131,15 +131,11 @@ def baselines(point: Point) -> tuple[str, ...]:
 
 
 def _ran(point: Point, timed: dict[str, _Timed]) -> list[_Timed]:
-    """The point's baselines that ran (``baselines`` order)."""
+    """The point's baselines that ran, in ``baselines`` order: the first is the reference of
+    ``ratio``, all of them that of ``ratio_best``."""
     found = [timed.get(name) for name in baselines(point)]
     return [t for t in found if t is not None and t.result.status in (OK, WRONG)
             and any(x is not None for x in t.rounds)]
-
-
-def _reference(point: Point, timed: dict[str, _Timed]) -> _Timed | None:
-    ran = _ran(point, timed)
-    return ran[0] if ran else None
 
 
 def _upload_all(point: Point, backends: list[Backend], results: dict, settings: Settings):
@@ -258,8 +254,8 @@ def _rounds(timed: list[_Timed], settings: Settings) -> None:
 
 
 def _summarize(point: Point, timed: dict[str, _Timed]) -> None:
-    ref = _reference(point, timed)
     ran = _ran(point, timed)
+    ref = ran[0] if ran else None
     for t in timed.values():
         r = t.result
         r.round_seconds = list(t.rounds)

@@ -28,8 +28,7 @@ def spread(values) -> float | None:
 def ratio_to_reference(reference: Sequence[float | None], times: Sequence[float | None]) -> float | None:
     """Median over rounds of reference_time / time (throughput relative to the reference;
     above 1 is faster), using only the rounds in which both ran."""
-    ratios = [r / t for r, t in zip(reference, times) if r is not None and t is not None and t > 0]
-    return statistics.median(ratios) if ratios else None
+    return ratio_to_fastest([reference], times)
 
 
 def ratio_to_fastest(references: Sequence[Sequence[float | None]],
