@@ -72,3 +72,14 @@ def test_occupancy_candidates_are_the_simt_pick_at_each_register_budget():
     assert all(simt._REGISTER_FILE // (c.threads * c.min_blocks) < 255 for c, *_ in found[:-1])
     assert len({c[3] for c in found}) == len(found)
     assert tool.occupancy_candidates(tool.problem_of("float16", 1000, 1000, 1000, "nn")) == []
+
+
+def test_cold_rotation_exceeds_twice_the_l2():
+    tool = _tool()
+    l2 = 50 * 2**20
+    for operand_bytes in (1, 4096, 3 * 2**20, 45 * 2**20, 2 * l2, 10 * l2):
+        copies = tool.rotations(operand_bytes, l2)
+        assert copies >= 1
+        assert copies * operand_bytes > 2 * l2 or copies == 64
+    assert tool.rotations(10 * l2, l2) == 1  # one pair already streams from DRAM
+    assert tool.rotations(1, l2) == 64  # capped

@@ -1,12 +1,15 @@
 """Calibrate the wave model: time forced (tile, K-split) choices beside the model's pick and cuBLAS.
 
     python tools/sweep_schedule.py [fp16|bf16|fp32|both] [--clusters | --tuner | --occupancy]
-                                   [--shapes MxNxK,...]
+                                   [--shapes MxNxK,...] [--cold]
                                    [--layout nt] [--precompile DIR [--jobs N]]
 
 For each shape, the model's pick (``configs/<family>.choose_schedule``) and every forced candidate
 run on the same Gaussian operands; each is timed like the benchmark (a spin kernel hides the
-host's enqueue time, 5 bursts of 20 products, the median).  The candidates are a fixed menu
+host's enqueue time, 5 bursts of 20 products, the median).  With ``--cold`` consecutive products
+rotate over copies of the operands that together exceed twice the L2 cache, so each product
+reads A and B from DRAM, as a layer's weights are read in a real workload (the autotuner's
+condition); without it a product whose operands fit in L2 is timed L2-warm.  The candidates are a fixed menu
 (``CANDIDATES``: tile x split, transposed for small M; ``--clusters`` adds 2x1 and 1x2), or with
 ``--tuner`` every schedule ``cutematmul.tune`` may time for the product
 (``dispatch.tunable``: the wave model's ranking, swapped skinny tiles in both heights and
@@ -199,8 +202,13 @@ def precompile(dtypes, shapes, layout: str, tuner: bool, clusters: bool, directo
     return aot.build_keys(keys, jobs=jobs, cache_dir=directory)
 
 
+def rotations(operand_bytes: int, l2_bytes: int, most: int = 64) -> int:
+    """Copies of the operands to rotate over so that together they exceed twice the L2."""
+    return min(most, 2 * l2_bytes // max(1, operand_bytes) + 1)
+
+
 def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
-          tuner: bool = False, occupancy: bool = False) -> None:
+          tuner: bool = False, occupancy: bool = False, cold: bool = False) -> None:
     import torch
 
     import cutematmul
@@ -209,17 +217,32 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
 
     module = CANDIDATES["float16" if dtype == "bfloat16" else dtype][0]
     for m, n, k in shapes:
-        a = torch.randn(m, k, device="cuda").to(getattr(torch, dtype))
-        b = torch.randn(k, n, device="cuda").to(getattr(torch, dtype))
-        if layout[0] == "t":
-            a = a.t().contiguous().t()
-        if layout[1] == "t":
-            b = b.t().contiguous().t()
+        def operands():
+            a = torch.randn(m, k, device="cuda").to(getattr(torch, dtype))
+            b = torch.randn(k, n, device="cuda").to(getattr(torch, dtype))
+            if layout[0] == "t":
+                a = a.t().contiguous().t()
+            if layout[1] == "t":
+                b = b.t().contiguous().t()
+            return a, b
+
+        a, b = operands()
+        copies = 1
+        if cold:
+            l2 = torch.cuda.get_device_properties(a.device).L2_cache_size
+            copies = rotations((a.numel() + b.numel()) * a.element_size(), l2)
+        pairs = [(a, b)] + [operands() for _ in range(copies - 1)]
+        turn = itertools.count()
+
+        def rotated(call):
+            """``call(a, b)`` on the next pair of operands (all the same pair when warm)."""
+            return lambda: call(*pairs[next(turn) % copies])
+
         out = torch.empty(m, n, device="cuda", dtype=a.dtype)
-        cublas = time_us(lambda: torch.matmul(a, b, out=out))
+        cublas = time_us(rotated(lambda x, y: torch.matmul(x, y, out=out)))
         cfg, splits, transposed = module.choose_schedule(m, n, k, 1, 132,
                                                          majors=majors_of(layout))
-        picked = time_us(lambda: cutematmul.matmul(a, b, out=out))
+        picked = time_us(rotated(lambda x, y: cutematmul.matmul(x, y, out=out)))
         cluster = (getattr(cfg, "cluster_m", 1), getattr(cfg, "cluster_n", 1))  # sm90 only
         label = _label(cfg.tile_m, cfg.tile_n, splits, transposed, cluster,
                        getattr(cfg, "pingpong", False))
@@ -228,8 +251,9 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
         problem = launch.planned_launch(adapter_for(a), a, b).problem
         for config, s, tr, label in _choices(dtype, problem, tuner, clusters, occupancy):
             with cache.trial_tuned(problem, (config, s, tr)):  # clears the plans, then restores
-                row.append(f"{label} {time_us(lambda: cutematmul.matmul(a, b, out=out)):.1f}")
-        print(f"{dtype} {layout} {m}x{n}x{k}: cuBLAS {cublas:.1f}us | " + " | ".join(row), flush=True)
+                seconds = time_us(rotated(lambda x, y: cutematmul.matmul(x, y, out=out)))
+                row.append(f"{label} {seconds:.1f}")
+        print(f"{dtype} {layout} {m}x{n}x{k}{' cold' if cold else ''}: cuBLAS {cublas:.1f}us | " + " | ".join(row), flush=True)
 
 
 def main(argv=None) -> int:
@@ -244,6 +268,8 @@ def main(argv=None) -> int:
                    help="build the kernels the sweep launches into DIR (no GPU), then exit")
     p.add_argument("--jobs", type=int, help="worker processes of --precompile")
     p.add_argument("--shapes", help="comma-separated MxNxK (default: the calibration set)")
+    p.add_argument("--cold", action="store_true",
+                   help="rotate over operand copies of twice the L2 (each product reads DRAM)")
     p.add_argument("--layout", default="nn", choices=("nn", "nt", "tn", "tt"),
                    help="t: that operand is a transposed view (nt: a @ w.T)")
     args = p.parse_args(argv)
@@ -260,7 +286,7 @@ def main(argv=None) -> int:
             print(f"  failed: {key}\n    {error}", file=sys.stderr)
         return 1 if report.failed else 0
     for dtype in dtypes:
-        sweep(dtype, shapes, args.clusters, args.layout, args.tuner, args.occupancy)
+        sweep(dtype, shapes, args.clusters, args.layout, args.tuner, args.occupancy, args.cold)
     return 0
 
 
