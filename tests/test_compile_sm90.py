@@ -294,6 +294,9 @@ _SWAPPED = [
                             "swap": True}),
     ("Float16", "m", "n", {"tile_m": 128, "tile_n": 16, "epi_n": 16, "cluster_m": 2,
                            "pdl": True, "swap": True}),
+    # Few of them: the deeper ring (configs.sm90._NARROW_RING_STAGES).
+    ("BFloat16", "m", "n", {"tile_m": 64, "tile_n": 32, "cluster_m": 2, "pdl": True,
+                            "swap": True, "stages": 12}),
 ]
 
 

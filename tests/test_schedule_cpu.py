@@ -1275,12 +1275,40 @@ def test_small_m_16bit_products_over_a_long_n_run_swapped_on_the_narrow_tiles(ma
         assert config.tile_m == (64 if row_tiles <= 132 and (whole or few) else 128), config
         assert config.cluster_m == (2 if across or k * 2 % 128 else 1), config
         assert config.epi_n == config.tile_n
+        # Few 64-row tiles keep more bytes in flight (_NARROW_RING_STAGES).
+        deep = config.tile_m == 64 and row_tiles <= sm90._NARROW_RING_FILL * 132
+        assert config.stage_count(2) == (sm90._NARROW_RING_STAGES if deep else 8), config
     assert (config, 1, False) in sm90.candidates(m, n, k, batch, 132, math=math, majors=majors)
     # N's tiles under the fill: transposed and split through the workspace; the XLA route
     # (none) still swaps.
     short = sm90.choose_schedule(m, 1024, 8192, 1, 132, math=math, majors=majors)
     assert short[2] and short[0].partials and short[1] > 1, short
     assert sm90.choose_schedule(m, 1024, 8192, 1, 132, 1, math=math, majors=majors)[0].swap
+
+
+@pytest.mark.parametrize("majors", [("k", "n"), ("m", "n"), ("k", "k")])
+def test_few_narrow_swapped_tiles_take_the_deeper_ring(majors):
+    """A small M's 64-row swapped narrow tiles take ``_NARROW_RING_STAGES`` where N's tiles
+    fill at most ``_NARROW_RING_FILL`` of the SMs, the default ring above it and on 128-row
+    tiles; wider swapped tiles keep the default; the tuner's other heights fit their ring."""
+    few = sm90.choose_schedule(24, 4096, 14336, 1, 132, majors=majors)[0]
+    assert few.swap and few.tile_m == 64 and few.stages == sm90._NARROW_RING_STAGES, few
+    assert few.stage_count(2) == sm90._NARROW_RING_STAGES
+    many = sm90.choose_schedule(24, 6144, 8192, 1, 132, majors=majors)[0]
+    assert many.swap and many.tile_n == 32 and many.stages == 0, many
+    assert many.stage_count(2) == 8
+    wide = sm90.choose_schedule(48, 4096, 8192, 1, 132, majors=majors)[0]
+    assert wide.swap and wide.tile_n == 64 and wide.stages == 0, wide
+    for shape in ((24, 4096, 14336), (24, 6144, 8192)):
+        found = [c for c, _, _ in sm90.candidates(*shape, 1, 132, majors=majors)]
+        for config in found:
+            config.validate()  # a 128-row tile would not fit 12 stages
+            if config.stages:
+                assert config.tile_m == 64 and config.tile_n <= 32, config
+        # The tuner times 64-row narrow tiles with either ring, whatever the fill.
+        deep = {c.cluster_m for c in found if c.swap and c.tile_n == 32 and c.tile_m == 64
+                and c.stages == sm90._NARROW_RING_STAGES}
+        assert deep == {1, 2}, found
 
 
 @pytest.mark.parametrize("m, n, k", [(32, 2048, 8192), (48, 2048, 8192), (63, 3000, 1024),

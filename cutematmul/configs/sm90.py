@@ -29,6 +29,10 @@ _ODD_N = (80, 96, 112)
 #: Widths between those of ``_SWAP_WIDTHS`` for a swapped skinny product's M with A K-major
 #: (``_fine_width``): all of M in one tile with at most 15 padded columns, not up to 31.
 _FINE_N = (144, 176, 208)
+#: Stages of the A/B ring when a configuration asks for none (``Config.stages`` 0), at most
+#: as many as fit in shared memory.  Forcing 10-20 on skinny products whose tiles fill the SMs
+#: gave nothing (docs/performance.md, "Deeper A/B rings").
+_RING_STAGES = 8
 
 
 @dataclass(frozen=True)
@@ -114,9 +118,10 @@ class Config:
         return self.consumer_warpgroups if self.pingpong else 1
 
     def ab_stages(self, itemsize: int, parts: int = 1) -> int:
-        """Stages of the A/B ring: the requested count, or as many as fit.  ``parts``: tiles
-        of A and of B per stage (2 for 3xTF32, whose stages hold both split parts)."""
-        return self.stages or min(8, self.fitting_stages(itemsize, parts))
+        """Stages of the A/B ring: the requested count, or ``_RING_STAGES`` where they fit,
+        else as many as fit.  ``parts``: tiles of A and of B per stage (2 for 3xTF32, whose
+        stages hold both split parts)."""
+        return self.stages or min(_RING_STAGES, self.fitting_stages(itemsize, parts))
 
     def stage_count(self, itemsize: int, parts: int = 1) -> int:
         """``ab_stages``, or ValueError when the requested count does not fit in shared memory
@@ -868,15 +873,34 @@ def _swapped_small_m(width: int, row_tiles: int, num_sms: int, max_splits: int, 
     return _swapped_tile(width, row_tiles, num_sms, sectors or few, clustered), 1, False
 
 
+#: A small M's swapped narrow tiles (16 or 32 wide) of 64 rows take a ring of this many stages
+#: where N's 64-row tiles (times the batch) fill at most ``_NARROW_RING_FILL`` of the SMs: each
+#: of those few CTAs must keep more bytes in flight to draw the bandwidth (8 stages of a 64 x
+#: 32 tile moved about 50 GB/s per CTA: 64 CTAs, 3.1 TB/s).  H200, 2026-12-04, L2-cold rotated
+#: inputs, us, 8 / 12 stages (cuBLAS): bf16 tn 24x4096x14336 39.7 / 36.1 (33.8), bf16 tn
+#: 16x3408x14800 35.4 / 30.8 (33.5), nn 32x4096x4096 11.7 / 10.4 (13.8), nn 2x2824x14600 32.3 /
+#: 30.0 (27.9), tn 8x3536x9152 26.4 / 25.1 (23.0), bf16 nn 26x3632x3872 11.0 / 10.4 (13.5),
+#: bf16 nt 32x3304x2408 8.1 / 7.5 (8.5), nt 10x3656x5000 14.7 / 13.0 (15.2); within 1.5% on
+#: five more, slower on none.  16 stages or more were slower than 12.  Above the fill it was
+#: mixed (bf16 nt 7x4368x9616 27.0 / 23.2, but nn 10x5720x8280 28.4 / 30.8, bf16 nn
+#: 25x6120x12800 49.6 / 53.9; 13 products, geometric mean 1.01x), and the 128-row tiles (9 or
+#: 11 stages fit) were 0-4% slower on 11 products: those keep ``_RING_STAGES``.
+_NARROW_RING_STAGES = 12
+_NARROW_RING_FILL = 0.5
+
+
 def _swapped_tile(width: int, row_tiles: int, num_sms: int, sectors: bool,
                   clustered: bool) -> Config:
     """A data-parallel swapped tile ``width`` wide: 64 rows where N's 64-row tiles
     (``row_tiles``) fit one wave and ``sectors`` (an M-major A's rows are whole 32-byte
     sectors, or the tile's rows need not be), else 128; in 2x1 clusters (the A tile
-    multicast) where ``clustered``."""
+    multicast) where ``clustered``; a deeper ring for few narrow ones
+    (``_NARROW_RING_STAGES``)."""
     tile_m = 64 if row_tiles <= num_sms and sectors else 128
+    deep = tile_m == 64 and width <= SMALL_M and row_tiles <= _NARROW_RING_FILL * num_sms
     return Config(tile_m=tile_m, tile_n=width, raster_group=8, epi_n=epilogue_width(width),
-                  cluster_m=2 if clustered else 1, pdl=_PDL, swap=True)
+                  cluster_m=2 if clustered else 1, pdl=_PDL, swap=True,
+                  stages=_NARROW_RING_STAGES if deep else 0)
 
 
 def _whole_lines(k: int) -> bool:
@@ -963,7 +987,8 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
     schedule where the tiles leave a partial wave (``_streamk_candidate``), and the pick in 2x2
     clusters where they are whole (``_quad_shape``) but span several waves; for a skinny
     product that runs swapped (``_swapped_skinny``), its 64- and 128-row tiles in 1x1 and 2x1
-    clusters and stream-K as well, and for a 16-bit M of 17-32 the swapped 64-wide tiles of
+    clusters (64-row narrow ones with either ring, ``_NARROW_RING_STAGES``) and stream-K as
+    well, and for a 16-bit M of 17-32 the swapped 64-wide tiles of
     M 33-63 (a small M swapped on 16- or 32-wide tiles, ``_swapped_small_m``, comes with the
     skinny swapped tiles); ``choose_schedule``'s pick first; ``swapped``, ``majors``
     and ``c_aligned`` as there.
@@ -980,8 +1005,11 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
             widths.append(_SWAP_NARROW)
         for width, tile_m in itertools.product(widths, (64, 128)):
             plain = replace(skinny[0], tile_m=tile_m, tile_n=width, epi_n=epilogue_width(width),
-                            streamk=False, pdl=_PDL)
+                            streamk=False, pdl=_PDL, stages=0)
             choices = [replace(plain, cluster_m=cluster) for cluster in (1, 2)]
+            if tile_m == 64 and width <= SMALL_M:
+                # The deeper ring at every fill (``_NARROW_RING_STAGES``: mixed above its own).
+                choices += [replace(c, stages=_NARROW_RING_STAGES) for c in choices]
             streamk = replace(plain, cluster_m=2, streamk=True, pdl=False)
             if (max_splits > 1 and width >= 64 and width not in _ODD_N + _FINE_N
                     and streamk_fits(streamk, m, n, k, batch)):
