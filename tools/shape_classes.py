@@ -18,6 +18,9 @@ classes, not points: each class draws its sizes log-uniformly from a seeded gene
 * ``skinnyT``: fp16 or bf16 with A stored M-major (tn or tt), M 1-256, N and K 2048-16384;
 * ``tf32T``: ``precision="tf32"`` with A stored M-major (tn or tt), M 16-4096, N and K
   1024-8192 (the layouts the ``tf32`` class does not draw).
+* ``decode``: fp16 or bf16, M 1-32 over a shorter N, N 2048-6144 and K 6144-16384 (a few
+  tokens through a layer's down-projection: N's tiles fill part of the SMs and K is long),
+  nn, tn or nt.
 
 Classes are drawn in this order, each new class after the others, so adding one leaves the
 earlier draws of a seed unchanged.
@@ -92,6 +95,10 @@ def cases(seed: int = SEED) -> list[tuple]:
     for _ in range(6):
         m, n, k = _logu(r, 16, 4096, 4), _logu(r, 1024, 8192, 4), _logu(r, 1024, 8192, 4)
         out.append(("tf32T", "float32", "tf32", r.choice(["tn", "tt"]), m, n, k, 1))
+    for _ in range(10):
+        m, n, k = _logu(r, 1, 32), _logu(r, 2048, 6144, 8), _logu(r, 6144, 16384, 8)
+        out.append(("decode", r.choice(["float16", "bfloat16"]), "highest",
+                    r.choice(["nn", "tn", "nt"]), m, n, k, 1))
     return out
 
 
