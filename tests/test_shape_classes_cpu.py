@@ -52,3 +52,17 @@ def test_list_prints_the_selected_classes(capsys):
     _tool().main(["--list", "--only", "odd,tf32"])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 11 and {line.split()[0] for line in lines} == {"odd", "tf32"}
+
+
+def test_precompile_names_each_selected_products_gemm_kernel():
+    tool = _tool()
+    selected = [c for c in tool.cases() if c[0] in ("decode", "large")]
+    every = tool.kernel_keys(selected)
+    assert every == list(dict.fromkeys(every))
+    narrow = False
+    for case in selected:
+        gemms = [k for k in tool.kernel_keys([case]) if hasattr(k, "config")]
+        assert gemms and {k.arch for k in gemms} == {"sm_90a"}, case
+        assert set(gemms) <= set(every)
+        narrow |= case[0] == "decode" and any(k.config.tile_n <= 32 for k in gemms)
+    assert narrow  # the small-M decode products run narrow tiles

@@ -1,6 +1,7 @@
 """Random shapes per shape class, the dispatcher's own picks beside cuBLAS (GPU).
 
     python tools/shape_classes.py [--seed 20261203] [--only mid,large] [--list]
+    python tools/shape_classes.py [--seed ...] [--only ...] --precompile DIR [--jobs N]
 
 The acceptance runs of this project use shapes no issue lists, so the wave model is judged on
 classes, not points: each class draws its sizes log-uniformly from a seeded generator (another
@@ -32,7 +33,10 @@ arrays is the reference: cuBLAS SGEMM for "highest" and "high" (TF32 off), cuBLA
 "tf32".  Every result is checked against a float64 product in an output poisoned with NaN
 first.  Prints one line per product (time, TFLOP/s, ratio, the planned schedule, the relative
 error) and per class the geometric mean and the least ratio.  ``docs/performance.md`` quotes
-its output.  Imports: ``cutematmul``, ``torch``, ``sweep_schedule`` (beside it).
+its output.  ``--precompile DIR`` needs no GPU: it builds the kernels the selected products'
+plans name for an sm_90a GPU of 132 SMs (``aot.plan_keys``) into DIR, so a GPU run with
+``CUTEMATMUL_CACHE_DIR=DIR`` spends its time timing, not compiling.  Imports: ``cutematmul``,
+``torch`` (to time), ``sweep_schedule`` (beside it).
 """
 
 from __future__ import annotations
@@ -100,6 +104,23 @@ def cases(seed: int = SEED) -> list[tuple]:
         out.append(("decode", r.choice(["float16", "bfloat16"]), "highest",
                     r.choice(["nn", "tn", "nt"]), m, n, k, 1))
     return out
+
+
+#: ``aot.LAYOUTS`` names of the layouts: the majors of A and B.
+_MAJORS = {"nn": "kn", "tn": "mn", "nt": "kk", "tt": "mk"}
+
+
+def kernel_keys(selected: list[tuple], arch: str = "sm_90a") -> list:
+    """The kernels the planner names for ``selected`` products on ``arch`` (no GPU); operands
+    of no whole 16-byte rows (the ``odd`` class) with their staging kernels."""
+    from cutematmul import aot
+
+    keys = []
+    for cls, dtype, precision, layout, m, n, k, batch in selected:
+        keys += aot.plan_keys(aot.Selection(
+            archs=(arch,), dtypes=(dtype,), precisions=(precision,), layouts=(_MAJORS[layout],),
+            shapes=((m, n, k, batch),), alignments="all" if cls == "odd" else "aligned"))
+    return list(dict.fromkeys(keys))
 
 
 def _schedule(work) -> str:
@@ -172,12 +193,22 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--only", default="", help="comma-separated classes (default: all)")
     parser.add_argument("--list", action="store_true", help="print the products, run nothing")
+    parser.add_argument("--precompile", metavar="DIR",
+                        help="build the kernels of the selected products into DIR (no GPU)")
+    parser.add_argument("--jobs", type=int, help="worker processes of --precompile")
     args = parser.parse_args(argv)
     only = {c for c in args.only.split(",") if c}
     selected = [c for c in cases(args.seed) if not only or c[0] in only]
     if args.list:
         for case in selected:
             print(*case)
+        return
+    if args.precompile:
+        from cutematmul import aot
+
+        report = aot.build_keys(kernel_keys(selected), jobs=args.jobs, cache_dir=args.precompile)
+        print(f"{report.keys} kernels: {report.built} built, {report.present} already there, "
+              f"{len(report.failed)} failed")
         return
     run(selected)
 
