@@ -1362,15 +1362,20 @@ def test_skinny_candidates_hold_both_tile_heights_clusters_streamk_and_the_untra
 def test_small_m_candidates_include_the_swapped_tiles(m):
     """A small M over a short N runs transposed through the workspace; the tuner also times the
     swapped tiles all of M wide (16 or 32) and, for M of 17-32, the 64-wide tiles of M 33-63
-    (64 and 128 rows, 1x1 and 2x1), which need no workspace; fp32 and a C TMA cannot store
-    through its transpose keep the list without them."""
+    (64 and 128 rows, 1x1 and 2x1; the 64-row narrow ones with either ring, the 64-wide ones
+    stream-K too: ``_swapped_variants``), which need no workspace; fp32 and a C TMA cannot
+    store through its transpose keep the list without them."""
     found = sm90.candidates(m, 2560, 8192, 1, 132)
     assert found[0][2] and found[0][0].partials, found[0]  # the pick: transposed
     width = 16 if m <= 16 else 32
+    deep = sm90._NARROW_RING_STAGES
     for w in (width, 64) if m > 16 else (width,):
-        swapped = sorted((c.tile_m, c.cluster_m) for c, s, t in found
+        swapped = sorted((c.tile_m, c.cluster_m, c.stages, c.streamk) for c, s, t in found
                          if c.swap and c.tile_n == w and s == 1 and not t and not c.partials)
-        assert swapped == [(64, 1), (64, 2), (128, 1), (128, 2)], (w, found)
+        plain = [(64, 1, 0, False), (64, 2, 0, False), (128, 1, 0, False), (128, 2, 0, False)]
+        extra = ([(64, 1, deep, False), (64, 2, deep, False)] if w < 64
+                 else [(64, 2, 0, True), (128, 2, 0, True)])
+        assert swapped == sorted(plain + extra), (w, swapped)
     if m <= 16:
         assert not [c for c, _, _ in found if c.swap and c.tile_n == 64], found
     for c, _, _ in found:

@@ -1003,18 +1003,9 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                                        if skinny[0].tile_n in _FINE_N else [])
         if skinny[0].tile_n <= SMALL_M and m > NARROW_M:
             widths.append(_SWAP_NARROW)
-        for width, tile_m in itertools.product(widths, (64, 128)):
-            plain = replace(skinny[0], tile_m=tile_m, tile_n=width, epi_n=epilogue_width(width),
-                            streamk=False, pdl=_PDL, stages=0)
-            choices = [replace(plain, cluster_m=cluster) for cluster in (1, 2)]
-            if tile_m == 64 and width <= SMALL_M:
-                # The deeper ring at every fill (``_NARROW_RING_STAGES``: mixed above its own).
-                choices += [replace(c, stages=_NARROW_RING_STAGES) for c in choices]
-            streamk = replace(plain, cluster_m=2, streamk=True, pdl=False)
-            if (max_splits > 1 and width >= 64 and width not in _ODD_N + _FINE_N
-                    and streamk_fits(streamk, m, n, k, batch)):
-                choices.append(streamk)
-            found += [(c, 1, False) for c in choices if (c, 1, False) not in found]
+        found += [(c, 1, False) for c in _swapped_variants(skinny[0], widths, m, n, k, batch,
+                                                           max_splits)
+                  if (c, 1, False) not in found]
     elif math in _CLUSTERED_MATH and c_aligned and m <= SMALL_M and n >= 4 * m:
         # A small M over a short N (picked transposed through the workspace: ``transposes``)
         # also on the swapped tiles, which need no workspace and no reduction; timed by the
@@ -1025,12 +1016,10 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
         # 20x6144x6144 22.9 / 25.7, 28x12176x15680 109.8 / 118.5, slower on nn 32x8192x8192
         # 38.3 / 37.5 and nn 24x8192x8192 40.0 / 36.7: no rule (docs/performance.md).
         widths = [next(w for w in _TILE_N if w >= m)] + ([_SWAP_NARROW] if m > NARROW_M else [])
-        for width, tile_m, cluster in itertools.product(widths, (64, 128), (1, 2)):
-            choice = (Config(tile_m=tile_m, tile_n=width, raster_group=8,
-                             epi_n=epilogue_width(width), cluster_m=cluster, pdl=_PDL,
-                             swap=True), 1, False)
-            if choice not in found:
-                found.append(choice)
+        base = Config(tile_m=64, tile_n=widths[0], raster_group=8, swap=True)
+        found += [(c, 1, False) for c in _swapped_variants(base, widths, m, n, k, batch,
+                                                           max_splits)
+                  if (c, 1, False) not in found]
     m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped, majors,
                                   c_aligned)
     rows, cols = (n, m) if space.transposed else (m, n)
@@ -1054,6 +1043,27 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
     quad = _quad_shape(config, n) if splits == 1 and not transposed else None
     if quad is not None and (quad, 1, False) not in found:
         found.append((quad, 1, False))
+    return found
+
+
+def _swapped_variants(base: Config, widths: list[int], m: int, n: int, k: int, batch: int,
+                      max_splits: int) -> list[Config]:
+    """The swapped tiles the tuner times beside a pick: ``base`` in each of ``widths`` by 64
+    and 128 rows, data-parallel in 1x1 and 2x1 clusters (64-row narrow ones with either ring,
+    ``_NARROW_RING_STAGES``: mixed above its own fill), and stream-K in 2x1 clusters where the
+    kernel has it (at least 64 wide, no ``_ODD_N`` or ``_FINE_N`` width; a workspace)."""
+    found = []
+    for width, tile_m in itertools.product(widths, (64, 128)):
+        plain = replace(base, tile_m=tile_m, tile_n=width, epi_n=epilogue_width(width),
+                        streamk=False, pdl=_PDL, stages=0)
+        choices = [replace(plain, cluster_m=cluster) for cluster in (1, 2)]
+        if tile_m == 64 and width <= SMALL_M:
+            choices += [replace(c, stages=_NARROW_RING_STAGES) for c in choices]
+        streamk = replace(plain, cluster_m=2, streamk=True, pdl=False)
+        if (max_splits > 1 and width >= 64 and width not in _ODD_N + _FINE_N
+                and streamk_fits(streamk, m, n, k, batch)):
+            choices.append(streamk)
+        found += choices
     return found
 
 
