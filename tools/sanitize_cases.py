@@ -110,8 +110,12 @@ def _forced(a, b, choice, precision: str, poison: bool, holds, what: str, kernel
 #: 128-byte lines (2x1), M of 33-63 on 64-wide tiles of 64 and 128 rows (``_SWAP_NARROW``),
 #: M of 65-96 on 64-row tiles 80 wide (2x1) and 96 wide (``_SWAP_ODD_ROWS``), and M of
 #: 129-144 and 193-208 on tiles 144 and 208 wide (``_FINE_N``, the second in 2x1 clusters),
-#: and a long K over A's rows of no whole lines on 128-row stream-K tiles (``_SWAP_LONG_K_TILES``).
-SWAP_CASES = [(160, 4104, 1000, "float16", "nn"), (200, 4096, 8200, "bfloat16", "nn"),
+#: and a long K over A's rows of no whole lines on 128-row stream-K tiles (``_SWAP_LONG_K_TILES``);
+#: and M of 32 or less on the narrow tiles (``_swapped_small_m``): 64 rows with the deeper ring
+#: (few tiles, ``_NARROW_RING_STAGES``; the second case, so ``--quick`` runs it), and 128 rows.
+SWAP_CASES = [(160, 4104, 1000, "float16", "nn"), (24, 4104, 8200, "bfloat16", "tn"),
+              (13, 3000, 6000, "float16", "nn"), (8, 9000, 2056, "float16", "nt"),
+              (200, 4096, 8200, "bfloat16", "nn"),
               (176, 8200, 1000, "float16", "tn"), (192, 10000, 512, "float16", "nt"),
               (224, 5000, 8200, "float16", "nt"), (184, 5000, 8200, "float16", "tt"),
               (104, 9000, 2000, "float16", "tn"), (160, 6000, 6008, "float16", "nn"),
