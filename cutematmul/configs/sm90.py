@@ -889,6 +889,12 @@ _NARROW_RING_STAGES = 12
 _NARROW_RING_FILL = 0.5
 
 
+def _ring_deepens(tile_m: int, width: int) -> bool:
+    """Whether a swapped tile may take ``_NARROW_RING_STAGES``: 64 rows, at most ``SMALL_M``
+    wide (the pick where its tiles are few, the tuner at any fill)."""
+    return tile_m == 64 and width <= SMALL_M
+
+
 def _swapped_tile(width: int, row_tiles: int, num_sms: int, sectors: bool,
                   clustered: bool) -> Config:
     """A data-parallel swapped tile ``width`` wide: 64 rows where N's 64-row tiles
@@ -897,7 +903,7 @@ def _swapped_tile(width: int, row_tiles: int, num_sms: int, sectors: bool,
     multicast) where ``clustered``; a deeper ring for few narrow ones
     (``_NARROW_RING_STAGES``)."""
     tile_m = 64 if row_tiles <= num_sms and sectors else 128
-    deep = tile_m == 64 and width <= SMALL_M and row_tiles <= _NARROW_RING_FILL * num_sms
+    deep = _ring_deepens(tile_m, width) and row_tiles <= _NARROW_RING_FILL * num_sms
     return Config(tile_m=tile_m, tile_n=width, raster_group=8, epi_n=epilogue_width(width),
                   cluster_m=2 if clustered else 1, pdl=_PDL, swap=True,
                   stages=_NARROW_RING_STAGES if deep else 0)
@@ -1057,7 +1063,7 @@ def _swapped_variants(base: Config, widths: list[int], m: int, n: int, k: int, b
         plain = replace(base, tile_m=tile_m, tile_n=width, epi_n=epilogue_width(width),
                         streamk=False, pdl=_PDL, stages=0)
         choices = [replace(plain, cluster_m=cluster) for cluster in (1, 2)]
-        if tile_m == 64 and width <= SMALL_M:
+        if _ring_deepens(tile_m, width):
             choices += [replace(c, stages=_NARROW_RING_STAGES) for c in choices]
         streamk = replace(plain, cluster_m=2, streamk=True, pdl=False)
         if (max_splits > 1 and width >= 64 and width not in _ODD_N + _FINE_N
