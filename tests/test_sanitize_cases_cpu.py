@@ -39,3 +39,88 @@ def test_swap_cases_are_planned_swapped_and_cover_the_narrow_rings():
     assert {(c.tile_m, c.stages) for c in narrow} >= {(64, sm90._NARROW_RING_STAGES), (128, 0)}
     # --quick runs the first two: one of them on the deeper ring.
     assert any(c.stages == sm90._NARROW_RING_STAGES for c, _, _ in picks[:2])
+
+
+def _tool_without_torch(monkeypatch):
+    """The tool, loaded with an empty stand-in for PyTorch (only its case tables are used)."""
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+    return load_tool("sanitize_cases")
+
+
+def test_groups_cover_every_family_and_select_by_name(monkeypatch):
+    import pytest
+
+    tool = _tool_without_torch(monkeypatch)
+    families = {family for family, _ in tool.GROUPS}
+    assert families == {"simt", "sm80", "sm90", "tf32", "streamk", "cupy"}
+    assert all(callable(run) for run in tool.GROUPS.values())
+    # Every family with modes runs them; every group is one entry, in GROUPS' order.
+    assert {f for f, g in tool.GROUPS if g == "modes"} == set(tool.FAMILY_MODES)
+    assert tool.selected(["sm90", "sm80"], ["swapped", "modes"]) == [
+        ("sm90", "swapped"), ("sm90", "modes"), ("sm80", "modes")]
+    assert [g for _, g in tool.selected(["sm90"])][:2] == ["wide", "odd_widths"]
+    with pytest.raises(ValueError, match="--groups: \\['gemv'\\] in none"):
+        tool.selected(["sm90"], ["gemv"])
+    with pytest.raises(ValueError, match="--families: unknown \\['sm100'\\]"):
+        tool.selected(["sm100"])
+
+
+def test_sanitize_driver_runs_a_split_tool_one_group_at_a_time(tmp_path):
+    """``tools/sanitize.sh`` with stand-ins for compute-sanitizer and for the GPU workload: the
+    tools in SANITIZE_SPLIT run one process per group, the others one per family, and
+    SANITIZE_GROUPS keeps only the named groups."""
+    import os
+    import shutil
+    import stat
+    import subprocess
+    import sys
+
+    import pytest
+
+    if shutil.which("bash") is None:
+        pytest.skip("no bash on this machine")
+    root = Path(__file__).resolve().parents[1]
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "torch.py").write_text("")  # --list reads the tables only
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    scripts = {
+        # The workload itself needs a GPU: only --list runs for real.
+        "python": f'#!/usr/bin/env bash\nif [[ " $* " == *" --list "* ]]; then '
+                  f'PYTHONPATH={stub} exec {sys.executable} "$@"; fi\n'
+                  'echo "sanitize_cases: 1 products correct"\n',
+        "compute-sanitizer": '#!/usr/bin/env bash\necho "$*" >> "$CALLS"\n'
+                             'echo "sanitize_cases: 1 products correct"\n'
+                             'echo "========= ERROR SUMMARY: 0 errors"\n',
+    }
+    for name, text in scripts.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(stat.S_IRWXU)
+
+    def run(**env):
+        calls = tmp_path / "calls.txt"
+        calls.unlink(missing_ok=True)
+        done = subprocess.run(
+            ["bash", str(root / "tools" / "sanitize.sh"), str(tmp_path / "logs")],
+            env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CALLS": str(calls),
+                 **env}, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        lines = (tmp_path / "logs" / "summary.txt").read_text().splitlines()
+        return [line.split(": exit")[0] for line in lines], calls.read_text().splitlines()
+
+    tool_groups = ["wide", "odd_widths", "pingpong", "swapped", "clusters", "copies",
+                   "direct_c", "modes"]
+    lines, _ = run(SANITIZE_TOOLS="memcheck racecheck", SANITIZE_FAMILIES="sm80 sm90")
+    assert lines == ["memcheck sm80", "memcheck sm90", "racecheck sm80:modes",
+                     *(f"racecheck sm90:{g}" for g in tool_groups)]
+    lines, calls = run(SANITIZE_TOOLS="memcheck racecheck", SANITIZE_FAMILIES="simt sm90",
+                       SANITIZE_GROUPS="swapped gemv modes")
+    assert lines == ["memcheck simt:gemv,modes", "memcheck sm90:swapped,modes",
+                     "racecheck simt:gemv", "racecheck simt:modes", "racecheck sm90:swapped",
+                     "racecheck sm90:modes"]
+    assert calls[1].endswith("tools/sanitize_cases.py --families sm90 --groups swapped,modes")
+    assert calls[4].endswith("tools/sanitize_cases.py --families sm90 --groups swapped --quick")

@@ -20,11 +20,14 @@ checked against float64, so a run that "passes" the sanitizer with wrong numbers
 plain correctness check.
 
     python tools/sanitize_cases.py [--families simt,sm80,sm90,tf32,streamk,cupy] [--quick]
+    python tools/sanitize_cases.py --families sm90 --list            # its groups
+    python tools/sanitize_cases.py --families sm90 --groups swapped  # one of them
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
 import numpy as np
@@ -491,89 +494,115 @@ def _sm90_direct_c(gen, quick: bool, poison: bool) -> int:
     return count
 
 
-def run(families, quick: bool, poison: bool = True) -> int:
-    gen = torch.Generator(device="cuda").manual_seed(0)
+def _modes(family: str, gen, quick: bool, poison: bool) -> int:
+    """The family's kernel in each of its modes (``FAMILY_MODES``) on ``SHAPES`` in every layout
+    (each twice), unaligned and strided views, a broadcast batch, 1-D operands, split-K products
+    (``SPLIT_FAMILIES``) and a column-major ``out``."""
     count = 0
     shapes = SHAPES[:3] if quick else SHAPES
-    if "streamk" in families:
-        count += _streamk(gen, quick, poison)
-        families = [f for f in families if f != "streamk"]
-    if "cupy" in families:
-        count += _cupy(quick, poison)
-        families = [f for f in families if f != "cupy"]
-    if "sm90" in families:
-        count += _wide(gen, quick, poison)
-        count += _odd_widths(gen, quick, poison)
-        count += _pingpong(gen, quick, poison)
-        count += _swapped(gen, quick, poison)
-        count += _clusters(gen, quick, poison)
-        count += _sm90_copies(gen, quick, poison)
-        count += _sm90_direct_c(gen, quick, poison)
-    if "simt" in families:
-        count += _simt_tiles(gen, quick, poison)
-        count += _simt_gemv(gen, quick, poison)
-        count += _simt_copies(gen, quick, poison)
-    if "tf32" in families:
-        count += _tf32_registers(gen, quick, poison)
-    for family in families:
-        kernel = KERNEL[family]
-        for mode in FAMILY_MODES[family]:
-            dtype, precision = mode
+    kernel = KERNEL[family]
+    for mode in FAMILY_MODES[family]:
+        dtype, precision = mode
 
-            def product(a, b, out):
-                return cutematmul.matmul(a, b, out=out, kernel=kernel, precision=precision)
+        def product(a, b, out):
+            return cutematmul.matmul(a, b, out=out, kernel=kernel, precision=precision)
 
-            for m, n, k in shapes:
-                for layout in ("nn", "tn", "nt", "tt"):
-                    # Twice: a repeated signature takes the device route's fast path (new
-                    # operands and out at other addresses).
-                    for repeat in (False, True):
-                        a, b = _operands(m, n, k, layout, dtype, gen)
-                        out = _out((m, n), a.dtype, poison)
-                        _check(product(a, b, out), a, b, mode,
-                               f"{family} {mode} {m}x{n}x{k} {layout}{' repeat' if repeat else ''}")
-                        count += 1
-            # Unaligned and strided views (staging), a broadcast batch, 1-D operands, column-major out.
-            big = _randn((70, 90), dtype, gen)
-            cases = [
-                (big[1:34, 3:48], _randn((45, 31), dtype, gen)),
-                (big[:, ::2], _randn((45, 29), dtype, gen)),
-                (_randn((3, 1, 21, 13), dtype, gen), _randn((4, 13, 9), dtype, gen)),
-                (_randn((13,), dtype, gen), _randn((2, 13, 9), dtype, gen)),
-                (_randn((5, 13), dtype, gen), _randn((13,), dtype, gen)),
-            ]
-            for a, b in cases:
-                shape = torch.matmul(a.to("meta"), b.to("meta")).shape
-                out = _out(shape, a.dtype, poison)
-                _check(product(a, b, out), a, b, mode,
-                       f"{family} {dtype} views")
-                count += 1
-            if family in SPLIT_FAMILIES:  # split-K: fp32 partials in a workspace, then the reduction
-                for a, b in ((_randn((5, 1000), dtype, gen), _randn((1000, 300), dtype, gen)),
-                             (_randn((1000, 5), dtype, gen).T, _randn((300, 1000), dtype, gen).T),
-                             (_randn((2, 5, 1000), dtype, gen), _randn((1000, 300), dtype, gen)),
-                             # 17 <= M <= 32: transposed on a 32-wide tile (sm90).
-                             (_randn((27, 1000), dtype, gen), _randn((1000, 304), dtype, gen)),
-                             # Small N: narrow tiles untransposed, unsplit or split (sm90),
-                             # B N-major and K-major, tails in M, N and K.
-                             (_randn((700, 1000), dtype, gen), _randn((1000, 9), dtype, gen)),
-                             (_randn((301, 333), dtype, gen), _randn((27, 333), dtype, gen).T),
-                             # Small N over many rows (sm90): unsplit narrow tiles in 2x1
-                             # clusters, an odd count of tile rows; C stored by the kernel (N =
-                             # 24) or, rows of 18 bytes, through the workspace (N = 9).
-                             (_randn((8300, 1000), dtype, gen), _randn((1000, 24), dtype, gen)),
-                             (_randn((8300, 1000), dtype, gen), _randn((24, 1000), dtype, gen).T),
-                             (_randn((8300, 1000), dtype, gen), _randn((9, 1000), dtype, gen).T),
-                             # A few output tiles and a long K: many more than 16 splits.
-                             (_randn((64, 16384), dtype, gen), _randn((16384, 8), dtype, gen))):
-                    out = _out(torch.matmul(a.to("meta"), b.to("meta")).shape, a.dtype, poison)
+        for m, n, k in shapes:
+            for layout in ("nn", "tn", "nt", "tt"):
+                # Twice: a repeated signature takes the device route's fast path (new
+                # operands and out at other addresses).
+                for repeat in (False, True):
+                    a, b = _operands(m, n, k, layout, dtype, gen)
+                    out = _out((m, n), a.dtype, poison)
                     _check(product(a, b, out), a, b, mode,
-                           f"{family} {dtype} split-K")
+                           f"{family} {mode} {m}x{n}x{k} {layout}{' repeat' if repeat else ''}")
                     count += 1
-            a, b = _randn((37, 21), dtype, gen), _randn((21, 45), dtype, gen)
-            out = _out((45, 37), a.dtype, poison).T
-            _check(product(a, b, out), a, b, mode, f"{family} col-major out")
+        # Unaligned and strided views (staging), a broadcast batch, 1-D operands, column-major out.
+        big = _randn((70, 90), dtype, gen)
+        cases = [
+            (big[1:34, 3:48], _randn((45, 31), dtype, gen)),
+            (big[:, ::2], _randn((45, 29), dtype, gen)),
+            (_randn((3, 1, 21, 13), dtype, gen), _randn((4, 13, 9), dtype, gen)),
+            (_randn((13,), dtype, gen), _randn((2, 13, 9), dtype, gen)),
+            (_randn((5, 13), dtype, gen), _randn((13,), dtype, gen)),
+        ]
+        for a, b in cases:
+            shape = torch.matmul(a.to("meta"), b.to("meta")).shape
+            out = _out(shape, a.dtype, poison)
+            _check(product(a, b, out), a, b, mode,
+                   f"{family} {dtype} views")
             count += 1
+        if family in SPLIT_FAMILIES:  # split-K: fp32 partials in a workspace, then the reduction
+            for a, b in ((_randn((5, 1000), dtype, gen), _randn((1000, 300), dtype, gen)),
+                         (_randn((1000, 5), dtype, gen).T, _randn((300, 1000), dtype, gen).T),
+                         (_randn((2, 5, 1000), dtype, gen), _randn((1000, 300), dtype, gen)),
+                         # 17 <= M <= 32: transposed on a 32-wide tile (sm90).
+                         (_randn((27, 1000), dtype, gen), _randn((1000, 304), dtype, gen)),
+                         # Small N: narrow tiles untransposed, unsplit or split (sm90),
+                         # B N-major and K-major, tails in M, N and K.
+                         (_randn((700, 1000), dtype, gen), _randn((1000, 9), dtype, gen)),
+                         (_randn((301, 333), dtype, gen), _randn((27, 333), dtype, gen).T),
+                         # Small N over many rows (sm90): unsplit narrow tiles in 2x1
+                         # clusters, an odd count of tile rows; C stored by the kernel (N =
+                         # 24) or, rows of 18 bytes, through the workspace (N = 9).
+                         (_randn((8300, 1000), dtype, gen), _randn((1000, 24), dtype, gen)),
+                         (_randn((8300, 1000), dtype, gen), _randn((24, 1000), dtype, gen).T),
+                         (_randn((8300, 1000), dtype, gen), _randn((9, 1000), dtype, gen).T),
+                         # A few output tiles and a long K: many more than 16 splits.
+                         (_randn((64, 16384), dtype, gen), _randn((16384, 8), dtype, gen))):
+                out = _out(torch.matmul(a.to("meta"), b.to("meta")).shape, a.dtype, poison)
+                _check(product(a, b, out), a, b, mode,
+                       f"{family} {dtype} split-K")
+                count += 1
+        a, b = _randn((37, 21), dtype, gen), _randn((21, 45), dtype, gen)
+        out = _out((45, 37), a.dtype, poison).T
+        _check(product(a, b, out), a, b, mode, f"{family} col-major out")
+        count += 1
+    return count
+
+
+#: The workload's groups: (family, group) -> its function of (gen, quick, poison), in the order
+#: they run.  ``--groups`` runs some of them, so that a slow tool (racecheck over sm90, which
+#: ran past whole device calls) can run one group per process: ``tools/sanitize.sh`` does so
+#: for the tools in ``SANITIZE_SPLIT``.
+GROUPS = {("streamk", "streamk"): _streamk,
+          ("cupy", "cupy"): lambda gen, quick, poison: _cupy(quick, poison),
+          ("sm90", "wide"): _wide,
+          ("sm90", "odd_widths"): _odd_widths,
+          ("sm90", "pingpong"): _pingpong,
+          ("sm90", "swapped"): _swapped,
+          ("sm90", "clusters"): _clusters,
+          ("sm90", "copies"): _sm90_copies,
+          ("sm90", "direct_c"): _sm90_direct_c,
+          ("sm90", "modes"): functools.partial(_modes, "sm90"),
+          ("simt", "tiles"): _simt_tiles,
+          ("simt", "gemv"): _simt_gemv,
+          ("simt", "copies"): _simt_copies,
+          ("simt", "modes"): functools.partial(_modes, "simt"),
+          ("tf32", "registers"): _tf32_registers,
+          ("tf32", "modes"): functools.partial(_modes, "tf32"),
+          ("sm80", "modes"): functools.partial(_modes, "sm80")}
+
+
+def selected(families, groups=None) -> list[tuple[str, str]]:
+    """The (family, group) pairs of ``families`` (each group where ``groups`` is None, else only
+    those named), in ``GROUPS``' order; a ValueError for an unknown family, or for a named
+    group that none of ``families`` has."""
+    unknown = sorted(set(families) - {family for family, _ in GROUPS})
+    if unknown:
+        raise ValueError(f"--families: unknown {unknown}; known: "
+                         f"{sorted({family for family, _ in GROUPS})}")
+    pairs = [(f, g) for f, g in GROUPS if f in families and (groups is None or g in groups)]
+    missing = sorted(set(groups or ()) - {g for _, g in pairs})
+    if missing:
+        raise ValueError(f"--groups: {missing} in none of the families {list(families)}; theirs: "
+                         f"{sorted({g for f, g in GROUPS if f in families})}")
+    return pairs
+
+
+def run(families, quick: bool, poison: bool = True, groups=None) -> int:
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    count = sum(GROUPS[pair](gen, quick, poison) for pair in selected(families, groups))
     torch.cuda.synchronize()
     return count
 
@@ -585,10 +614,23 @@ def main(argv=None) -> int:
     p.add_argument("--unpoisoned", action="store_true",
                    help="fresh (uninitialized) outputs instead of NaN-poisoned ones: shows which "
                         "kernel writes initcheck tracks")
+    p.add_argument("--groups", default=None,
+                   help="only these groups of the families (default: all; see --list)")
+    p.add_argument("--list", action="store_true",
+                   help="print the families' groups, one per line, and run nothing")
     args = p.parse_args(argv)
     families = [f for f in args.families.split(",") if f]
-    count = run(families, args.quick, poison=not args.unpoisoned)
-    print(f"sanitize_cases: {count} products correct ({', '.join(families)})")
+    groups = None if args.groups is None else [g for g in args.groups.split(",") if g]
+    try:
+        pairs = selected(families, groups)
+    except ValueError as exc:
+        p.error(str(exc))
+    if args.list:
+        print("\n".join(group for _, group in pairs))
+        return 0
+    count = run(families, args.quick, poison=not args.unpoisoned, groups=groups)
+    what = ", ".join(families) + (f": {', '.join(groups)}" if groups is not None else "")
+    print(f"sanitize_cases: {count} products correct ({what})")
     return 0
 
 
