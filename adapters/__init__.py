@@ -6,6 +6,9 @@ specializations, for speed and for each library's own streams and allocator.  An
 that speaks DLPack (``__dlpack__`` and ``__dlpack_device__``) or ``__cuda_array_interface__``
 gets the generic adapter (``dlpack``).  The adapters only translate (pointers, shapes, strides,
 streams, allocation); all logic lives in the core.
+
+Imports: nothing of ours at module level; each adapter (``adapters.*``) by its module name,
+when the first array of its library arrives.
 """
 
 from __future__ import annotations

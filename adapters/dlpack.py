@@ -16,7 +16,7 @@
   them; otherwise it goes column by column, one element per row (the slow path: correct for any
   strides, one CUDA call per column and matrix).
 
-Imports: ``cutematmul.dlpack``, ``device``, ``operand``, ``plan``.
+Imports: ``cutematmul.dlpack``, ``device``, ``operand``, ``plan``, ``streams``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""JAX arrays (and tracers): the XLA route, which lowers the product to an XLA custom call."""
+"""JAX arrays (and tracers): the XLA route, which lowers the product to an XLA custom call.
+
+Imports: ``cutematmul.operand`` (the adapter interface) only: the XLA route itself is
+``cutematmul.xla``, which ``routes`` loads.
+"""
 
 from __future__ import annotations
 

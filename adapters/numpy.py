@@ -1,4 +1,7 @@
-"""NumPy arrays: host memory, staged through the GPU by the host route (``cutematmul.staging``)."""
+"""NumPy arrays: host memory, staged through the GPU by the host route (``cutematmul.staging``).
+
+Imports: ``cutematmul.operand``, ``cutematmul.streams``; ``numpy``.
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,9 @@
 Importing this package needs no GPU and does not import the CuTe DSL.  Kernels are compiled on
 first use per configuration and cached in memory and on disk, so a later process loads them in
 about a millisecond each (``cache_info``, ``precompile``, docs/cache.md).
+
+Imports: ``api``, ``cache`` (the public names); ``adapters`` (registered as
+``cutematmul.adapters``); lazily ``aot`` (``precompile``) and ``tuning`` (``tune``).
 """
 
 import os as _os

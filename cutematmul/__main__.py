@@ -7,7 +7,8 @@
     python -m cutematmul info [--cache-dir DIR]
     python -m cutematmul clear [--cache-dir DIR]
 
-Imports: ``aot``, ``cache`` (neither imports the DSL in this process).
+Imports: ``aot``, ``cache`` (neither imports the DSL in this process); lazily ``dispatch`` (the
+family names, for ``--families``).
 """
 
 from __future__ import annotations

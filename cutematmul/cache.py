@@ -64,7 +64,7 @@ Public: ``get_compiled``, ``get_xla_object`` (-> ``XlaObject``), ``cache_info``,
 Imports: ``cache_disk``, ``ffi`` (stored kernels are called through the TVM-FFI C ABI, without
 importing the ``tvm_ffi`` package); lazily ``dispatch`` (whose ``compile_key`` imports the DSL:
 only to compile), ``kernels`` (to load a plain object: ``tvm_ffi`` without PyTorch),
-``cuda.bindings`` (``dsl_arch`` without a forced arch).  Never ``launch``,
+``cuda.bindings`` and ``device`` (``dsl_arch`` without a forced arch).  Never ``launch``,
 ``api`` or ``xla``.
 """
 

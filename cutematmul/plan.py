@@ -12,6 +12,8 @@ array library and is tested without a GPU.  The steps:
    with no unit stride is reported as ``strided`` and must be copied by the caller.
 5. The output is always written with unit stride along N.  When C has unit stride along M instead,
    the product is computed as C^T = B^T A^T, which swaps the roles of A and B.
+
+Imports: nothing of ours (a leaf: shape and stride arithmetic, no GPU, no DSL).
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ Compilation happens once per kernel configuration (``KernelKey`` plus the two br
 against placeholder shapes with explicit divisibility hints, so a new size never recompiles and a
 cache hit never regenerates IR.  The compiled objects live in ``cache`` (its JAX tier: memory, then
 disk, so a new process embeds them without compiling; see ``cache.cache_info()["jax"]``).
+
+Imports: ``configs.sm90`` (a constant), ``device``, ``dispatch``, ``operand``, ``plan``; lazily
+``cache`` (its JAX tier); ``jax`` and ``numpy``; the DSL's ``cutlass.jax`` only to compile.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ one kernel per device.  Under plain ``jax.jit`` with sharded inputs, XLA does no
 a custom call and would gather the operands onto every device.  ``sharded_matmul`` tells it: keep
 A's batch and row (M) sharding, replicate the contracted dimension K and the operand B, and run the
 local product on each device, so the output comes out sharded like A's rows.
+
+Imports: ``xla``; ``jax``.
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ float64 reference), ``base`` and ``backends_*`` (the backends), ``backends`` (th
 ``runner`` (points, rounds), ``results``/``report``/``plot``/``environment`` (output), ``host``
 (host overhead per call), ``cli`` (the command line).  Importing this package imports no array
 library and needs no GPU.
+
+Imports: ``backends``, ``base``, ``results``, ``runner``, ``shapes`` of this package (the
+names it exports); no array library until a backend runs.
 """
 
 from .backends import BACKENDS, get_backend, register

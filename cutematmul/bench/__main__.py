@@ -1,4 +1,7 @@
-"""``python -m cutematmul.bench``: see ``cli`` for the options."""
+"""``python -m cutematmul.bench``: see ``cli`` for the options.
+
+Imports: ``cli``.
+"""
 
 import sys
 

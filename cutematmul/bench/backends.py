@@ -8,6 +8,9 @@ Every backend is listed whether or not it can run here; registering imports no a
 To add one: subclass the ``*Arrays`` class of its library (``backends_cupy.CupyArrays``,
 ``backends_torch.TorchArrays``, ``backends_jax.JaxArrays``), give it a ``name`` and a ``matmul``
 (JAX: a ``product``), and ``register`` an instance below.
+
+Imports: ``base`` and ``backends_cupy``, ``backends_jax``, ``backends_torch`` of this package
+(each imports its array library only when a backend of it is made).
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 CuPy's matmul uses true fp32 for float32 unless ``CUPY_TF32=1`` is set (the run's environment
 header shows it when it is).  CuPy may hold bfloat16 arrays (through ``ml_dtypes``) without
 multiplying them: ``supports`` finds out on a 2x2 array (and product) and says why not.
+
+Imports: ``base``, ``data`` of this package, ``cutematmul.api``; ``numpy``; lazily ``cupy``
+and ``ml_dtypes``.
 """
 
 from __future__ import annotations

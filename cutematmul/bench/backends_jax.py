@@ -8,6 +8,9 @@ A JAX backend overrides only ``product(a, b)``, which runs traced inside ``jax.j
 
 Before JAX is first imported here, ``XLA_PYTHON_CLIENT_PREALLOCATE`` is set to ``false`` (unless
 already set): by default XLA takes 75% of GPU memory at start-up, starving CuPy and PyTorch.
+
+Imports: ``base``, ``data`` of this package; ``numpy``; lazily ``jax``, ``ml_dtypes`` and
+``cutematmul`` (its JAX entry point).
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ PyTorch would run float32 products in TF32 when ``torch.backends.cuda.matmul.all
 the benchmark turns it off (and sets float32 matmul precision to "highest") the first time it
 finds PyTorch usable, so float32 means IEEE fp32 for every backend but ``torch-tf32``, which
 turns it on around each of its own calls only (cuBLAS TF32: the baseline of ``--precision tf32``).
+
+Imports: ``base``, ``data`` of this package, ``cutematmul.api``; ``numpy``; lazily ``torch``.
 """
 
 from __future__ import annotations

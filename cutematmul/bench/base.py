@@ -16,6 +16,9 @@ why a backend cannot run instead of raising.
 A cutematmul backend takes ``kernel=`` and ``precision=`` options (``get_backend(name,
 precision="tf32")``), passed to ``cutematmul.matmul``; a baseline's ``precision`` says what its
 float32 products compute (``torch``: IEEE fp32, ``torch-tf32``: TF32).
+
+Imports: ``data``, ``shapes`` of this package; ``numpy``; lazily ``cutematmul.device`` and
+``cutematmul.dispatch`` (the kernel names a backend may force).
 """
 
 from __future__ import annotations

@@ -32,6 +32,9 @@ an empty kernel cache, then with the cache the first one filled (``startup``'s d
 
 Exit status: 0, or 1 when a cutematmul result was wrong (or nothing could run; ``startup``: when
 a child process failed), 130 when interrupted (the results so far are still written).
+
+Imports: ``backends``, ``environment``, ``host``, ``report``, ``results``, ``runner``,
+``shapes``, ``startup`` of this package; lazily ``plot`` (matplotlib) and ``tqdm``.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ are) and compares them with a float64 product of the rounded inputs:
 ``||C_s - C_ref||_F / ||C_ref||_F`` (the ``rel err`` column), bounded by ``tolerance`` of the dtype
 and of the precision the backend computes at.  Every output element must also be finite: outputs
 start as NaN.
+
+Imports: ``shapes`` of this package; ``numpy``.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 Nothing here raises: what cannot be found reads "?" (or is left out), so a machine without a GPU
 still gets a header.  Array libraries are not imported for their versions; their installed
 distributions are read instead (or the module's ``__version__`` when it is already imported).
+
+Imports: the standard library; lazily ``cuda.bindings`` (driver, NVML) and
+``cutematmul.device``.
 """
 
 from __future__ import annotations

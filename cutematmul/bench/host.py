@@ -6,6 +6,8 @@ far shorter than the host's, so this is the cost of the Python call and the laun
 synchronize.  That is repeated ``repeats`` times, the backends taking turns in each round (so a
 slow spell of the machine hits them alike), and the best round is reported, as ``timeit`` does:
 host time only grows with interference.
+
+Imports: ``base``, ``shapes``, ``timing`` of this package.
 """
 
 from __future__ import annotations

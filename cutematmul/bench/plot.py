@@ -3,6 +3,8 @@
 A bar of a wrong result (timed, but failing the check) is cross-hatched.
 
 Needs matplotlib (``pip install cutematmul[bench]``); imported only when a plot is asked for.
+
+Imports: ``results`` of this package; lazily ``matplotlib``.
 """
 
 from __future__ import annotations

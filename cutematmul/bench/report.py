@@ -10,6 +10,8 @@ note (why a row was skipped, an error, a wrong result, a host-bound measurement)
 Which float32 precision was measured, and which cuBLAS the float32 ratios are against, is one
 line (``precision_line``): in the Markdown header line, and above the plain-text table when it is
 not the default "highest".
+
+Imports: ``environment``, ``results`` of this package.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ IEEE fp32, ``torch-tf32``: TF32).
 A run's JSON holds ``environment`` (GPU, driver, versions), ``settings``, ``unavailable``
 (backends that could not run, with the reason) and ``results`` (the rows).  The CSV holds the
 rows alone, one column per field.
+
+Imports: ``shapes`` of this package.
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ For one point (shape, dtype, layout; float32: the precision cutematmul is asked 
    CuPy cannot compute the point, e.g. batched bfloat16).
 
 A backend that raises on a point gets an ``error`` row with the message and the run goes on.
+
+Imports: ``base``, ``data``, ``results``, ``shapes``, ``stats``, ``timing`` of this package.
 """
 
 from __future__ import annotations

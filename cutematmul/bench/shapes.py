@@ -8,6 +8,8 @@ of both.
 
 ``default`` is what a plain ``python -m cutematmul.bench`` measures: one shape of each class, sized
 so that the first table comes within two minutes; ``full`` is docs/benchmarking.md's whole suite.
+
+Imports: nothing of ours (a leaf: the suites and their parsing).
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ The host clock (``wall_burst``), for JAX (XLA's stream is not ours): ``perf_coun
 The spin kernel is PyTorch's ``torch.cuda._sleep`` where PyTorch is usable, else a CuPy
 ``RawKernel``; its cycles per second are measured once with events.  Without a working spin
 kernel bursts still run, and each is reported host-bound.
+
+Imports: nothing of ours; ``cuda.bindings``; lazily ``torch`` or ``cupy`` (the spin kernel).
 """
 
 from __future__ import annotations

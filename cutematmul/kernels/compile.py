@@ -5,6 +5,8 @@ batch_stride_a, ldb, batch_stride_b, ldc, batch_stride_c, stream)`` taking plain
 or batch stride never recompiles.  A stream-K kernel's takes its workspace before the stream:
 ``(..., batch_stride_c, w_ptr, w_elems, f_ptr, flags, stream)``.  Works without a GPU when
 ``CUTE_DSL_ARCH`` names the target.
+
+Imports: ``entry`` of this package; the CuTe DSL.
 """
 
 from __future__ import annotations

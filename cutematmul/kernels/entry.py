@@ -16,6 +16,8 @@ size(mA, 2)``, so the tensor entry (``cutlass.jax``, where C and A have one batc
 unsplit product.  Which stride is the unit stride (the operand's
 major mode) and how far the addresses and strides are aligned are compile-time facts, carried by the
 kernel object; the host checks both before it picks a compiled kernel.
+
+Imports: nothing of ours; the CuTe DSL and ``cuda.bindings``.
 """
 
 from __future__ import annotations

@@ -68,6 +68,8 @@ Benchmark
     python -m cutematmul.bench --dtypes float32 --precision high   (the prep runs inside)
     python tools/shape_classes.py --only deepK   (16-bit operands of a few columns, copied)
     python -m cutematmul.bench --shapes 1023x1025x1027,595x851x545   (both copied: the pair)
+
+Imports: nothing of ours; the CuTe DSL and ``cuda.bindings``.
 """
 
 from __future__ import annotations

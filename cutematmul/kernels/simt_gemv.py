@@ -45,6 +45,8 @@ Constraints
 Benchmark
     python -m cutematmul.bench --dtypes float32 --shapes skinny
     python tools/sweep_schedule.py fp32 --shapes 1x4096x4096,8x4096x14336
+
+Imports: ``configs.simt`` (its configuration); the CuTe DSL and ``cuda.bindings``.
 """
 
 from __future__ import annotations

@@ -71,6 +71,9 @@ Constraints
 
 Benchmark
     python -m cutematmul.bench --dtypes float32 --kernel simt
+
+Imports: ``configs.simt`` (its configuration), lazily ``simt_gemv`` (the row-streaming
+configurations); the CuTe DSL and ``cuda.bindings``.
 """
 
 from __future__ import annotations

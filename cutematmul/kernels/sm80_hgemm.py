@@ -38,6 +38,8 @@ Constraints
 
 Benchmark
     python -m cutematmul.bench --dtypes float16 --kernel sm80
+
+Imports: ``configs.sm80`` (its configuration); the CuTe DSL and ``cuda.bindings``.
 """
 
 from __future__ import annotations

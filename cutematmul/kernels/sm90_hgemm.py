@@ -147,6 +147,9 @@ Benchmark
     swap: python -m cutematmul.bench --shapes skinny --dtypes fp16,bf16 --layouts nn,tn
     (M of 160-224)
     c_direct: python -m cutematmul.bench --shapes 4097x4095x4093,1023x1025x1027,8192x8191x512
+
+Imports: ``configs.sm90`` (its configuration), ``tf32_mma`` (TF32 warpgroup MMA atoms); the
+CuTe DSL and ``cuda.bindings``.
 """
 
 from __future__ import annotations

@@ -51,6 +51,8 @@ Constraints
 
 Benchmark
     python -m cutematmul.bench --shapes skinny --dtypes fp16,fp32 (split and narrow-tile products)
+
+Imports: nothing of ours; the CuTe DSL and ``cuda.bindings``.
 """
 
 from __future__ import annotations
