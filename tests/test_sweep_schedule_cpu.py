@@ -83,3 +83,24 @@ def test_cold_rotation_exceeds_twice_the_l2():
         assert copies * operand_bytes > 2 * l2 or copies == 64
     assert tool.rotations(10 * l2, l2) == 1  # one pair already streams from DRAM
     assert tool.rotations(1, l2) == 64  # capped
+
+
+def test_ring_candidates_are_the_sm90_pick_at_each_depth_that_fits():
+    from dataclasses import replace
+
+    from cutematmul import dispatch
+
+    tool = _tool()
+    p = tool.problem_of("bfloat16", 24, 4096, 14336, "tn")  # 64 x 32 swapped, deeper ring
+    pick = dispatch.tunable(p, 1)[0]
+    found = tool.ring_candidates(p)
+    depths = [c[0].stages for c in found]
+    assert depths == sorted(set(depths)) and depths[0] == min(tool.RING_DEPTHS)
+    assert pick[0].ab_stages(2) in depths
+    for config, splits, transposed, label in found:
+        assert (splits, transposed) == pick[1:] and label.endswith(f"/ring{config.stages}")
+        assert config == replace(pick[0], stages=config.stages)
+        config.validate()  # each fits shared memory
+    assert found[-1][0].stages == max(d for d in tool.RING_DEPTHS
+                                      if d <= pick[0].fitting_stages(2))
+    assert tool.ring_candidates(tool.problem_of("float32", 16, 4096, 4096, "nn")) == []

@@ -1,6 +1,6 @@
 """Calibrate the wave model: time forced (tile, K-split) choices beside the model's pick and cuBLAS.
 
-    python tools/sweep_schedule.py [fp16|bf16|fp32|both] [--clusters | --tuner | --occupancy]
+    python tools/sweep_schedule.py [fp16|bf16|fp32|both] [--clusters | --tuner | --occupancy | --ring]
                                    [--shapes MxNxK,...] [--cold]
                                    [--layout nt] [--precompile DIR [--jobs N]]
 
@@ -17,7 +17,10 @@ cluster shapes, stream-K, 2x2 clusters), or with ``--occupancy`` (fp32 "highest"
 itself at each CTAs-per-SM budget it may ask ptxas for, from the rule's
 (``configs/simt._min_blocks``) down to the one that leaves 255 registers per thread: fewer CTAs
 per SM give each thread more registers, which the 8 x 8 micro-tiles need to run without
-spilling (``tools/codegen_audit.py``).  ``docs/performance.md`` quotes its output.  Each
+spilling (``tools/codegen_audit.py``), or with ``--ring`` (sm90) the pick itself at each depth
+of its shared-memory ring in ``RING_DEPTHS`` that fits (the split, orientation, tile and
+cluster kept): a CTA's bytes in flight, which bound the few CTAs of a small-M product
+(``configs/sm90._NARROW_RING_STAGES``).  ``docs/performance.md`` quotes its output.  Each
 candidate is made the shape's schedule in the cache's tuned tier for its timing
 (``cache.trial_tuned``, which clears the plan caches around it), the mechanism
 ``cutematmul.tune`` uses, so it is a tool, not a library path.
@@ -173,8 +176,29 @@ def occupancy_candidates(problem: dispatch.Problem):
     return found
 
 
+#: Ring depths (A/B stages) ``--ring`` times, each where it fits the tile's shared memory.
+RING_DEPTHS = (4, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32)
+
+
+def ring_candidates(problem: dispatch.Problem):
+    """(config, splits, transposed, label): an sm90 problem's pick at each ring depth of
+    ``RING_DEPTHS`` that fits beside its epilogue (``Config.fitting_stages``), the pick's own
+    depth included; nothing for other families."""
+    if problem.family != "sm90":
+        return []
+    pick, splits, transposed = dispatch.tunable(problem, 1)[0]
+    parts = 2 if problem.math == "tf32x3" else 1  # 3xTF32 stages hold both split parts
+    fit = pick.fitting_stages(128 // pick.tile_k, parts)
+    depths = sorted({d for d in RING_DEPTHS if d <= fit} | {pick.ab_stages(128 // pick.tile_k, parts)})
+    return [(replace(pick, stages=d), splits, transposed,
+             f"{pick.tile_m}x{pick.tile_n}/s{splits}{'T' if transposed else ''}/ring{d}")
+            for d in depths]
+
+
 def _choices(dtype: str, problem: dispatch.Problem, tuner: bool, clusters: bool,
-             occupancy: bool = False):
+             occupancy: bool = False, ring: bool = False):
+    if ring:
+        return ring_candidates(problem)
     if occupancy:
         return occupancy_candidates(problem)
     if tuner:
@@ -192,13 +216,14 @@ def kernel_keys(problem: dispatch.Problem, choices) -> list:
 
 
 def precompile(dtypes, shapes, layout: str, tuner: bool, clusters: bool, directory: str,
-               jobs: int | None = None, occupancy: bool = False):
+               jobs: int | None = None, occupancy: bool = False, ring: bool = False):
     """Build every kernel the sweep would launch into ``directory`` (no GPU)."""
     keys = []
     for dtype in dtypes:
         for m, n, k in shapes:
             problem = problem_of(dtype, m, n, k, layout)
-            keys += kernel_keys(problem, _choices(dtype, problem, tuner, clusters, occupancy))
+            keys += kernel_keys(problem, _choices(dtype, problem, tuner, clusters, occupancy,
+                                                  ring))
     return aot.build_keys(keys, jobs=jobs, cache_dir=directory)
 
 
@@ -208,7 +233,8 @@ def rotations(operand_bytes: int, l2_bytes: int, most: int = 64) -> int:
 
 
 def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
-          tuner: bool = False, occupancy: bool = False, cold: bool = False) -> None:
+          tuner: bool = False, occupancy: bool = False, cold: bool = False,
+          ring: bool = False) -> None:
     import torch
 
     import cutematmul
@@ -249,7 +275,7 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
         row = [f"pick {label} "
                f"{picked:.1f}us ({cublas / picked:.2f}x)"]
         problem = launch.planned_launch(adapter_for(a), a, b).problem
-        for config, s, tr, label in _choices(dtype, problem, tuner, clusters, occupancy):
+        for config, s, tr, label in _choices(dtype, problem, tuner, clusters, occupancy, ring):
             with cache.trial_tuned(problem, (config, s, tr)):  # clears the plans, then restores
                 seconds = time_us(rotated(lambda x, y: cutematmul.matmul(x, y, out=out)))
                 row.append(f"{label} {seconds:.1f}")
@@ -264,6 +290,8 @@ def main(argv=None) -> int:
                    help="time every schedule cutematmul.tune may time instead of the menu")
     p.add_argument("--occupancy", action="store_true",
                    help="fp32: the SIMT pick at each CTAs-per-SM budget (register spills)")
+    p.add_argument("--ring", action="store_true",
+                   help="sm90: the pick at each shared-memory ring depth that fits")
     p.add_argument("--precompile", metavar="DIR",
                    help="build the kernels the sweep launches into DIR (no GPU), then exit")
     p.add_argument("--jobs", type=int, help="worker processes of --precompile")
@@ -279,14 +307,15 @@ def main(argv=None) -> int:
     dtypes = [DTYPES[args.which]] if args.which in DTYPES else ["float16", "float32"]
     if args.precompile:
         report = precompile(dtypes, shapes, args.layout, args.tuner, args.clusters,
-                            args.precompile, args.jobs, args.occupancy)
+                            args.precompile, args.jobs, args.occupancy, args.ring)
         print(f"{report.keys} kernels: {report.built} built, {report.present} already there, "
               f"{len(report.failed)} failed")
         for key, error in report.failed:
             print(f"  failed: {key}\n    {error}", file=sys.stderr)
         return 1 if report.failed else 0
     for dtype in dtypes:
-        sweep(dtype, shapes, args.clusters, args.layout, args.tuner, args.occupancy, args.cold)
+        sweep(dtype, shapes, args.clusters, args.layout, args.tuner, args.occupancy, args.cold,
+              args.ring)
     return 0
 
 
