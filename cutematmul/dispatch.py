@@ -282,6 +282,16 @@ class KernelKey:
     def __hash__(self) -> int:
         return self._hash
 
+    def __getstate__(self) -> dict:
+        # Without the cached hash: string hashes differ from process to process (aot's
+        # worker processes receive keys pickled), so a copied hash would not find equal keys.
+        return {f: getattr(self, f) for f in _KEY_FIELDS}
+
+    def __setstate__(self, state: dict) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        self.__post_init__()
+
 
 _KEY_FIELDS = tuple(f.name for f in fields(KernelKey))
 

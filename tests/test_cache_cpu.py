@@ -467,3 +467,20 @@ def test_the_jax_tier_stores_the_object_and_a_second_process_state_reads_it(fres
     assert info["jax"]["entries"] == 1 and info["disk"]["hits"] == 1
     cache.get_xla_object(key, True, True, build)
     assert builds == [1, 1], "the broadcast flags are part of the key"
+
+
+def test_a_kernel_key_pickled_in_one_process_finds_its_equal_in_another():
+    """``aot``'s workers receive keys pickled; a key carries its hash, which must be remade
+    where it is unpickled (string hashes differ between processes)."""
+    make = ("from cutematmul.dispatch import KernelKey\n"
+            "from cutematmul.configs.sm90 import Config\n"
+            "key = KernelKey('sm90', 'sm_90a', 'float16', 'k', 'n', 8, 8, 8, Config(), 132)\n")
+    pickled = subprocess.run(
+        [sys.executable, "-c", make + "import pickle, sys; sys.stdout.write(pickle.dumps(key).hex())"],
+        env={**os.environ, "PYTHONHASHSEED": "1"}, capture_output=True, text=True, check=True)
+    found = subprocess.run(
+        [sys.executable, "-c", make + "import pickle, sys\n"
+         f"copy = pickle.loads(bytes.fromhex({pickled.stdout!r}))\n"
+         "print(copy == key, copy in {key}, {key: 1}.get(copy))"],
+        env={**os.environ, "PYTHONHASHSEED": "2"}, capture_output=True, text=True, check=True)
+    assert found.stdout.split() == ["True", "True", "1"]
