@@ -52,12 +52,14 @@ def _parser() -> argparse.ArgumentParser:
                      help=f"operand majors of A and B, of {', '.join(aot.LAYOUTS)} or 'all' "
                           "(default: all; 'kn' = row-major A @ row-major B)")
     pre.add_argument("--alignments", choices=["aligned", "all"], default="aligned",
-                     help="'all' adds operands aligned to one element only (SIMT family)")
+                     help="'all': every shape also with operands aligned to one element only "
+                          "(the default set's odd-sized draws always are)")
     pre.add_argument("--families", metavar="LIST",
                      help="comma-separated families, or 'all' (default: the dispatcher's choice)")
     pre.add_argument("--shapes", metavar="LIST",
                      help="problems MxNxK[xBATCH], comma-separated, whose tile choices to build "
-                          "(default: a spread of squares, skinny and batched products)")
+                          "(default: a spread of squares, skinny and batched products and the "
+                          "shape classes' draws, cutematmul/classes.py)")
     pre.add_argument("--num-sms", type=int, metavar="N",
                      help="SM count of the target GPU (default: this GPU's, else 132 for "
                           "sm_90a, 108 for sm_80)")

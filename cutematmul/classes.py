@@ -34,6 +34,9 @@ import math
 import random
 
 SEED = 20261203
+#: The classes, in the order they are drawn.
+CLASSES = ("mid", "large", "skinnyM", "skinnyN", "batched", "odd", "fp32", "tf32", "high",
+           "deepK", "skinnyT", "tf32T", "decode")
 
 
 def _logu(r: random.Random, lo: float, hi: float, mult: int = 1) -> int:
@@ -93,7 +96,9 @@ def cases(seed: int = SEED) -> list[tuple]:
     return out
 
 
-def shapes(seeds) -> tuple[tuple[int, int, int, int], ...]:
-    """The distinct (m, n, k, batch) of the draws of ``seeds``, in draw order."""
+def shapes(seeds, which=None) -> tuple[tuple[int, int, int, int], ...]:
+    """The distinct (m, n, k, batch) of the draws of ``seeds``, in draw order: of every class,
+    or of the classes ``which`` names."""
     return tuple(dict.fromkeys((m, n, k, batch) for seed in seeds
-                               for _, _, _, _, m, n, k, batch in cases(seed)))
+                               for cls, _, _, _, m, n, k, batch in cases(seed)
+                               if which is None or cls in which))

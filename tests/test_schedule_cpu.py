@@ -389,7 +389,8 @@ def test_precompile_builds_the_kernels_of_an_unaligned_c_where_launches_take_the
     """``aot`` names what ``launch._resolve`` runs for a C TMA cannot store (one decision:
     ``dispatch.copied_c``): the kernel storing C itself (C's alignment in its key), or, for a
     schedule that cannot (a tuned swapped tile), that kernel writing our padded rows and the
-    16-bit copy; the aligned-only set has neither."""
+    16-bit copy; an aligned-only set of aligned shapes has neither, the default set (which
+    plans the odd class's draws with every alignment) the first."""
     from cutematmul import aot
 
     every = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16", "bfloat16"),
@@ -397,9 +398,13 @@ def test_precompile_builds_the_kernels_of_an_unaligned_c_where_launches_take_the
     direct = {k.dtype for k in every if isinstance(k, dispatch.KernelKey) and k.align_c < 8}
     assert direct == {"float16", "bfloat16"}, direct
     aligned = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",),
-                                          alignments="aligned", families=("sm90",)))
+                                          alignments="aligned", families=("sm90",),
+                                          shapes=aot.default_shapes()))
     assert not [k for k in aligned if isinstance(k, dispatch.KernelKey) and k.align_c < 8]
     assert not [k for k in aligned if isinstance(k, dispatch.ReduceKey) and k.w_dtype != "float32"]
+    default = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",),
+                                          families=("sm90",)))
+    assert [k for k in default if isinstance(k, dispatch.KernelKey) and k.align_c < 8]
     gemm = plan_gemm((1000, 1000), (1000, 1), (1000, 1001), (1001, 1), (1001, 1))
     spans = [(0, 2 * 10**6), (0, 2 * 1001000), (0, 2 * 1001000)]
     work = launch._resolve(("sm90",), H200[0], H200[1], gemm, "float16", 2, (True, True, True),

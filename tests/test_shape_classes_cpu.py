@@ -66,3 +66,14 @@ def test_precompile_names_each_selected_products_gemm_kernel():
         assert set(gemms) <= set(every)
         narrow |= case[0] == "decode" and any(k.config.tile_n <= 32 for k in gemms)
     assert narrow  # the small-M decode products run narrow tiles
+
+
+def test_the_library_draws_name_their_classes_and_give_distinct_shapes():
+    from cutematmul import classes
+
+    drawn = [c[0] for c in classes.cases(classes.SEED)]
+    assert list(dict.fromkeys(drawn)) == list(classes.CLASSES)  # in the order they are drawn
+    odd = classes.shapes([classes.SEED, 7], ("odd",))
+    assert len(odd) == len(set(odd)) == 12 and all(m % 2 and n % 2 and k % 2 for m, n, k, _ in odd)
+    every = classes.shapes([classes.SEED])
+    assert set(odd[:6]) <= set(every) and len(every) == len(set(every))
