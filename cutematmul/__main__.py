@@ -2,7 +2,7 @@
 
     python -m cutematmul precompile [default] [--arch sm_90a] [--dtypes ...] [--precisions ...]
                                     [--layouts ...]
-                                    [--alignments aligned|all] [--families ...] [--shapes ...]
+                                    [--alignments contiguous|aligned|all] [--families ...] [--shapes ...]
                                     [--num-sms N] [--jobs N] [--cache-dir DIR] [--dry-run]
     python -m cutematmul info [--cache-dir DIR]
     python -m cutematmul clear [--cache-dir DIR]
@@ -51,9 +51,10 @@ def _parser() -> argparse.ArgumentParser:
     pre.add_argument("--layouts", metavar="LIST",
                      help=f"operand majors of A and B, of {', '.join(aot.LAYOUTS)} or 'all' "
                           "(default: all; 'kn' = row-major A @ row-major B)")
-    pre.add_argument("--alignments", choices=["aligned", "all"], default="aligned",
-                     help="'all': every shape also with operands aligned to one element only "
-                          "(the default set's odd-sized draws always are)")
+    pre.add_argument("--alignments", choices=list(aot.ALIGNMENTS), default="contiguous",
+                     help="contiguous: each shape's operands contiguous in each layout, as a "
+                          "call launches them (default); aligned: rows of whole 16-byte vectors; "
+                          "all: every alignment mix (operands aligned to one element too)")
     pre.add_argument("--families", metavar="LIST",
                      help="comma-separated families, or 'all' (default: the dispatcher's choice)")
     pre.add_argument("--shapes", metavar="LIST",

@@ -15,7 +15,7 @@ before it imports the DSL, so this runs on a machine without a GPU.  The directo
 shipped (baked into a container image) and used read-only.
 
 Imports: ``cache``, ``classes`` (the default set's shape draws), ``dispatch`` (and ``configs``
-through it); ``device`` only to read the GPU's
+through it), ``launch`` (what a call on contiguous operands launches: its own planner); ``device`` only to read the GPU's
 SM count when one is present; ``tqdm`` when installed.  The parent process never imports the DSL.
 """
 
@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import cache, classes
+from .launch import Launch, contiguous_plan
 from .dispatch import (
     FAMILIES, HALF_MATH, PRECISIONS, TF32_MATH, OperandCopy, choose_families,
     choose_family, itemsize, math_type, copied_c, copies_c, operand_copy, output_dtype,
@@ -48,11 +49,11 @@ DTYPES = ("float16", "bfloat16", "float32")
 
 
 #: Seeds of the shape-class draws (``classes``) whose products join the default set.  None is a
-#: seed the class runs time (``classes.SEED``, 7, 8), so those stay out of sample: of such
-#: products (five seeds) in every dtype and layout, 4 of 3640 with aligned operands need a
-#: kernel outside the set and 8 of 240 of the odd class, against 26% and all of them with the
-#: hand-picked shapes alone (sm_90a, 2026-12-04: 292 kernels then, 790 now;
-#: ``tests/test_cache_cpu.py`` holds the bounds on the classes' own seed).
+#: seed the class runs time (``classes.SEED``, 7, 8), so those stay out of sample: of calls on
+#: contiguous operands of such products (five seeds, every dtype and layout, 4200 calls), 20
+#: launch a kernel outside the default set with ``--precisions highest,high,tf32``, against
+#: 2049 with the hand-picked shapes alone, planned aligned (sm_90a, 2026-12-04: 349 kernels
+#: then, 949 now; ``tests/test_cache_cpu.py`` holds the bounds on the classes' own seed).
 DEFAULT_SET_SEEDS = range(100, 116)
 
 
@@ -73,17 +74,11 @@ def default_shapes() -> tuple[tuple[int, int, int, int], ...]:
     tall = [(n, m, k, b) for m, n, k, b in skinny]
     batched = [(s, s, s, b) for s in (32, 64, 128, 256, 512, 1024) for b in (4, 16, 64)]
     spread = squares + skinny + tall + batched
-    aligned = [c for c in classes.CLASSES if c != "odd"]
-    return tuple(dict.fromkeys(spread + list(classes.shapes(DEFAULT_SET_SEEDS, aligned))))
+    return tuple(dict.fromkeys(spread + list(classes.shapes(DEFAULT_SET_SEEDS))))
 
 
-@functools.cache
-def default_unaligned_shapes() -> tuple[tuple[int, int, int, int], ...]:
-    """(m, n, k, batch) problems the default set also plans with every alignment mix
-    (``Selection.alignments`` "all"): the ``odd`` class's draws of ``DEFAULT_SET_SEEDS``, whose
-    operands and C have rows of no whole 16-byte vectors (16-bit operands copied into padded
-    rows, a C the kernel stores itself; fp32 read one element at a time)."""
-    return classes.shapes(DEFAULT_SET_SEEDS, ("odd",))
+#: ``Selection.alignments``' choices.
+ALIGNMENTS = ("contiguous", "aligned", "all")
 
 
 @dataclass(frozen=True)
@@ -94,7 +89,10 @@ class Selection:
     dtypes: tuple[str, ...] | None = None  # None: every dtype some family of the arch computes
     precisions: tuple[str, ...] | None = None  # float32 modes; None: "highest" only
     layouts: tuple[str, ...] | None = None  # None: all four
-    alignments: str = "aligned"  # or "all": also operands aligned to one element
+    #: "contiguous": each shape's operands contiguous in each layout, as a call with such
+    #: arrays plans them (``launch.contiguous_plan``: operand copies, an unaligned C's kernel);
+    #: "aligned": every row in whole 16-byte vectors; "all": every alignment mix the family takes.
+    alignments: str = "contiguous"
     families: tuple[str, ...] | None = None  # None: the dispatcher's first choice per dtype
     shapes: tuple[tuple[int, ...], ...] | None = None  # (m, n, k[, batch]); None: default_shapes()
     num_sms: int | None = None  # None: the GPU's when it has the arch, else DEFAULT_NUM_SMS
@@ -114,9 +112,9 @@ class Selection:
             object.__setattr__(self, "archs", (self.archs,))
         for arch in self.archs or ():
             capability_of(arch)
-        if self.alignments not in ("aligned", "all"):
-            raise ValueError(
-                f"precompile: alignments must be 'aligned' or 'all'; got {self.alignments!r}.")
+        if self.alignments not in ALIGNMENTS:
+            raise ValueError(f"precompile: alignments must be one of {', '.join(ALIGNMENTS)}; "
+                             f"got {self.alignments!r}.")
         for shape in self.shapes or ():
             if len(shape) not in (3, 4) or min(shape) < 1:
                 raise ValueError("precompile: a shape is (m, n, k) or (m, n, k, batch) of "
@@ -150,10 +148,6 @@ def plan_keys(selection: Selection = Selection()) -> list:
                 for family in _families(selection, math, capability):
                     for key in _family_keys(selection, family, capability, sms, math):
                         keys.setdefault(replace(key, arch=arch), None)
-    if selection.shapes is None and selection.alignments == "aligned":
-        # The default set: also what its unaligned products launch.
-        unaligned = replace(selection, shapes=default_unaligned_shapes(), alignments="all")
-        keys.update(dict.fromkeys(plan_keys(unaligned)))
     return list(keys)
 
 
@@ -228,6 +222,8 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
     """The keys of ``family`` over the selection's layouts, alignments and shapes; with auto's
     family (no ``families`` named), each shape takes the launch's own order
     (``dispatch.problem_order``: launch-bound products run sm80 on Hopper)."""
+    if selection.alignments == "contiguous":
+        return _contiguous_keys(selection, family, capability, num_sms, math)
     keys = _prep_keys(capability, math, selection.alignments)
     for layout in selection.layouts or tuple(LAYOUTS):
         for aligns in _alignments(selection.alignments, family, math):
@@ -250,6 +246,28 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
                 if (selection.alignments == "all" and runs.required_alignment > itemsize(math)
                         and copies_c(runs, key.config, splits, transposed, False)):
                     keys += copied_c(capability, key)
+    return list(dict.fromkeys(keys))
+
+
+def _contiguous_keys(selection: Selection, family, capability, num_sms: int, math: str) -> list:
+    """The kernels that calls on contiguous operands of each shape launch in each layout, as
+    the launch path plans them (``launch.contiguous_plan``; the wave model's picks: tuned
+    schedules come from ``tuned_keys``), with the TF32 modes' copies of either major; with
+    auto's family (no ``families`` named) over every family the call may take, in the launch's
+    order.  A plan that stages an operand (none of the shape classes' products) lists nothing:
+    the staged copy's kernels are planned when it is made."""
+    names = ((family.name,) if selection.families is not None
+             else tuple(f.name for f in choose_families(math, capability)))
+    keys = _prep_keys(capability, math, "aligned")
+    with cache.untuned():
+        for layout in selection.layouts or tuple(LAYOUTS):
+            a_major, b_major = LAYOUTS[layout]
+            stored_transposed = (a_major == "m", b_major == "k")
+            for m, n, k, *batch in selection.shapes or default_shapes():
+                plan = contiguous_plan(names, capability, num_sms, math, m, n, k,
+                                       batch[0] if batch else 1, stored_transposed)
+                if isinstance(plan, Launch):
+                    keys += plan.kernels
     return list(dict.fromkeys(keys))
 
 

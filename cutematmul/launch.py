@@ -84,6 +84,17 @@ class Launch(NamedTuple):
         """The K-splits of every call (the schedule's, as ``dispatch`` chose or was told)."""
         return self.calls[0][1][4]
 
+    @property
+    def kernels(self) -> tuple:
+        """Every compiled kernel the launch runs: the operand copies (one kernel where
+        ``dispatch.paired`` makes both), the GEMM, the reduction or C's copy."""
+        copies = ()
+        if self.prep is not None:
+            pair = paired(self.prep)
+            copies = (pair,) if pair is not None else tuple(
+                copy.key for copy in self.prep if copy is not None)
+        return copies + (self.key,) + ((self.reduce,) if self.reduce is not None else ())
+
 
 class Staging(NamedTuple):
     """Which caller operands (a, b, out) must be copied before a kernel can read them."""
@@ -473,6 +484,27 @@ def _run_streamk(adapter, fn, workspace_size: tuple, pa: int, pb: int, pc: int, 
 
 _ZEROS = "zeros"  # K == 0: the product is a zero fill
 _UNPADDED = (False, False, False)
+
+
+def contiguous_plan(family_names, capability, num_sms: int, math: str, m: int, n: int, k: int,
+                    batch: int, transposed: tuple[bool, bool]):
+    """What a call on contiguous operands runs (``_plan_launch``'s plan: a ``Launch``, a
+    ``Staging``, None or ``_ZEROS``): A (batch, m, k) and B (batch, k, n) row-major, or each
+    stored transposed where ``transposed`` says (``a.mT`` of a row-major (k, m)), C a fresh
+    row-major result, every base pointer 16-byte aligned; ``aot`` lists its kernels."""
+    lead = (batch,) if batch > 1 else ()
+
+    def strides(shape, flip):
+        if not flip:
+            return row_major_strides(shape)
+        st = row_major_strides(shape[:-2] + (shape[-1], shape[-2]))
+        return st[:-2] + (st[-1], st[-2])
+
+    a_shape, b_shape, c_shape = lead + (m, k), lead + (k, n), lead + (m, n)
+    return _plan_launch(tuple(family_names), capability, num_sms, a_shape,
+                        strides(a_shape, transposed[0]), b_shape, strides(b_shape, transposed[1]),
+                        c_shape, row_major_strides(c_shape), math, element_bytes(math),
+                        (True, True, True), _UNPADDED)[1]
 
 
 @lru_cache(maxsize=4096)

@@ -32,15 +32,15 @@ _MAJORS = {"nn": "kn", "tn": "mn", "nt": "kk", "tt": "mk"}
 
 
 def kernel_keys(selected: list[tuple], arch: str = "sm_90a") -> list:
-    """The kernels the planner names for ``selected`` products on ``arch`` (no GPU); operands
-    of no whole 16-byte rows (the ``odd`` class) with their staging kernels."""
+    """The kernels the planner names for ``selected`` products on ``arch`` (no GPU): what calls
+    on contiguous operands launch (``aot``'s "contiguous"), operand copies included."""
     from cutematmul import aot
 
     keys = []
     for cls, dtype, precision, layout, m, n, k, batch in selected:
         keys += aot.plan_keys(aot.Selection(
             archs=(arch,), dtypes=(dtype,), precisions=(precision,), layouts=(_MAJORS[layout],),
-            shapes=((m, n, k, batch),), alignments="all" if cls == "odd" else "aligned"))
+            shapes=((m, n, k, batch),)))
     return list(dict.fromkeys(keys))
 
 
