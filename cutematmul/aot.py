@@ -259,15 +259,14 @@ def _contiguous_keys(selection: Selection, family, capability, num_sms: int, mat
     names = ((family.name,) if selection.families is not None
              else tuple(f.name for f in choose_families(math, capability)))
     keys = _prep_keys(capability, math, "aligned")
-    with cache.untuned():
-        for layout in selection.layouts or tuple(LAYOUTS):
-            a_major, b_major = LAYOUTS[layout]
-            stored_transposed = (a_major == "m", b_major == "k")
-            for m, n, k, *batch in selection.shapes or default_shapes():
-                plan = contiguous_plan(names, capability, num_sms, math, m, n, k,
-                                       batch[0] if batch else 1, stored_transposed)
-                if isinstance(plan, Launch):
-                    keys += plan.kernels
+    for layout in selection.layouts or tuple(LAYOUTS):
+        a_major, b_major = LAYOUTS[layout]
+        stored_transposed = (a_major == "m", b_major == "k")
+        for m, n, k, *batch in selection.shapes or default_shapes():
+            plan = contiguous_plan(names, capability, num_sms, math, m, n, k,
+                                   batch[0] if batch else 1, stored_transposed)
+            if isinstance(plan, Launch):
+                keys += plan.kernels
     return list(dict.fromkeys(keys))
 
 

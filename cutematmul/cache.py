@@ -247,21 +247,6 @@ def trial_tuned(problem, choice):
         _changed()
 
 
-@contextmanager
-def untuned():
-    """No tuned schedule inside the block: plans are the wave model's picks (``aot`` lists the
-    kernels of those; the tuned ones it adds from the target directory's ``tuned.json``)."""
-    with _STATE.guard:
-        before, _STATE.tuned = _STATE.tuned, {}
-    _changed()
-    try:
-        yield
-    finally:
-        with _STATE.guard:
-            _STATE.tuned = before
-        _changed()
-
-
 def on_change(clear: Callable[[], None]) -> None:
     """Register ``clear``, called whenever the tuned table changes or the cache is cleared."""
     if clear not in _STATE.on_change:

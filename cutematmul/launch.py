@@ -488,10 +488,11 @@ _UNPADDED = (False, False, False)
 
 def contiguous_plan(family_names, capability, num_sms: int, math: str, m: int, n: int, k: int,
                     batch: int, transposed: tuple[bool, bool]):
-    """What a call on contiguous operands runs (``_plan_launch``'s plan: a ``Launch``, a
-    ``Staging``, None or ``_ZEROS``): A (batch, m, k) and B (batch, k, n) row-major, or each
-    stored transposed where ``transposed`` says (``a.mT`` of a row-major (k, m)), C a fresh
-    row-major result, every base pointer 16-byte aligned; ``aot`` lists its kernels."""
+    """What a call on contiguous operands runs under the wave model's pick (``_plan_launch``'s
+    plan, tuned schedules aside: a ``Launch``, a ``Staging``, None or ``_ZEROS``): A (batch, m,
+    k) and B (batch, k, n) row-major, or each stored transposed where ``transposed`` says
+    (``a.mT`` of a row-major (k, m)), C a fresh row-major result, every base pointer 16-byte
+    aligned; ``aot`` lists its kernels."""
     lead = (batch,) if batch > 1 else ()
 
     def strides(shape, flip):
@@ -504,18 +505,19 @@ def contiguous_plan(family_names, capability, num_sms: int, math: str, m: int, n
     return _plan_launch(tuple(family_names), capability, num_sms, a_shape,
                         strides(a_shape, transposed[0]), b_shape, strides(b_shape, transposed[1]),
                         c_shape, row_major_strides(c_shape), math, element_bytes(math),
-                        (True, True, True), _UNPADDED)[1]
+                        (True, True, True), _UNPADDED, tuned=False)[1]
 
 
 @lru_cache(maxsize=4096)
 def _plan_launch(family_names, capability, num_sms, a_shape, a_strides, b_shape, b_strides,
-                 c_shape, c_strides, math, itemsize, caller_aligned, padded):
+                 c_shape, c_strides, math, itemsize, caller_aligned, padded, tuned: bool = True):
     """(swapped, what to do) for operands of these shapes and strides: None (empty result),
     ``_ZEROS`` (K == 0), a ``Staging`` or a ``Launch``; a pure function, cached on its arguments.
     ``math`` is the math type (``dispatch.math_type``), ``itemsize`` the operands'.
 
     ``caller_aligned`` says whether the caller's (a, b, c) base pointers are 16-byte aligned,
-    ``padded`` whether their rows end in padding of ours.
+    ``padded`` whether their rows end in padding of ours; ``tuned``: a tuned schedule
+    (``cache.tuned_choice``) replaces the wave model's pick.
     """
     gemm = plan_gemm(a_shape, a_strides, b_shape, b_strides, c_strides)
     if gemm.m == 0 or gemm.n == 0 or gemm.batch == 0:
@@ -528,7 +530,7 @@ def _plan_launch(family_names, capability, num_sms, a_shape, a_strides, b_shape,
                   for (s, st), name in ((first, "A"), (second, "B"), ((c_shape, c_strides), "C")))
     aligned, padded = ((x[1], x[0], x[2]) if gemm.swapped else x for x in (caller_aligned, padded))
     return gemm.swapped, _resolve(family_names, capability, num_sms, gemm, math, itemsize,
-                                  aligned, spans, padded)
+                                  aligned, spans, padded, tuned)
 
 
 def _layout_alignment(layout: MatrixLayout, itemsize: int, offsets) -> int:
@@ -555,12 +557,13 @@ def _fits(family, gemm: Gemm, itemsize: int) -> bool:
 
 def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm, math: str,
              itemsize: int, pointers_aligned: tuple[bool, bool, bool], spans,
-             padded: tuple[bool, bool, bool]) -> Launch | Staging:
+             padded: tuple[bool, bool, bool], tuned: bool = True) -> Launch | Staging:
     """The launch for a planned GEMM, or the operands that must be staged first.
 
     ``pointers_aligned`` says, for the kernel's (A, B, C), whether the base pointer is 16-byte
     aligned; ``spans`` are their relative byte spans; ``padded`` which of them end their rows in
-    padding of ours.  Everything else is a function of the plan.
+    padding of ours; ``tuned`` whether a tuned schedule may replace the wave model's pick.
+    Everything else is a function of the plan.
 
     The family is the first candidate whose addressing limits take the plan (the preferred one
     otherwise: its staged copies are compact); operands it cannot read as they are get staged.
@@ -575,7 +578,7 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     order = problem_order(family_names, gemm.m, gemm.n, gemm.k, gemm.batch)
     if order != family_names:  # a launch-bound product: sm80 first, where it needs no staging
         plan = _resolve(order, capability, num_sms, gemm, math, itemsize, pointers_aligned,
-                        spans, padded)
+                        spans, padded, tuned)
         if isinstance(plan, Launch):
             return plan
     layouts = (gemm.a, gemm.b, gemm.c)
@@ -619,7 +622,8 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     key, splits, transposed = schedule(family, capability, num_sms, math, majors[0], majors[1],
                                        tuple(aligns), gemm.m, gemm.n, gemm.k,
                                        gemm.batch, split_k=single,
-                                       tuned=None if problem is None else tuned_choice(problem))
+                                       tuned=None if problem is None or not tuned
+                                       else tuned_choice(problem))
     calls = []
     for offsets, (m, n, batch) in launches:
         sizes = (m, n, gemm.k, batch, splits, gemm.a.ld, gemm.a.batch_stride, gemm.b.ld,

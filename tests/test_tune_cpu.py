@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -112,6 +113,20 @@ def test_a_trial_is_undone_and_persists_nothing(fresh):
         assert _plan()[0].key.config == other[0]
     assert _plan()[0].key == work.key
     assert not (fresh / cache_disk.TUNED).exists()
+
+
+def test_precompile_lists_the_model_pick_of_a_tuned_problem_and_calls_run_the_record(fresh):
+    """``aot`` plans without the tuned table (``launch.contiguous_plan``; the recorded
+    schedules' kernels come from the target directory's ``tuned.json``), calls with it."""
+    from cutematmul import aot
+
+    work, _ = _plan()
+    other = sm90.candidates(1000, 1000, 1000, 1, 132)[1]
+    cache.record_tuned(work.problem, other)
+    listed = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",),
+                                         layouts=("kn",), shapes=((1000, 1000, 1000),)))
+    assert work.key in listed and replace(work.key, config=other[0]) not in listed
+    assert _plan()[0].key.config == other[0]
 
 
 def test_records_of_another_environment_or_invalid_ones_are_ignored(fresh):
