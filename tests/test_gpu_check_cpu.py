@@ -32,7 +32,7 @@ def _check(tmp_path, **env):
 
 @pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None,
                     reason="needs bash and coreutils' timeout")
-@pytest.mark.parametrize("jobs", [1, 2, 3, 4, 6])
+@pytest.mark.parametrize("jobs", [1, 2, 3, 4, 5, 6])
 def test_the_test_part_runs_every_test_file_once_in_at_most_jobs_processes(tmp_path, jobs):
     done, calls = _check(tmp_path, GPU_CHECK_PARTS="tests", GPU_TEST_JOBS=str(jobs))
     assert done.returncode == 0, done.stdout + done.stderr

@@ -7,7 +7,7 @@
 # Parts (GPU_CHECK_PARTS, default "tests sanitize bench", in that order):
 # * tests: every GPU test (`pytest -m gpu`: the GPU files, not the CPU compile tests, which CI
 #   runs; the tests past 32-bit sizes, which need ~40 GB and minutes, only with FULL=1), in
-#   GPU_TEST_JOBS pytest processes side by side on the one GPU (default 4; the files are
+#   GPU_TEST_JOBS pytest processes side by side on the one GPU (default 5; the files are
 #   grouped by their run times on an H200, the last group takes every file the others do not
 #   name), each cut at GPU_TEST_LIMIT seconds (default 540) so that one call of 10 minutes
 #   returns every group's log; a cut group says so;
@@ -22,16 +22,19 @@ out="${1:-gpu-check-logs}"
 mkdir -p "$out"
 status=0
 
-#: Test files per group, heaviest first (H200, 2026-12-04, seconds alone: split-K 157, swap 124;
-#: fp32 modes with odd widths and PDL 279; JAX, PyTorch and the rest of the third group 366).
+#: Test files per group (H200, 2026-12-04, seconds with three groups side by side: split-K 157,
+#: swap 124; fp32 modes with odd widths and PDL 279; JAX, PyTorch and the rest of the third
+#: group 366; test_gpu_matmul's 760 products not timed alone), the last merged into the one
+#: before it while there are more groups than GPU_TEST_JOBS.
 groups=("tests/test_gpu_splitk.py tests/test_gpu_swap.py"
         "tests/test_gpu_fp32_modes.py tests/test_gpu_odd_widths.py tests/test_gpu_pdl.py"
-        "tests/test_jax.py tests/test_torch.py tests/test_gpu_operand_copies.py tests/test_gpu_tune.py tests/test_gpu_mixed_dtypes.py tests/test_gpu_streams_devices.py tests/test_gpu_startup.py")
+        "tests/test_jax.py tests/test_torch.py tests/test_gpu_operand_copies.py tests/test_gpu_tune.py tests/test_gpu_mixed_dtypes.py tests/test_gpu_streams_devices.py tests/test_gpu_startup.py"
+        "tests/test_gpu_matmul.py")
 
 # The test files split into GPU_TEST_JOBS groups, one line each: the named groups merged from
 # the last down to fit, then every other test file.
 test_groups() {
-  local jobs=${GPU_TEST_JOBS:-4} named=() rest=() file i
+  local jobs=${GPU_TEST_JOBS:-5} named=() rest=() file i
   for ((i = 0; i < ${#groups[@]}; i++)); do named+=("${groups[i]}"); done
   while [ "${#named[@]}" -ge "$jobs" ] && [ "${#named[@]}" -gt 1 ]; do
     named[${#named[@]}-2]="${named[${#named[@]}-2]} ${named[${#named[@]}-1]}"
