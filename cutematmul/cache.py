@@ -416,9 +416,29 @@ def _xla_from_disk_or_build(key, bcast_a: bool, bcast_b: bool, build):
         build=build_payload, stored=lambda path, obj: obj, unstored=lambda obj: obj,
         in_memory=lambda: _timed(_STATE.xla, built),
     )
+    return _through_disk(recipe, lambda: _xla_digest(key, bcast_a, bcast_b, build))
+
+
+def _xla_digest(key, bcast_a: bool, bcast_b: bool, build) -> str:
+    """The sha256 naming the JAX tier's entry of ``key`` and the broadcast flags."""
     extra = (f"bcast_a={bcast_a} bcast_b={bcast_b} jax={cache_disk.version('jax')} "
              f"builder={cache_disk.source_digest(build)}")
-    return _through_disk(recipe, lambda: entry_digest(key, "xla", extra))
+    return entry_digest(key, "xla", extra)
+
+
+def xla_disk_entry(key, bcast_a: bool, bcast_b: bool, build,
+                   directory: Path | None = None) -> Path | None:
+    """The payload of the JAX tier's verified entry for ``key`` and the broadcast flags (what
+    ``get_xla_object`` with this ``build`` would load), or None; nothing is loaded."""
+    found = _directory(directory)
+    if found is None:
+        return None
+    try:
+        entry = cache_disk.read_entry(found.path, _xla_digest(key, bool(bcast_a), bool(bcast_b),
+                                                               build))
+    except Corrupt:
+        return None
+    return None if entry is None else entry[0]
 
 
 def _through_disk(recipe: _Recipe, digest: Callable[[], str]):

@@ -23,8 +23,10 @@ Imports: ``configs.sm90`` (a constant), ``device``, ``dispatch``, ``operand``, `
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+from typing import Any, NamedTuple
 
 import jax
 import jax.extend
@@ -36,7 +38,7 @@ from jax._src.interpreters import ad
 from . import device as _device
 from .configs.sm90 import TF32_TILE_K
 from .dispatch import (
-    KernelKey, build_kernel, choose_family, kernel_key, math_type, operand_copies,
+    KernelKey, build_kernel, choose_family, itemsize, kernel_key, math_type, operand_copies,
 )
 from .operand import check_dtypes, result_dtype
 from .plan import broadcast_shapes, dims_equal, round_up
@@ -339,6 +341,99 @@ def _tf32_operand(x3, k_major: bool, arithmetic: str):
     return jnp.concatenate([_pad_last(big, TF32_TILE_K), _pad_last(small, TF32_TILE_K)], axis=-1)
 
 
+class XlaPlan(NamedTuple):
+    """What the lowering of one product does (``xla_plan``): its math type and family, the
+    operand copies XLA makes (``dispatch.operand_copies``: "k", "m", "n" or None each), the
+    element multiple the unit-stride rows are padded to, C's padded width, the byte
+    alignments of (A, B, C) as the kernel reads them, and the kernel's key."""
+
+    arithmetic: str
+    family: Any
+    copies: tuple
+    need: int
+    n_out: int
+    aligns: tuple[int, int, int]
+    key: KernelKey
+
+
+def xla_plan(capability, num_sms: int, dtype: str, precision: str, kernel: str, m: int, n: int,
+             k: int, batch: int, trans_a: bool, trans_b: bool, bcast_a: bool,
+             bcast_b: bool) -> XlaPlan:
+    """The lowering's decisions for an (m, k) @ (k, n) product of ``batch`` matrices (A stored
+    (k, m) where ``trans_a``, B stored (n, k) where ``trans_b``; ``bcast_*``: one matrix for the
+    whole batch) on a GPU of ``capability`` and ``num_sms``: no arrays, no GPU, so ``aot`` can
+    list the objects a jitted call embeds."""
+    arithmetic = math_type(dtype, precision, capability, (m, n, k, batch), kernel, split_k=False)
+    family = choose_family(arithmetic, capability, kernel, (m, n, k, batch))
+    copies = operand_copies(family, arithmetic, "m" if trans_a else "k", "k" if trans_b else "n",
+                            m, n, k, transposable=False,
+                            counts=(1 if bcast_a else batch, 1 if bcast_b else batch))
+    # The unit-stride extent of each operand as the kernel reads it (``_lowered``'s copies).
+    tf32_k = 2 * round_up(k, TF32_TILE_K) if arithmetic == "tf32x3" else k
+    a_cols, b_cols = (m if trans_a else k), (k if trans_b else n)
+    if copies[0] == "k":
+        a_cols, trans_a = tf32_k, False
+    elif copies[0] == "m":
+        a_cols, trans_a = m, True
+    if copies[1] == "k":
+        b_cols, trans_b = tf32_k, True
+    elif copies[1] == "n":
+        b_cols, trans_b = n, False
+    size = itemsize(dtype)
+    need = max(1, family.required_alignment // size)
+    n_out = round_up(n, need)
+    aligns = tuple(16 if (round_up(cols, need) * size) % 16 == 0 else size
+                   for cols in (a_cols, b_cols, n_out))
+    key = kernel_key(family, capability, num_sms, arithmetic, "m" if trans_a else "k",
+                     "k" if trans_b else "n", aligns, m, n_out, k, batch)
+    return XlaPlan(arithmetic, family, copies, need, n_out, aligns, key)
+
+
+@dataclasses.dataclass(frozen=True)
+class ObjectKey:
+    """An object of the JAX tier that ``aot`` builds ahead of time: ``kernel`` compiled for XLA
+    with these broadcast flags, for operands of ``dtype`` (what ``_compile`` makes)."""
+
+    kernel: KernelKey
+    bcast_a: bool
+    bcast_b: bool
+    dtype: str
+    #: ``aot``'s name for the route, beside the pointer path's kernels.
+    route = "xla"
+
+    @property
+    def arch(self) -> str:
+        return self.kernel.arch
+
+    def build(self):
+        """Compile the object into the cache's JAX tier (memory and disk), as a lowering does."""
+        return _compile(self.kernel, self.bcast_a, self.bcast_b, jnp.dtype(self.dtype))
+
+    def stored(self, directory=None):
+        """Its verified entry in ``directory`` (default: the cache's), or None."""
+        from .cache import xla_disk_entry
+
+        return xla_disk_entry(self.kernel, self.bcast_a, self.bcast_b,
+                              functools.partial(_build_object, self.kernel, self.bcast_a,
+                                                self.bcast_b, jnp.dtype(self.dtype)), directory)
+
+
+def object_keys(capability, num_sms: int, dtype: str, precision: str, layout: tuple[str, str],
+                shape: tuple[int, ...]) -> list[ObjectKey]:
+    """The objects jitted calls of an (m, n, k[, batch]) product embed with operands of
+    ``dtype`` in ``layout`` (the majors of A and B): unbatched, or batched with both operands
+    stacked or with B one matrix for the whole batch (``x @ w``)."""
+    m, n, k, *rest = shape
+    batch = rest[0] if rest else 1
+    flags = [(True, True)] if batch == 1 else [(False, False), (False, True)]
+    found = []
+    for bcast_a, bcast_b in flags:
+        plan = xla_plan(capability, num_sms, dtype, precision, "auto", m, n, k, batch,
+                        layout[0] == "m", layout[1] == "k", bcast_a, bcast_b)
+        found.append(ObjectKey(plan.key, bcast_a, bcast_b, dtype))
+    return found
+
+
 def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
     dtype_name = np.dtype(a.dtype).name
     batch_a, (m, k) = _logical(a.shape, trans_a)
@@ -356,43 +451,35 @@ def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
 
     info = _device.device_info(0)
     concrete_batch = math.prod(_concrete(d) or 1024 for d in batch)
-    arithmetic = math_type(dtype_name, precision, info.capability, (m, n, k, concrete_batch),
-                           kernel, split_k=False)
-    family = choose_family(arithmetic, info.capability, kernel, (m, n, k, concrete_batch))
-    itemsize = np.dtype(a.dtype).itemsize
     a3, bcast_a = _to_3d(a, batch_a, batch, tuple(a.shape[-2:]))
     b3, bcast_b = _to_3d(b, batch_b, batch, tuple(b.shape[-2:]))
+    plan = xla_plan(info.capability, info.num_sms, dtype_name, precision, kernel, m, n, k,
+                    concrete_batch, trans_a, trans_b, bcast_a, bcast_b)
     # The operands the kernel reads through copies (dispatch.operand_copies), made here by XLA:
     # K-major for TF32 (3xTF32 split), or a K-major operand transposed for the fp32 SIMT kernel.
-    copy_a, copy_b = operand_copies(family, arithmetic, "m" if trans_a else "k",
-                                    "k" if trans_b else "n", m, n, k, transposable=False,
-                                    counts=(1 if bcast_a else concrete_batch,
-                                            1 if bcast_b else concrete_batch))
+    copy_a, copy_b = plan.copies
     if copy_a == "k":
-        a3, trans_a = _tf32_operand(a3, not trans_a, arithmetic), False
+        a3, trans_a = _tf32_operand(a3, not trans_a, plan.arithmetic), False
     elif copy_a == "m":
         a3, trans_a = jnp.swapaxes(a3, -1, -2), True
     if copy_b == "k":
-        b3, trans_b = _tf32_operand(b3, trans_b, arithmetic), True
+        b3, trans_b = _tf32_operand(b3, trans_b, plan.arithmetic), True
     elif copy_b == "n":
         b3, trans_b = jnp.swapaxes(b3, -1, -2), False
-    need = max(1, family.required_alignment // itemsize)
-    if need > 1:  # TMA / 128-bit cp.async: pad unit-stride rows to 16 bytes (a copy; documented)
-        a3, b3 = _pad_last(a3, need), _pad_last(b3, need)
-    n_out = round_up(n, need)
-
-    def align_bytes(cols):
-        return 16 if (cols * itemsize) % 16 == 0 else itemsize
-
-    aligns = (align_bytes(a3.shape[-1]), align_bytes(b3.shape[-1]), align_bytes(n_out))
-    key = kernel_key(family, info.capability, info.num_sms, arithmetic, "m" if trans_a else "k",
-                     "k" if trans_b else "n", aligns, m, n_out, k, concrete_batch)
-    compiled = _compile(key, bcast_a, bcast_b, a.dtype)
+    if plan.need > 1:  # TMA / 128-bit cp.async: pad unit-stride rows to 16 bytes (a copy; documented)
+        a3, b3 = _pad_last(a3, plan.need), _pad_last(b3, plan.need)
+    itemsize_ = np.dtype(a.dtype).itemsize
+    read = tuple(16 if (cols * itemsize_) % 16 == 0 else itemsize_
+                 for cols in (a3.shape[-1], b3.shape[-1], plan.n_out))
+    if read != plan.aligns:  # the key's alignment hints must be what the kernel is given
+        raise RuntimeError(f"cutematmul internal error: the XLA plan assumed operand rows aligned "
+                           f"to {plan.aligns} bytes, the lowering made {read}.")
+    compiled = _compile(plan.key, bcast_a, bcast_b, a.dtype)
     rows = b3.shape[0] if bcast_a else a3.shape[0]  # the launch's batch size L
-    c_struct = jax.ShapeDtypeStruct((rows, m, n_out), a.dtype)
+    c_struct = jax.ShapeDtypeStruct((rows, m, plan.n_out), a.dtype)
     call = jax.ffi.ffi_call(_ffi_target(), result_shape_dtypes=(c_struct,))
     (c3,) = call(a3, b3, module=compiled.module, key=compiled.fingerprint)
-    if n_out != n:
+    if plan.n_out != n:
         c3 = c3[..., :n]
     return c3.reshape(out_shape)
 
