@@ -3,6 +3,7 @@
     python -m cutematmul precompile [default] [--arch sm_90a] [--dtypes ...] [--precisions ...]
                                     [--layouts ...]
                                     [--alignments contiguous|aligned|all] [--families ...] [--shapes ...]
+                                    [--jax]
                                     [--num-sms N] [--jobs N] [--cache-dir DIR] [--dry-run]
     python -m cutematmul info [--cache-dir DIR]
     python -m cutematmul clear [--cache-dir DIR]
@@ -61,6 +62,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="problems MxNxK[xBATCH], comma-separated, whose tile choices to build "
                           "(default: a spread of squares, skinny and batched products and the "
                           "shape classes' draws, cutematmul/classes.py)")
+    pre.add_argument("--jax", action="store_true",
+                     help="also the objects jitted JAX calls embed (the XLA route; needs jax)")
     pre.add_argument("--num-sms", type=int, metavar="N",
                      help="SM count of the target GPU (default: this GPU's, else 132 for "
                           "sm_90a, 108 for sm_80)")
@@ -87,6 +90,7 @@ def _selection(args) -> dict:
         families=_families(args.families),
         shapes=tuple(_shape(s) for s in _split(args.shapes)) or None,
         num_sms=args.num_sms,
+        jax=args.jax,
     )
 
 

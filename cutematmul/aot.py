@@ -9,20 +9,25 @@ problem size only through the tile and split-K choice (``dispatch.schedule``), s
 every size; a split product also needs the reduction kernel of its dtype, which is listed too.
 The schedules ``cutematmul.tune`` recorded in the directory (``tuned.json``) add their kernels.
 The float32 modes "high" and "tf32" (``precisions``; the default set is "highest" only) add the
-TF32 kernels the dispatcher picks and the operand-prep kernels of ``kernels/operand_prep.py``.  Keys already on disk are skipped; the rest compile in parallel worker processes
+TF32 kernels the dispatcher picks and the operand-prep kernels of ``kernels/operand_prep.py``.
+``jax`` (``--jax``) adds the objects jitted JAX calls embed (the XLA route's cache tier:
+``xla.object_keys``), built in the same workers with jax imported.  Keys already on disk are skipped; the rest compile in parallel worker processes
 (``spawn``), each started with ``CUTE_DSL_ARCH`` set to its target and ``CUDA_VISIBLE_DEVICES=""``
 before it imports the DSL, so this runs on a machine without a GPU.  The directory it fills can be
 shipped (baked into a container image) and used read-only.
 
 Imports: ``cache``, ``classes`` (the default set's shape draws), ``dispatch`` (and ``configs``
-through it), ``launch`` (what a call on contiguous operands launches: its own planner); ``device`` only to read the GPU's
-SM count when one is present; ``tqdm`` when installed.  The parent process never imports the DSL.
+through it), ``launch`` (what a call on contiguous operands launches: its own planner); lazily
+``xla`` (with ``jax``: the objects jitted calls embed, ``Selection.jax``); ``device`` only to
+read the GPU's SM count when one is present; ``tqdm`` when installed.  The parent process never
+imports the DSL.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import functools
+import itertools
 import multiprocessing
 import os
 import re
@@ -96,6 +101,8 @@ class Selection:
     families: tuple[str, ...] | None = None  # None: the dispatcher's first choice per dtype
     shapes: tuple[tuple[int, ...], ...] | None = None  # (m, n, k[, batch]); None: default_shapes()
     num_sms: int | None = None  # None: the GPU's when it has the arch, else DEFAULT_NUM_SMS
+    #: Also the objects jitted JAX calls embed (the XLA route: ``xla.object_keys``; needs jax).
+    jax: bool = False
 
     def __post_init__(self):
         for name, allowed in (("dtypes", DTYPES), ("precisions", tuple(PRECISIONS)),
@@ -148,7 +155,25 @@ def plan_keys(selection: Selection = Selection()) -> list:
                 for family in _families(selection, math, capability):
                     for key in _family_keys(selection, family, capability, sms, math):
                         keys.setdefault(replace(key, arch=arch), None)
+        if selection.jax:
+            keys.update(dict.fromkeys(_xla_keys(selection, arch, capability, sms)))
     return list(keys)
+
+
+def _xla_keys(selection: Selection, arch: str, capability, num_sms: int) -> list:
+    """The XLA route's objects of the selection (``xla.object_keys``): each dtype, precision,
+    layout and shape as a jitted call lowers it (its own families and operand copies)."""
+    from . import xla  # imports jax
+
+    found = []
+    for dtype in selection.dtypes or DTYPES:
+        precisions = (selection.precisions or ("highest",)) if dtype == "float32" else ("highest",)
+        for precision, layout in itertools.product(precisions, selection.layouts or LAYOUTS):
+            for shape in selection.shapes or default_shapes():
+                for key in xla.object_keys(capability, num_sms, dtype, precision,
+                                           LAYOUTS[layout], shape):
+                    found.append(replace(key, kernel=replace(key.kernel, arch=arch)))
+    return found
 
 
 def _maths(selection: Selection, dtype: str, capability) -> list[str]:
@@ -391,7 +416,7 @@ def build_keys(keys: list, *, jobs: int | None = None,
     start = time.perf_counter()
     keys = list(dict.fromkeys(keys))
     report = Report(str(directory), keys=len(keys))
-    missing = [k for k in keys if cache.disk_entry(k, directory) is None]
+    missing = [k for k in keys if _stored(k, directory) is None]
     report.present = len(keys) - len(missing)
     problem = cache.unwritable_reason(directory) if missing else ""
     if problem:
@@ -441,12 +466,23 @@ def _worker_setup(arch: str, directory: str) -> None:
     os.environ.pop("CUTEMATMUL_DISK_CACHE", None)
 
 
+def _stored(key, directory: Path | None = None):
+    """``key``'s verified entry on disk (a kernel, or a JAX-tier object), or None."""
+    if getattr(key, "route", None) == "xla":
+        return key.stored(directory)
+    return cache.disk_entry(key, directory)
+
+
 def _worker_build(key) -> tuple[str, float]:
     """Build one key into the worker's cache directory: ('built' | 'present', compile seconds)."""
-    before = cache.cache_info()["memory"]
-    cache.get_compiled(key)
-    after = cache.cache_info()["memory"]
-    if cache.disk_entry(key) is None:
+    tier = "jax" if getattr(key, "route", None) == "xla" else "memory"
+    before = cache.cache_info()[tier]
+    if tier == "jax":
+        key.build()
+    else:
+        cache.get_compiled(key)
+    after = cache.cache_info()[tier]
+    if _stored(key) is None:
         raise RuntimeError(
             f"the kernel compiled but could not be stored in {cache.cache_dir()} "
             f"({cache.cache_info()['disk']['state']})."
@@ -456,6 +492,9 @@ def _worker_build(key) -> tuple[str, float]:
 
 
 def _short(key) -> str:
+    if getattr(key, "route", None) == "xla":
+        return (f"xla {_short(key.kernel)} {key.dtype} broadcast "
+                f"{'a' if key.bcast_a else ''}{'b' if key.bcast_b else ''}")
     if not hasattr(key, "config"):  # the split-K reduction, the TF32 operand prep
         fields = [str(v) for k, v in vars(key).items() if k not in ("family", "arch")]
         return f"{key.family} {key.arch} {' '.join(fields)}"

@@ -510,3 +510,54 @@ def test_the_default_set_holds_the_kernels_of_out_of_sample_class_products():
             missed[kind] += not set(needed) <= built
     assert products["aligned"] > 500 and missed["aligned"] <= 0.01 * products["aligned"], missed
     assert products["odd"] >= 48 and missed["odd"] <= 0.05 * products["odd"], missed
+
+
+def test_precompile_lists_the_objects_jitted_jax_calls_embed():
+    """``--jax``: each product's XLA-route object (``xla.xla_plan``'s kernel) for an unbatched
+    call, and for a batched one with B stacked or shared, beside the pointer-path kernels."""
+    from cutematmul import aot, xla
+
+    shapes = ((256, 384, 512), (128, 96, 4096, 3))
+    plain = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",), layouts=("kn",),
+                                        shapes=shapes))
+    listed = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",),
+                                         layouts=("kn",), shapes=shapes, jax=True))
+    objects = [k for k in listed if getattr(k, "route", None) == "xla"]
+    assert listed[:len(plain)] == plain and len(listed) == len(plain) + len(objects)
+    assert [(o.bcast_a, o.bcast_b) for o in objects] == [(True, True), (False, False),
+                                                         (False, True)]
+    for obj, (m, n, k, *batch) in zip(objects, [shapes[0]] + [shapes[1]] * 2):
+        plan = xla.xla_plan((9, 0), 132, "float16", "highest", "auto", m, n, k,
+                            batch[0] if batch else 1, False, False, obj.bcast_a, obj.bcast_b)
+        assert obj.kernel == plan.key and not plan.key.config.partials  # unsplit: no workspace
+        assert aot._short(obj).startswith("xla sm90 sm_90a float16 kn")
+
+
+def test_precompiled_jax_objects_are_embedded_by_a_new_process_without_compiling(tmp_path):
+    """``precompile --jax`` on a machine without a GPU, then a fresh process lowering jitted
+    products for CUDA (as on the target GPU: an H200 stand-in) loads every object from disk."""
+    cache_dir = tmp_path / "cache"
+    _run(["-m", "cutematmul", "precompile", "--arch", "sm_90a", "--dtypes", "float16",
+          "--layouts", "kn", "--shapes", "256x384x512,128x96x4096x3", "--jax", "--jobs", "2",
+          "--quiet"], cache_dir, tmp_path)
+    lower = r"""
+import json, sys
+import jax, jax.numpy as jnp
+from cutematmul import cache, device
+device.device_info = lambda index: device.DeviceInfo(0, "stand-in H200", (9, 0), 132)
+import cutematmul
+f = jax.jit(lambda x, y: cutematmul.matmul(x, y))
+for sa, sb in (((256, 512), (512, 384)), ((3, 128, 4096), (3, 4096, 96)),
+               ((3, 128, 4096), (4096, 96))):
+    f.trace(jax.ShapeDtypeStruct(sa, jnp.float16),
+            jax.ShapeDtypeStruct(sb, jnp.float16)).lower(lowering_platforms=("cuda",))
+info = cache.cache_info()
+print("RESULT=" + json.dumps({"compiles": info["jax"]["compiles"], "entries": info["jax"]["entries"],
+                              "disk_hits": info["disk"]["hits"]}))
+"""
+    env = _child_env(cache_dir)
+    env["CUTE_DSL_ARCH"] = "sm_90a"
+    proc = subprocess.run([sys.executable, "-c", lower], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert _result(proc) == {"compiles": 0, "entries": 3, "disk_hits": 3}
