@@ -163,7 +163,12 @@ def plan_keys(selection: Selection = Selection()) -> list:
 def _xla_keys(selection: Selection, arch: str, capability, num_sms: int) -> list:
     """The XLA route's objects of the selection (``xla.object_keys``): each dtype, precision,
     layout and shape as a jitted call lowers it (its own families and operand copies)."""
-    from . import xla  # imports jax
+    try:
+        from . import xla  # imports jax
+    except ImportError as exc:
+        raise RuntimeError(f"precompile: jax=True (--jax) builds the objects jitted JAX calls "
+                           f"embed and needs jax installed (pip install jax); importing it "
+                           f"failed: {exc}") from exc
 
     found = []
     for dtype in selection.dtypes or DTYPES:

@@ -561,3 +561,25 @@ print("RESULT=" + json.dumps({"compiles": info["jax"]["compiles"], "entries": in
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert _result(proc) == {"compiles": 0, "entries": 3, "disk_hits": 3}
+
+
+def test_precompile_jax_without_jax_says_what_it_needs(monkeypatch):
+    import builtins
+
+    from cutematmul import aot
+
+    real = builtins.__import__
+
+    def no_jax(name, *args, **kwargs):
+        if name == "jax" or name.startswith("jax."):
+            raise ImportError("No module named 'jax'")
+        return real(name, *args, **kwargs)
+
+    import cutematmul
+
+    monkeypatch.delitem(sys.modules, "cutematmul.xla", raising=False)
+    monkeypatch.delattr(cutematmul, "xla", raising=False)
+    monkeypatch.setattr(builtins, "__import__", no_jax)
+    with pytest.raises(RuntimeError, match=r"--jax\) builds .* needs jax installed"):
+        aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",),
+                                    shapes=((64, 64, 64),), jax=True))
