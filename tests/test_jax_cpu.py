@@ -90,3 +90,61 @@ def test_nested_vmap_is_one_primitive():
     jaxpr = jax.make_jaxpr(f)(jnp.ones((5, 3, 4, 8), F16), jnp.ones((8, 6), F16))
     assert _prims(jaxpr).count("cutematmul_matmul") == 1
     assert jax.eval_shape(f, _s((5, 3, 4, 8)), _s((8, 6))).shape == (5, 3, 4, 6)
+
+
+#: Lowered in ``test_lowering_for_cuda_makes_what_the_plan_assumed``: (dtype, precision, A's
+#: stored shape, B's, A stored transposed, B stored transposed).
+LOWERED = [
+    ("float16", "highest", (256, 512), (512, 384), False, False),
+    ("bfloat16", "highest", (3, 100, 129), (100, 37), True, False),  # padded rows, shared B
+    ("float16", "highest", (1000, 999), (1001, 999), False, True),  # odd K and N
+    ("float32", "highest", (2, 700, 600), (2, 500, 700), True, True),  # SIMT's transposed copy
+    ("float32", "tf32", (200, 300), (200, 100), True, False),  # a K-major copy for TF32
+    ("float32", "high", (64, 1000), (1000, 96), False, False),  # 3xTF32's split, padded K
+]
+
+_LOWER = r"""
+import json, sys
+import jax, jax.numpy as jnp
+from cutematmul import cache, device, xla
+device.device_info = lambda index: device.DeviceInfo(0, "stand-in H200", (9, 0), 132)
+import cutematmul
+results = []
+for dtype, precision, a_shape, b_shape, ta, tb in json.loads(sys.argv[1]):
+    def f(x, y, ta=ta, tb=tb, precision=precision):
+        return cutematmul.matmul(x.mT if ta else x, y.mT if tb else y, precision=precision)
+    before = set(cache.cache_info()["jax"]["keys"])
+    jax.jit(f).trace(jax.ShapeDtypeStruct(a_shape, getattr(jnp, dtype)),
+                     jax.ShapeDtypeStruct(b_shape, getattr(jnp, dtype))).lower(
+        lowering_platforms=("cuda",))
+    m, k = (a_shape[-1], a_shape[-2]) if ta else (a_shape[-2], a_shape[-1])
+    n = b_shape[-2] if tb else b_shape[-1]
+    batch = (a_shape if len(a_shape) > 2 else b_shape)[0] if max(len(a_shape), len(b_shape)) > 2 else 1
+    bcast = (len(a_shape) == 2, len(b_shape) == 2)
+    plan = xla.xla_plan((9, 0), 132, dtype, precision, "auto", m, n, k, batch, ta, tb, *bcast)
+    made = set(cache.cache_info()["jax"]["keys"]) - before
+    results.append(made == {(plan.key, *bcast)} or repr(made))
+print("RESULT=" + json.dumps(results))
+"""
+
+
+def test_lowering_for_cuda_makes_what_the_plan_assumed(tmp_path):
+    """``xla.xla_plan`` decides the kernel and its alignment hints without arrays; the lowering
+    for CUDA makes the operands, checks them against the plan (raising on a mismatch) and
+    embeds the planned kernel: in a child Python on this machine (no GPU: an H200 stand-in for
+    the device query), for each of ``LOWERED``."""
+    import importlib.util
+    import json
+    import os
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("cutlass") is None:
+        pytest.skip("nvidia-cutlass-dsl is not installed; the lowering compiles the kernel")
+    env = {**os.environ, "CUTEMATMUL_CACHE_DIR": str(tmp_path), "CUTE_DSL_ARCH": "sm_90a",
+           "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run([sys.executable, "-c", _LOWER, json.dumps(LOWERED)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = next(l for l in done.stdout.splitlines() if l.startswith("RESULT="))
+    assert json.loads(line[len("RESULT="):]) == [True] * len(LOWERED)
