@@ -199,6 +199,47 @@ def test_export_roundtrip_in_fresh_process(tmp_path):
     _check(jnp.asarray(np.load(tmp_path / "c.npy")), _ref(a, b), "float16")
 
 
+_JIT_CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import jax, jax.numpy as jnp
+    import cutematmul
+    from cutematmul import cache
+    a, b = (jnp.asarray(np.load(p)).astype(jnp.float16) for p in sys.argv[1:3])
+    c = jax.jit(lambda x, y: cutematmul.matmul(x, y))(a, b)
+    np.save(sys.argv[3], np.asarray(c.astype(jnp.float32)))
+    print("RESULT=" + json.dumps({"compiles": cache.cache_info()["jax"]["compiles"]}))
+""")
+
+
+def test_objects_precompiled_without_a_gpu_run_on_this_one(tmp_path):
+    """``precompile --jax`` in a process that sees no GPU (the target named: this GPU's arch and
+    SM count), then a jitted product in a fresh process on this GPU: no compile, right values."""
+    from cutematmul import device
+    from cutematmul.dispatch import target_arch
+
+    info = device.device_info(0)
+    cache_dir = tmp_path / "cache"
+    env = {**os.environ, "CUTEMATMUL_CACHE_DIR": str(cache_dir)}
+    env.pop("CUTE_DSL_ARCH", None)
+    built = subprocess.run(
+        [sys.executable, "-m", "cutematmul", "precompile", "--arch", target_arch(info.capability),
+         "--num-sms", str(info.num_sms), "--dtypes", "float16", "--layouts", "kn",
+         "--shapes", "256x384x512", "--jax", "--jobs", "1", "--quiet"],
+        env={**env, "CUDA_VISIBLE_DEVICES": ""}, capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stdout + built.stderr
+    a, b = _randn((256, 512), "float16", 23), _randn((512, 384), "float16", 24)
+    np.save(tmp_path / "a.npy", np.asarray(a.astype(jnp.float32)))
+    np.save(tmp_path / "b.npy", np.asarray(b.astype(jnp.float32)))
+    proc = subprocess.run([sys.executable, "-c", _JIT_CHILD, str(tmp_path / "a.npy"),
+                           str(tmp_path / "b.npy"), str(tmp_path / "c.npy")], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT="))
+    assert line == 'RESULT={"compiles": 0}', proc.stdout
+    _check(jnp.asarray(np.load(tmp_path / "c.npy")), _ref(a, b), "float16")
+
+
 def test_under_cuda_graphs(tmp_path):
     code = textwrap.dedent("""
         import numpy as np, jax, jax.numpy as jnp, cutematmul
