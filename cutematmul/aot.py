@@ -348,12 +348,13 @@ def precompile(*, jobs: int | None = None, cache_dir: str | os.PathLike | None =
                progress: bool = True, **selection) -> Report:
     """Build the kernels a selection names (the ``Selection`` fields as keywords: ``archs``,
     ``dtypes``, ``precisions``, ``layouts``, ``alignments``, ``families``, ``shapes``,
-    ``num_sms``; none: the
+    ``num_sms``, ``jax``; none: the
     default set) that ``cache_dir`` (default: the cache directory) does not hold yet, in ``jobs``
     worker processes (default: one per CPU).  Needs no GPU.
 
         cutematmul.precompile(archs="sm_90a", dtypes=("float16", "bfloat16"), layouts="kk")
         cutematmul.precompile(archs="sm_90a", dtypes="float32", precisions=("high", "tf32"))
+        cutematmul.precompile(archs="sm_90a", shapes=((595, 851, 545),), jax=True)
     """
     return _precompile(Selection(**selection), jobs, cache_dir, progress)
 
