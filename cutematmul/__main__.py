@@ -125,6 +125,10 @@ def _shape(text: str) -> tuple[int, int, int, int]:
 
 def _precompile(args) -> int:
     selection = _selection(args)
+    if not args.quiet:  # listing the default set plans thousands of calls: 10-30 s
+        shapes = selection["shapes"] or aot.default_shapes()
+        print(f"precompile: planning {_count(len(shapes), 'shape')} in each dtype and layout...",
+              file=sys.stderr, flush=True)
     if args.dry_run:
         keys = aot.build_list(aot.Selection(**selection), aot.cache.cache_dir())
         for key in keys:
