@@ -314,11 +314,17 @@ def cache_dir() -> Path:
 
 def disk_entry(key, directory: Path | None = None) -> Path | None:
     """The payload of ``key``'s verified pointer-path entry on disk, or None (nothing is loaded)."""
+    return _verified_payload(entry_digest(key), directory)
+
+
+def _verified_payload(digest: str, directory: Path | None) -> Path | None:
+    """The payload of the verified entry named ``digest`` in ``directory`` (default: the
+    configured one), or None; nothing is loaded."""
     found = _directory(directory)
     if found is None:
         return None
     try:
-        entry = cache_disk.read_entry(found.path, entry_digest(key))
+        entry = cache_disk.read_entry(found.path, digest)
     except Corrupt:
         return None
     return None if entry is None else entry[0]
@@ -430,15 +436,7 @@ def xla_disk_entry(key, bcast_a: bool, bcast_b: bool, build,
                    directory: Path | None = None) -> Path | None:
     """The payload of the JAX tier's verified entry for ``key`` and the broadcast flags (what
     ``get_xla_object`` with this ``build`` would load), or None; nothing is loaded."""
-    found = _directory(directory)
-    if found is None:
-        return None
-    try:
-        entry = cache_disk.read_entry(found.path, _xla_digest(key, bool(bcast_a), bool(bcast_b),
-                                                               build))
-    except Corrupt:
-        return None
-    return None if entry is None else entry[0]
+    return _verified_payload(_xla_digest(key, bool(bcast_a), bool(bcast_b), build), directory)
 
 
 def _through_disk(recipe: _Recipe, digest: Callable[[], str]):

@@ -382,11 +382,16 @@ def xla_plan(capability, num_sms: int, dtype: str, precision: str, kernel: str, 
     size = itemsize(dtype)
     need = max(1, family.required_alignment // size)
     n_out = round_up(n, need)
-    aligns = tuple(16 if (round_up(cols, need) * size) % 16 == 0 else size
-                   for cols in (a_cols, b_cols, n_out))
+    aligns = tuple(_row_alignment(round_up(cols, need), size) for cols in (a_cols, b_cols, n_out))
     key = kernel_key(family, capability, num_sms, arithmetic, "m" if trans_a else "k",
                      "k" if trans_b else "n", aligns, m, n_out, k, batch)
     return XlaPlan(arithmetic, family, copies, need, n_out, aligns, key)
+
+
+def _row_alignment(cols: int, size: int) -> int:
+    """The byte alignment the kernel is told for rows of ``cols`` elements of ``size`` bytes:
+    16 where they are whole 16-byte vectors, else one element."""
+    return 16 if (cols * size) % 16 == 0 else size
 
 
 @dataclasses.dataclass(frozen=True)
@@ -468,9 +473,8 @@ def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
         b3, trans_b = jnp.swapaxes(b3, -1, -2), False
     if plan.need > 1:  # TMA / 128-bit cp.async: pad unit-stride rows to 16 bytes (a copy; documented)
         a3, b3 = _pad_last(a3, plan.need), _pad_last(b3, plan.need)
-    itemsize_ = np.dtype(a.dtype).itemsize
-    read = tuple(16 if (cols * itemsize_) % 16 == 0 else itemsize_
-                 for cols in (a3.shape[-1], b3.shape[-1], plan.n_out))
+    size = np.dtype(a.dtype).itemsize
+    read = tuple(_row_alignment(cols, size) for cols in (a3.shape[-1], b3.shape[-1], plan.n_out))
     if read != plan.aligns:  # the key's alignment hints must be what the kernel is given
         raise RuntimeError(f"cutematmul internal error: the XLA plan assumed operand rows aligned "
                            f"to {plan.aligns} bytes, the lowering made {read}.")
