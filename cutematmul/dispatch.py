@@ -15,7 +15,8 @@ Kernel families are data: one row of ``FAMILIES`` each, naming the family's kern
   align_c, num_sms)`` with a ``@cute.jit __call__(mA, mB, mC, stream)``.
 
 ``schedule`` is the one place a ``KernelKey`` and its K-split count are chosen, for the pointer
-launch and (unsplit, through ``kernel_key``) for XLA; ``reduce_key`` names the split-K reduction.
+launch and for XLA (``xla.xla_plan``, without stream-K); ``reduce_key`` names the split-K
+reduction.
 ``compile_key`` turns either key into a compiled function (it imports the DSL).
 
 Imports: nothing of ours at module level (``configs.*`` and ``kernels.*`` lazily, in
@@ -61,6 +62,11 @@ class Family:
     #: scalar path (the sm80 cp.async byte-count tail still addresses the whole vector): operands
     #: whose unit-stride extent is not a whole number of vectors are read from padded copies.
     whole_vector_loads: bool
+    #: True when every load of A and B is bounded by that operand's own extents (TMA); False
+    #: when the kernel bounds them by the product's M and N (C's extents) and K (A's), so the
+    #: operands and C it is handed must agree on them: the XLA route, whose operands and C are
+    #: padded apart, makes them agree (``xla._lowered``, ``xla._xla_entry_fn``).
+    own_extents: bool
     #: True when the kernel can split K (``kernels/entry.py``) and its configs module has
     #: ``choose_schedule``.
     split_k: bool
@@ -89,15 +95,15 @@ FAMILIES = {
     for f in (
         Family("sm90", "cutematmul.kernels.sm90_hgemm", "cutematmul.configs.sm90",
                ("float16", "bfloat16", "tf32", "tf32x3"), 16, (9, 0), True,
-               1 << 40, False, True, False, True,
+               1 << 40, False, True, False, True, True,
                "TMA + wgmma, warp-specialized persistent GEMM: fp16/bf16, TF32, 3xTF32 (Hopper, sm_90a)"),
         Family("sm80", "cutematmul.kernels.sm80_hgemm", "cutematmul.configs.sm80",
                HALF_MATH, 16, (8, 0), False,
-               None, False, False, True, False,
+               None, False, False, True, False, False,
                "cp.async + ldmatrix + mma.sync HGEMM (sm_80 and newer)"),
         Family("simt", "cutematmul.kernels.simt_sgemm", "cutematmul.configs.simt",
                ("float32",), 4, (8, 0), False,
-               None, True, False, False, True,
+               None, True, False, False, False, True,
                "true-fp32 SIMT SGEMM with cp.async staging (sm_80 and newer)"),
     )
 }
@@ -120,17 +126,14 @@ TF32_CAPABILITY = (9, 0)
 
 
 def math_type(dtype: str, precision: str, capability: tuple[int, int],
-              shape: tuple[int, int, int, int] | None = None, kernel: str = "auto",
-              split_k: bool = True) -> str:
+              shape: tuple[int, int, int, int] | None = None, kernel: str = "auto") -> str:
     """The arithmetic a product of ``dtype`` inputs runs: the one place precision is decided.
 
     16-bit inputs ignore ``precision`` (fp16/bf16 products, fp32 accumulation).  float32 inputs
     take ``PRECISIONS[precision]``, except that they compute true fp32 ("float32": never less
     accurate than asked) on a GPU without the TF32 kernels, and, with ``kernel`` "auto" and the
     product's ``shape`` (M, N, K, batch) given, where the fp32 kernel is the faster one
-    (``_fp32_is_faster``).  Under "auto", a route that cannot split K (``split_k`` False: XLA)
-    runs a long-K "high" product in fp32 too: unsplit, 3xTF32's promoted sums exceed SGEMM's error
-    (``configs.sm90.promoted_fits``).
+    (``_fp32_is_faster``).
     """
     if dtype != "float32":
         return dtype
@@ -139,10 +142,18 @@ def math_type(dtype: str, precision: str, capability: tuple[int, int],
         return "float32"
     if kernel == "auto" and shape is not None and _fp32_is_faster(math, *shape):
         return "float32"
-    if math == "tf32x3" and not split_k and kernel == "auto" and shape is not None:
-        if not FAMILIES["sm90"].configs().promoted_fits(shape[2]):
-            return "float32"
     return math
+
+
+def check_tf32x3_k(k: int) -> None:
+    """Raise where a "high" (3xTF32) product's K is past its kernel's: the split operands (big |
+    small, each padded to whole K-tiles) hold twice K in 32-bit extents
+    (``configs.sm90.TF32X3_MAX_K``)."""
+    limit = FAMILIES["sm90"].configs().TF32X3_MAX_K
+    if k > limit:
+        raise ValueError(
+            f"matmul: precision='high' takes K up to {limit} (its split operands are twice as "
+            f"long along K); got K={k}. Use precision='highest'.")
 
 
 def _fp32_is_faster(math: str, m: int, n: int, k: int, batch: int) -> bool:
@@ -317,7 +328,6 @@ class Problem(NamedTuple):
 
 def operand_copies(family: Family, math: str, a_major: str, b_major: str, m: int, n: int,
                    k: int, readable: tuple[bool, bool] = (True, True),
-                   transposable: bool = True,
                    counts: tuple[int, int] = (1, 1)) -> tuple[str | None, str | None]:
     """Which of (A, B) ``family``'s kernel reads through a copy of ours, made first by the
     operand prep (``kernels/operand_prep.py``), and each copy's major (None: read as it is): the
@@ -326,12 +336,11 @@ def operand_copies(family: Family, math: str, a_major: str, b_major: str, m: int
     of a K-major A or an N-major copy of a K-major B (``configs.simt``), or a K-major copy of
     a few-column N-major B for its row-streaming kernel; 16-bit products a copy in padded rows
     of an operand TMA cannot address (``configs.sm90``).  ``readable`` says which operands the
-    kernel could read as they are; ``transposable`` False: the product may not run as C^T (the
-    XLA route); ``counts``: the matrices of A and of B a copy would write (1 for a broadcast
+    kernel could read as they are; ``counts``: the matrices of A and of B a copy would write (1 for a broadcast
     operand)."""
     rule = getattr(family.configs(), "operand_copies", None)
     return (None, None) if rule is None else rule(math, a_major, b_major, m, n, k, readable,
-                                                  transposable, counts)
+                                                  counts)
 
 
 def problem(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,
@@ -347,12 +356,15 @@ def problem(family: Family, capability: tuple[int, int], num_sms: int, dtype: st
 def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,
              a_major: str, b_major: str, align_bytes: tuple[int, int, int],
              m: int, n: int, k: int, batch: int,
-             split_k: bool = True, tuned: tuple | None = None) -> tuple[KernelKey, int, bool]:
+             split_k: bool = True, tuned: tuple | None = None,
+             streamk: bool = True) -> tuple[KernelKey, int, bool]:
     """(the key of the kernel that runs the problem, its K-split count, transposed).
 
     The one KernelKey builder: alignment in bytes -> the vector width the kernel may assume, and
     the family's configuration (tile and split chosen together, no GPU time).  ``split_k`` False
-    asks for a product straight into C (the XLA route has no workspace).  ``tuned`` is the
+    asks for a product straight into C (no workspace: a launch of several pieces); ``streamk``
+    False for a route with a workspace of partials but without stream-K's zeroed flags (XLA,
+    whose partials are an output of its custom call).  ``tuned`` is the
     autotuner's (config, splits, transposed) for this problem (``cache.tuned_choice``), taken
     instead of the wave model's when the product may split.  With ``transposed``
     the key is the kernel of C^T = B^T A^T (A and B trade places, majors and alignments with
@@ -375,7 +387,8 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
         config, splits, transposed = tuned
     elif family.split_k and split_k:
         config, splits, transposed = configs.choose_schedule(m, n, k, batch, num_sms,
-                                                             math=dtype, **orientation)
+                                                             math=dtype, streamk=streamk,
+                                                             **orientation)
     else:
         config, splits = configs.choose_config(m, n, k, batch, num_sms, math=dtype,
                                                **orientation), 1
@@ -387,11 +400,16 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
 
         a_major, b_major = transposed_majors(a_major, b_major)
         aligns[0], aligns[1] = aligns[1], aligns[0]
-    if through_workspace(config, splits, transposed):  # C: ours, rows padded to 32 bytes
+    if through_workspace(config, splits, transposed):  # C: ours, rows of ``WORKSPACE_ROW``
         aligns[2] = vector
     key = KernelKey(family.name, target_arch(capability), dtype, a_major, b_major, *aligns,
                     config, num_sms)
     return key, splits, transposed
+
+
+#: The rows of a workspace of partial sums are padded to this many elements: 32 bytes of fp32
+#: partials (16 of a 16-bit C, ``copied_c``), what the kernel's key assumes of them (``schedule``).
+WORKSPACE_ROW = 8
 
 
 def through_workspace(config, splits: int, transposed: bool) -> bool:
@@ -433,14 +451,6 @@ def tunable(problem: Problem, limit: int) -> list[tuple[Any, int, bool]]:
                                    problem.align_c >= 16)
     return configs.candidates(problem.m, problem.n, problem.k, problem.batch, problem.num_sms,
                               math=problem.math, limit=limit, **orientation)
-
-
-def kernel_key(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,
-               a_major: str, b_major: str, align_bytes: tuple[int, int, int],
-               m: int, n: int, k: int, batch: int) -> KernelKey:
-    """The key of the unsplit kernel for the problem (``schedule`` with ``split_k=False``)."""
-    return schedule(family, capability, num_sms, dtype, a_major, b_major, align_bytes,
-                    m, n, k, batch, split_k=False)[0]
 
 
 @dataclass(frozen=True)

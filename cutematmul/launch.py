@@ -37,7 +37,7 @@ from .configs.sm90 import TF32_TILE_K, streamk_workspace
 from .dispatch import (
     FAMILIES, KernelKey, ReduceKey, choose_families, copied_c, copies_c,
     math_type, operand_copy, output_dtype, problem_order, reduce_key, reduce_lanes, schedule,
-    operand_copies, paired, through_workspace,
+    WORKSPACE_ROW, check_tf32x3_k, operand_copies, paired, through_workspace,
 )
 from .dispatch import itemsize as element_bytes
 from .dispatch import problem as dispatch_problem
@@ -360,10 +360,6 @@ def _execute(adapter, launch: Launch, swapped: bool, pa: int, pb: int, pc: int, 
         del held
 
 
-#: The largest K a 3xTF32 operand (big | small, 2 * K padded) can have in 32-bit extents.
-_TF32X3_MAX_K = 2**30 - TF32_TILE_K
-
-
 def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
               held: list) -> tuple:
     """Rewrite A and/or B into a workspace of ours (``prep``: per operand None or its
@@ -450,7 +446,7 @@ def _run_split(adapter, fn, launch: Launch, pa: int, pb: int, pc: int, sizes: tu
     """
     m, n, k, batch, splits, lda, bsa, ldb, bsb, ldc, bsc = sizes
     rows, cols = (n, m) if launch.transposed else (m, n)
-    ldw = round_up(cols, _WORKSPACE_ROW)
+    ldw = round_up(cols, WORKSPACE_ROW)
     elements = rows * ldw * batch * splits
     if launch.reduce.w_dtype != "float32":  # 16-bit: the fp32 workspace holds two per float
         elements = -(-elements // 2)
@@ -464,9 +460,6 @@ def _run_split(adapter, fn, launch: Launch, pa: int, pb: int, pc: int, sizes: tu
     get_compiled(launch.reduce)(wp, pc, m, n, batch, splits, reduce_lanes(m * n * batch, splits),
                                 *w_strides, ldc, bsc, stream)
     del workspace  # released in stream order by the library's allocator
-
-
-_WORKSPACE_ROW = 8  # elements: 32 bytes of fp32 partials, 16 of a 16-bit C
 
 
 def _run_streamk(adapter, fn, workspace_size: tuple, pa: int, pb: int, pc: int, sizes: tuple,
@@ -660,11 +653,8 @@ def _operand_prep(family, capability, math: str, gemm: Gemm, readable: tuple[boo
     when neither operand is K-major, "tf32x3" splits both into TF32 (big | small) parts, the fp32 SIMT kernel copies a
     K-major A M-major or a K-major B N-major on large products.
     """
-    if math == "tf32x3" and gemm.k > _TF32X3_MAX_K:
-        raise ValueError(
-            f"matmul: precision='high' takes K up to {_TF32X3_MAX_K} (its split operands are "
-            f"twice as long along K); got K={gemm.k}. Use precision='highest'."
-        )
+    if math == "tf32x3":
+        check_tf32x3_k(gemm.k)
     counts = tuple(gemm.batch if layout.batch_stride else 1 for layout in (gemm.a, gemm.b))
     copies = operand_copies(family, math, gemm.a.major, gemm.b.major, gemm.m, gemm.n, gemm.k,
                             readable, counts=counts)

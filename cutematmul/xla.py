@@ -38,7 +38,8 @@ from jax._src.interpreters import ad
 from . import device as _device
 from .configs.sm90 import TF32_TILE_K
 from .dispatch import (
-    KernelKey, build_kernel, choose_family, itemsize, kernel_key, math_type, operand_copies,
+    FAMILIES, KernelKey, build_kernel, check_tf32x3_k, choose_family, itemsize, math_type,
+    WORKSPACE_ROW, operand_copies, schedule, through_workspace,
 )
 from .operand import check_dtypes, result_dtype
 from .plan import broadcast_shapes, dims_equal, round_up
@@ -237,7 +238,18 @@ def _xla_entry_fn():
     def xla_entry(stream, a, b, c, *, key: cutlass.Constexpr, bcast_a: cutlass.Constexpr,
                   bcast_b: cutlass.Constexpr):
         gemm = build_kernel(key)
-        batch = cute.size(c, mode=[2])
+        # The batch: the operand that has one (C holds ``splits`` matrices per entry where
+        # the kernel splits K, and the kernel reads the split count off C and A).
+        if cutlass.const_expr(bcast_a):
+            batch = cute.size(b, mode=[2])
+        else:
+            batch = cute.size(a, mode=[2])
+        if cutlass.const_expr(not FAMILIES[key.family].own_extents):
+            # A kernel that bounds its loads of B by C's N (``Family.own_extents``: sm80, SIMT)
+            # sees C as wide as B: C's rows padded past a K-major B's N would read rows of B
+            # that are not there.
+            c = cute.make_tensor(c.iterator, cute.make_layout(
+                (c.shape[0], b.shape[0], c.shape[2]), stride=c.stride))
         if cutlass.const_expr(bcast_a):
             a = cute.make_tensor(a.iterator, cute.make_layout(
                 (a.shape[0], a.shape[1], batch), stride=(a.stride[0], a.stride[1], 0)))
@@ -280,9 +292,11 @@ def _build_object(key: KernelKey, bcast_a: bool, bcast_b: bool, dtype):
     specs = [TensorSpec(mode=mode, ptr_assumed_align=16, divisibility=(1, 1, v))
              for mode, v in zip(modes, vector)]
     args = [Arg(i, s, dtype, sp) for i, (s, sp) in enumerate(zip(shapes, specs))]
+    # A kernel writing fp32 partial sums (``XlaPlan.partials``) outputs fp32.
+    out_dtype = jnp.dtype(jnp.float32) if getattr(key.config, "partials", False) else dtype
     spec = FunctionSpec(
         in_args=tuple(args[:2]), input_tree=jax.tree.structure((0, 0)),
-        out_args=(Arg(0, shapes[2], dtype, specs[2]),), output_tree=jax.tree.structure((0,)),
+        out_args=(Arg(0, shapes[2], out_dtype, specs[2]),), output_tree=jax.tree.structure((0,)),
         input_output_aliases=(), input_spec=tuple(specs[:2]), output_spec=(specs[2],),
         compile_options=None, use_static_tensors=False,
         kwargs=(("key", key), ("bcast_a", bcast_a), ("bcast_b", bcast_b)),
@@ -308,6 +322,29 @@ def _to_3d(x, batch_x, batch, mat_shape):
     # A batch that broadcasts partially ((2, 1) against (1, 3)): materialized (documented).
     full = jnp.broadcast_to(x, tuple(batch) + mat_shape)
     return full.reshape((-1,) + mat_shape), False
+
+
+def _same_k(a3, trans_a: bool, b3, trans_b: bool):
+    """(a3, b3) with K extents made equal, the shorter padded with zeros: a kernel that bounds
+    its reads of B by A's K (``Family.own_extents`` False) would otherwise read the K-tail rows
+    of an M- or N-major operand that a K-major one's padding implies.  A padded operand is
+    K-major (its unit-stride rows were padded), so the other is padded along its rows (axis -2):
+    unit-stride extents, and the plan's alignments, stay as they are."""
+    k_a = a3.shape[-2] if trans_a else a3.shape[-1]
+    k_b = b3.shape[-1] if trans_b else b3.shape[-2]
+    if k_a == k_b:
+        return a3, b3
+
+    def rows_to(x, k):
+        return jnp.pad(x, [(0, 0)] * (x.ndim - 2) + [(0, k - x.shape[-2]), (0, 0)])
+
+    if k_a < k_b:
+        if not trans_a:
+            raise RuntimeError("cutematmul internal error: a K-major A shorter along K than B.")
+        return rows_to(a3, k_b), b3
+    if trans_b:
+        raise RuntimeError("cutematmul internal error: a K-major B shorter along K than A.")
+    return a3, rows_to(b3, k_a)
 
 
 def _pad_last(x, multiple):
@@ -344,16 +381,29 @@ def _tf32_operand(x3, k_major: bool, arithmetic: str):
 class XlaPlan(NamedTuple):
     """What the lowering of one product does (``xla_plan``): its math type and family, the
     operand copies XLA makes (``dispatch.operand_copies``: "k", "m", "n" or None each), the
-    element multiple the unit-stride rows are padded to, C's padded width, the byte
-    alignments of (A, B, C) as the kernel reads them, and the kernel's key."""
+    element multiple the unit-stride rows are padded to, the width of the kernel's output rows
+    (C's N padded to that multiple; partial sums: N, or M where ``transposed``, padded to
+    ``dispatch.WORKSPACE_ROW``), the byte alignments of (A, B,
+    C) as the operands are made, the kernel's key, its K-split count, whether it computes
+    C^T = B^T A^T (A and B then trade places, with their broadcast flags), and the broadcast
+    flags of the kernel's (A, B).  A kernel that writes fp32 partial sums (``partials``: split,
+    transposed, or a configuration that always does) writes them as the custom call's output,
+    ``splits`` matrices per batch entry, which XLA adds up (and transposes) into C."""
 
     arithmetic: str
     family: Any
     copies: tuple
     need: int
-    n_out: int
+    out_cols: int
     aligns: tuple[int, int, int]
     key: KernelKey
+    splits: int
+    transposed: bool
+    bcast: tuple[bool, bool]
+
+    @property
+    def partials(self) -> bool:
+        return through_workspace(self.key.config, self.splits, self.transposed)
 
 
 def xla_plan(capability, num_sms: int, dtype: str, precision: str, kernel: str, m: int, n: int,
@@ -362,12 +412,18 @@ def xla_plan(capability, num_sms: int, dtype: str, precision: str, kernel: str, 
     """The lowering's decisions for an (m, k) @ (k, n) product of ``batch`` matrices (A stored
     (k, m) where ``trans_a``, B stored (n, k) where ``trans_b``; ``bcast_*``: one matrix for the
     whole batch) on a GPU of ``capability`` and ``num_sms``: no arrays, no GPU, so ``aot`` can
-    list the objects a jitted call embeds."""
-    arithmetic = math_type(dtype, precision, capability, (m, n, k, batch), kernel, split_k=False)
+    list the objects a jitted call embeds.
+
+    The schedule is the pointer route's (``dispatch.schedule``): split-K, the transposed small-M
+    route and the partials of narrow tiles too, their fp32 partial sums being an output of the
+    custom call that XLA then reduces; only stream-K, whose CTAs signal each other through
+    flags zeroed before each launch, is left out (``streamk=False``)."""
+    arithmetic = math_type(dtype, precision, capability, (m, n, k, batch), kernel)
     family = choose_family(arithmetic, capability, kernel, (m, n, k, batch))
+    if arithmetic == "tf32x3":
+        check_tf32x3_k(k)
     copies = operand_copies(family, arithmetic, "m" if trans_a else "k", "k" if trans_b else "n",
-                            m, n, k, transposable=False,
-                            counts=(1 if bcast_a else batch, 1 if bcast_b else batch))
+                            m, n, k, counts=(1 if bcast_a else batch, 1 if bcast_b else batch))
     # The unit-stride extent of each operand as the kernel reads it (``_lowered``'s copies).
     tf32_k = 2 * round_up(k, TF32_TILE_K) if arithmetic == "tf32x3" else k
     a_cols, b_cols = (m if trans_a else k), (k if trans_b else n)
@@ -383,9 +439,15 @@ def xla_plan(capability, num_sms: int, dtype: str, precision: str, kernel: str, 
     need = max(1, family.required_alignment // size)
     n_out = round_up(n, need)
     aligns = tuple(_row_alignment(round_up(cols, need), size) for cols in (a_cols, b_cols, n_out))
-    key = kernel_key(family, capability, num_sms, arithmetic, "m" if trans_a else "k",
-                     "k" if trans_b else "n", aligns, m, n_out, k, batch)
-    return XlaPlan(arithmetic, family, copies, need, n_out, aligns, key)
+    key, splits, transposed = schedule(
+        family, capability, num_sms, arithmetic, "m" if trans_a else "k",
+        "k" if trans_b else "n", aligns, m, n_out, k, batch, streamk=False)
+    out_cols = n_out
+    if through_workspace(key.config, splits, transposed):  # rows as the pointer route's workspace
+        out_cols = round_up(m if transposed else n, WORKSPACE_ROW)
+    flags = (bcast_b, bcast_a) if transposed else (bcast_a, bcast_b)
+    return XlaPlan(arithmetic, family, copies, need, out_cols, aligns, key, splits, transposed,
+                   flags)
 
 
 def _row_alignment(cols: int, size: int) -> int:
@@ -435,7 +497,7 @@ def object_keys(capability, num_sms: int, dtype: str, precision: str, layout: tu
     for bcast_a, bcast_b in flags:
         plan = xla_plan(capability, num_sms, dtype, precision, "auto", m, n, k, batch,
                         layout[0] == "m", layout[1] == "k", bcast_a, bcast_b)
-        found.append(ObjectKey(plan.key, bcast_a, bcast_b, dtype))
+        found.append(ObjectKey(plan.key, *plan.bcast, dtype))
     return found
 
 
@@ -473,19 +535,33 @@ def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
         b3, trans_b = jnp.swapaxes(b3, -1, -2), False
     if plan.need > 1:  # TMA / 128-bit cp.async: pad unit-stride rows to 16 bytes (a copy; documented)
         a3, b3 = _pad_last(a3, plan.need), _pad_last(b3, plan.need)
+        if not plan.family.own_extents:
+            a3, b3 = _same_k(a3, trans_a, b3, trans_b)
     size = np.dtype(a.dtype).itemsize
-    read = tuple(_row_alignment(cols, size) for cols in (a3.shape[-1], b3.shape[-1], plan.n_out))
+    read = tuple(_row_alignment(cols, size)
+                 for cols in (a3.shape[-1], b3.shape[-1], round_up(n, plan.need)))
     if read != plan.aligns:  # the key's alignment hints must be what the kernel is given
         raise RuntimeError(f"cutematmul internal error: the XLA plan assumed operand rows aligned "
                            f"to {plan.aligns} bytes, the lowering made {read}.")
-    compiled = _compile(plan.key, bcast_a, bcast_b, a.dtype)
-    rows = b3.shape[0] if bcast_a else a3.shape[0]  # the launch's batch size L
-    c_struct = jax.ShapeDtypeStruct((rows, m, plan.n_out), a.dtype)
+    # The kernel's (A, B): C^T = B^T A^T reads B as its A.  Its output: C (rows padded to
+    # ``out_cols``), or fp32 partial sums, ``splits`` matrices per batch entry (batch-major),
+    # of C or of C^T; XLA adds them up (a reduction of fixed shape: the same sums every run),
+    # transposes and rounds them into C, fused with the slice.
+    first, second = (b3, a3) if plan.transposed else (a3, b3)
+    compiled = _compile(plan.key, *plan.bcast, a.dtype)
+    rows = second.shape[0] if plan.bcast[0] else first.shape[0]  # the launch's batch size L
+    c_rows, c_cols = (n, m) if plan.transposed else (m, n)
+    c_struct = jax.ShapeDtypeStruct((rows * plan.splits, c_rows, plan.out_cols),
+                                    jnp.float32 if plan.partials else a.dtype)
     call = jax.ffi.ffi_call(_ffi_target(), result_shape_dtypes=(c_struct,))
-    (c3,) = call(a3, b3, module=compiled.module, key=compiled.fingerprint)
-    if plan.n_out != n:
-        c3 = c3[..., :n]
-    return c3.reshape(out_shape)
+    (c3,) = call(first, second, module=compiled.module, key=compiled.fingerprint)
+    if plan.out_cols != c_cols:  # (padding columns are never read, nor summed)
+        c3 = c3[..., :c_cols]
+    if plan.splits > 1:
+        c3 = jnp.sum(c3.reshape(rows, plan.splits, c_rows, c_cols), axis=1)
+    if plan.transposed:
+        c3 = jnp.swapaxes(c3, -1, -2)
+    return c3.astype(a.dtype).reshape(out_shape)
 
 
 mlir.register_lowering(cutematmul_p, mlir.lower_fun(_lowered, multiple_results=False),

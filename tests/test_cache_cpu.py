@@ -529,7 +529,7 @@ def test_precompile_lists_the_objects_jitted_jax_calls_embed():
     for obj, (m, n, k, *batch) in zip(objects, [shapes[0]] + [shapes[1]] * 2):
         plan = xla.xla_plan((9, 0), 132, "float16", "highest", "auto", m, n, k,
                             batch[0] if batch else 1, False, False, obj.bcast_a, obj.bcast_b)
-        assert obj.kernel == plan.key and not plan.key.config.partials  # unsplit: no workspace
+        assert obj.kernel == plan.key and (obj.bcast_a, obj.bcast_b) == plan.bcast
         assert aot._short(obj).startswith("xla sm90 sm_90a float16 kn")
 
 

@@ -339,8 +339,8 @@ def test_precision_modes_inside_jit_grad_and_vmap(layout):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_m_of_17_to_32_with_a_m_major_inside_jit(dtype):
-    """``x.T @ y`` of 24 rows inside jit: the XLA route (no workspace) runs it swapped on a
-    32-wide tile of 128 rows (``configs.sm90._swapped_small_m``), A read M-major in place."""
+    """``x.T @ y`` of 24 rows inside jit: the XLA route runs it swapped on a 32-wide tile
+    (``configs.sm90._swapped_small_m``), A read M-major in place."""
     x, y = _randn((1000, 24), dtype, 42), _randn((1000, 4104), dtype, 43)
     got = jax.jit(lambda x, y: cutematmul.matmul(x.T, y))(x, y)
     _check(got, _ref(x.T, y), dtype)
@@ -348,14 +348,15 @@ def test_m_of_17_to_32_with_a_m_major_inside_jit(dtype):
 
 @pytest.mark.parametrize("layout", ["nt", "tt"])
 def test_tf32_small_n_inside_jit_runs_on_the_narrow_tiles(layout):
-    """One-pass "tf32" of N = 24 with B K-major inside jit: the XLA route (no workspace) runs
-    the narrow 32-wide tile unsplit, C stored by the kernel (``configs.sm90.narrow_n``); an
-    M-major A is the register operand.  Within the TF32 bound."""
-    from cutematmul.configs import sm90
+    """One-pass "tf32" of N = 24 with B K-major inside jit: the XLA route runs the narrow
+    32-wide tile (``configs.sm90.narrow_n``), its partial sums added up by XLA where it splits
+    K; an M-major A is the register operand.  Within the TF32 bound."""
+    from cutematmul import xla
 
-    majors = ("m" if layout[0] == "t" else "k", "k")
-    config = sm90.choose_config(4100, 24, 1000, 1, 132, math="tf32", majors=majors)
-    assert config.tile_n == 32 and not config.swap and not config.partials, config
+    plan = xla.xla_plan((9, 0), 132, "float32", "tf32", "sm90", 4100, 24, 1000, 1,
+                        layout[0] == "t", True, True, True)
+    config = plan.key.config
+    assert config.tile_n == 32 and not config.swap and not plan.transposed, config
     x = _randn((1000, 4100) if layout[0] == "t" else (4100, 1000), "float32", 44)
     y = _randn((24, 1000), "float32", 45)
     got = jax.jit(lambda x, y: cutematmul.matmul(x.T if layout[0] == "t" else x, y.T,
@@ -393,3 +394,70 @@ def test_highest_with_k_major_operands_on_large_products(batch, copied):
     x, w = _randn(batch + (m, 70), "float32", 30), _randn((n, 70), "float32", 31)
     got = jax.jit(lambda x, w: cutematmul.matmul(x, w.T))(x, w)
     _check(got, _ref(x, w.T), "float32")
+
+
+#: Jitted products the XLA route runs through partial sums that XLA adds up
+#: (``xla.XlaPlan.partials``): (dtype, precision, A's stored shape, B's, A stored transposed, B
+#: stored transposed, the plan's kind: "split", "transposed" (C^T, split or not) or "sm80").
+PARTIAL_SUMS = [
+    ("float16", "highest", (24, 8192), (8192, 2048), False, False, "transposed"),
+    ("bfloat16", "highest", (40000, 64), (40000, 96), True, False, "split"),
+    ("float16", "highest", (3, 16, 20000), (20000, 40), False, False, "split"),
+    ("bfloat16", "highest", (2, 9, 6000), (2, 6000, 100), False, False, "transposed"),
+    ("float32", "highest", (4096, 4096), (6, 4096), False, True, "transposed"),
+    ("float32", "highest", (20, 50000), (50000, 30), False, False, "split"),
+    ("float32", "high", (512, 20000), (20000, 512), False, False, "split"),
+    ("float32", "tf32", (8, 12000), (12000, 3000), False, False, "transposed"),
+    ("float16", "highest", (100, 64), (37, 64), False, True, "sm80"),
+]
+
+
+def _stored(a_shape, b_shape, ta, tb, dtype, seed):
+    return _randn(a_shape, dtype, seed), _randn(b_shape, dtype, seed + 1)
+
+
+@pytest.mark.parametrize("case", PARTIAL_SUMS, ids=lambda c: f"{c[0]}-{c[1]}-{c[6]}-"
+                         + "x".join(map(str, c[2])) + "-" + "x".join(map(str, c[3])))
+def test_split_and_transposed_products_inside_jit(case):
+    """Inside jit the XLA route splits K, runs small M as C^T and writes the narrow tiles'
+    partials as the pointer route does: the kernel's fp32 partial sums are the custom call's
+    output and XLA adds (and transposes) them into C.  Each case's plan is of its kind; the
+    result is within the dtype's bound of a float64 product and bitwise the same on a second
+    run (the sums have a fixed shape and order).  The sm80 case: a K-major B of 37 rows under
+    C padded to 40 columns, which the kernel must not read past."""
+    from cutematmul import device, xla
+
+    dtype, precision, a_shape, b_shape, ta, tb, kind = case
+    a, b = _stored(a_shape, b_shape, ta, tb, dtype, 60)
+    m, k = (a_shape[-1], a_shape[-2]) if ta else (a_shape[-2], a_shape[-1])
+    n = b_shape[-2] if tb else b_shape[-1]
+    batch = max(a_shape[0] if len(a_shape) > 2 else 1, b_shape[0] if len(b_shape) > 2 else 1)
+    info = device.device_info(0)
+    plan = xla.xla_plan(info.capability, info.num_sms, dtype, precision, "auto", m, n, k, batch,
+                        ta, tb, len(a_shape) == 2, len(b_shape) == 2)
+    if info.capability == (9, 0):
+        assert {"split": plan.splits > 1 and not plan.transposed, "transposed": plan.transposed,
+                "sm80": plan.key.family == "sm80"}[kind], plan
+
+    def f(x, y):
+        return cutematmul.matmul(jnp.swapaxes(x, -1, -2) if ta else x,
+                                 jnp.swapaxes(y, -1, -2) if tb else y, precision=precision)
+
+    got = jax.jit(f)(a, b)
+    again = jax.jit(f)(a, b)
+    ea = jnp.swapaxes(a, -1, -2) if ta else a
+    eb = jnp.swapaxes(b, -1, -2) if tb else b
+    _check(got, _ref(ea, eb), "tf32" if precision == "tf32" else dtype)
+    assert np.array_equal(np.asarray(got), np.asarray(again)), "a second run differs"
+
+
+def test_weight_gradient_of_a_long_batch_is_split_inside_jit():
+    """``grad`` of a layer over 40000 rows: dW = X^T dY is a small C of a long K (split inside
+    jit), dX = dY W^T is not; both within the fp32 bound of float64."""
+    x, w = _randn((40000, 64), "float32", 70), _randn((64, 96), "float32", 71)
+    gx, gw = jax.jit(jax.grad(lambda x, w: jnp.sum(cutematmul.matmul(x, w) ** 2),
+                              argnums=(0, 1)))(x, w)
+    x64, w64 = np.asarray(x, np.float64), np.asarray(w, np.float64)
+    dy = 2 * x64 @ w64
+    _check(gw, x64.T @ dy, "float32")
+    _check(gx, dy @ w64.T, "float32")

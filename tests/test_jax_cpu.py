@@ -101,6 +101,15 @@ LOWERED = [
     ("float32", "highest", (2, 700, 600), (2, 500, 700), True, True),  # SIMT's transposed copy
     ("float32", "tf32", (200, 300), (200, 100), True, False),  # a K-major copy for TF32
     ("float32", "high", (64, 1000), (1000, 96), False, False),  # 3xTF32's split, padded K
+    # Through partial sums that XLA adds up (``XlaPlan.partials``):
+    ("float16", "highest", (24, 8192), (8192, 2048), False, False),  # C^T, split
+    ("bfloat16", "highest", (40000, 64), (40000, 96), True, False),  # a small C of a long K
+    ("float16", "highest", (3, 16, 20000), (20000, 40), False, False),  # split, B shared
+    ("float32", "highest", (4096, 4096), (6, 4096), False, True),  # SIMT row-streaming C^T
+    ("float32", "highest", (20, 50000), (50000, 30), False, False),  # SIMT deep split
+    ("float32", "high", (512, 20000), (20000, 512), False, False),  # 3xTF32 split for accuracy
+    ("float16", "highest", (100, 64), (37, 64), False, True),  # sm80: C as wide as B's 37 rows
+    ("float16", "highest", (100, 37), (37, 64), False, False),  # sm80: B's K rows padded as A's
 ]
 
 _LOWER = r"""
@@ -123,16 +132,18 @@ for dtype, precision, a_shape, b_shape, ta, tb in json.loads(sys.argv[1]):
     bcast = (len(a_shape) == 2, len(b_shape) == 2)
     plan = xla.xla_plan((9, 0), 132, dtype, precision, "auto", m, n, k, batch, ta, tb, *bcast)
     made = set(cache.cache_info()["jax"]["keys"]) - before
-    results.append(made == {(plan.key, *bcast)} or repr(made))
+    results.append([made == {(plan.key, *plan.bcast)} or repr(made), plan.key.family,
+                    plan.splits, plan.transposed, plan.partials])
 print("RESULT=" + json.dumps(results))
 """
 
 
 def test_lowering_for_cuda_makes_what_the_plan_assumed(tmp_path):
-    """``xla.xla_plan`` decides the kernel and its alignment hints without arrays; the lowering
-    for CUDA makes the operands, checks them against the plan (raising on a mismatch) and
-    embeds the planned kernel: in a child Python on this machine (no GPU: an H200 stand-in for
-    the device query), for each of ``LOWERED``."""
+    """``xla.xla_plan`` decides the kernel, its split and its alignment hints without arrays;
+    the lowering for CUDA makes the operands, checks them against the plan (raising on a
+    mismatch), embeds the planned kernel and, for partial sums, their reduction: in a child
+    Python on this machine (no GPU: an H200 stand-in for the device query), for each of
+    ``LOWERED``."""
     import importlib.util
     import json
     import os
@@ -147,4 +158,36 @@ def test_lowering_for_cuda_makes_what_the_plan_assumed(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     line = next(l for l in done.stdout.splitlines() if l.startswith("RESULT="))
-    assert json.loads(line[len("RESULT="):]) == [True] * len(LOWERED)
+    results = json.loads(line[len("RESULT="):])
+    assert [r[0] for r in results] == [True] * len(LOWERED), results
+    # The list covers each kind of lowering: split, transposed, unsplit partials, sm80.
+    assert any(r[2] > 1 and not r[3] for r in results) and any(r[2] > 1 and r[3] for r in results)
+    assert any(r[1] == "simt" and r[4] for r in results) and any(r[1] == "sm80" for r in results)
+
+
+#: (A stored transposed, B stored transposed, A's shape, B's, what ``_same_k`` pads): K-major
+#: operands padded to K = 40, the other stored with K = 37.
+SAME_K = [
+    (False, False, (2, 24, 40), (2, 37, 56), "b"),  # K-major A, N-major B: B's rows padded
+    (True, True, (2, 37, 24), (2, 56, 40), "a"),  # M-major A, K-major B: A's rows padded
+    (False, True, (2, 24, 40), (2, 56, 40), None),  # both K-major: both padded already
+    (True, False, (2, 37, 24), (2, 37, 56), None),  # neither K-major: K = 37 in both
+]
+
+
+@pytest.mark.parametrize("trans_a, trans_b, a_shape, b_shape, padded", SAME_K)
+def test_operands_of_a_kernel_bounded_by_the_product_agree_on_k(trans_a, trans_b, a_shape,
+                                                                 b_shape, padded):
+    """sm80 and SIMT bound their reads of B by A's K (``Family.own_extents`` False): after the
+    XLA route pads K-major rows to 16 bytes, the other operand gets zero rows up to the same K
+    (``xla._same_k``); unit-stride rows never change."""
+    from cutematmul import xla
+
+    a, b = jnp.ones(a_shape, F16), jnp.ones(b_shape, F16)
+    a2, b2 = xla._same_k(a, trans_a, b, trans_b)
+    k_a = a2.shape[-2] if trans_a else a2.shape[-1]
+    k_b = b2.shape[-1] if trans_b else b2.shape[-2]
+    assert k_a == k_b
+    assert (a2.shape != a.shape, b2.shape != b.shape) == (padded == "a", padded == "b")
+    assert a2.shape[-1] == a.shape[-1] and b2.shape[-1] == b.shape[-1]
+    assert float(jnp.sum(a2)) == float(jnp.sum(a)) and float(jnp.sum(b2)) == float(jnp.sum(b))

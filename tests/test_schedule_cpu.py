@@ -156,9 +156,12 @@ def test_simt_ladder_k_tiling():
     assert simt.choose_schedule(4096, 4096, 4096, 1, 132)[0].name == "simt_128x256x8_s6_t256_g8_b1_pdl"
 
 
-def test_the_xla_key_is_never_split():
+def test_an_unsplit_key_never_writes_partials():
+    """``split_k=False`` (a launch in pieces: no workspace) keeps C in the kernel; with a
+    workspace the same small-M product runs transposed into partials."""
     family = dispatch.FAMILIES["sm90"]
-    key = dispatch.kernel_key(family, *H200, "float16", "k", "n", (16, 16, 16), 16, 1024, 8192, 1)
+    key = dispatch.schedule(family, *H200, "float16", "k", "n", (16, 16, 16), 16, 1024, 8192, 1,
+                            split_k=False)[0]
     split_key, splits, transposed = dispatch.schedule(family, *H200, "float16", "k", "n",
                                                       (16, 16, 16), 16, 1024, 8192, 1)
     assert not key.config.partials and split_key.config.partials and transposed
@@ -874,9 +877,9 @@ def test_simt_row_streaming_splits_fill_one_wave():
         assert -(-n // config.tile_n) * splits <= slots or splits == 1
 
 
-def test_simt_xla_route_never_transposes_or_splits_a_row_streaming_product():
+def test_simt_unsplit_route_never_transposes_or_splits_a_row_streaming_product():
     config = simt.choose_config(4096, 1, 4096, 1, 132, majors=("k", "k"))
-    assert not config.gemv, config  # transposing needs the workspace the XLA route lacks
+    assert not config.gemv, config  # transposing needs a workspace, which an unsplit route lacks
     config = simt.choose_config(1, 4096, 4096, 1, 132)
     assert config.gemv and config.tile_m == 1
     key, splits, transposed = dispatch.schedule(dispatch.FAMILIES["simt"], *H200, "float32", "k",
@@ -923,7 +926,7 @@ def test_a_transposed_row_streaming_launch_carries_the_reduction():
                          ids=lambda s: "x".join(map(str, s)))
 def test_simt_dependent_launches_on_sm90_only(shape):
     """The row-streaming kernel and tiles of one CTA per SM are programmatic dependent launches
-    on sm_90 (``configs.simt._pdl``), split or not and on the XLA route too; nothing is before
+    on sm_90 (``configs.simt._pdl``), split or not (a launch in pieces); nothing is before
     sm_90, which lacks griddepcontrol (``configs.simt.for_capability``, applied by
     ``dispatch.schedule``)."""
     family = dispatch.FAMILIES["simt"]
@@ -931,8 +934,8 @@ def test_simt_dependent_launches_on_sm90_only(shape):
     for capability, num_sms in (((9, 0), 132), ((8, 0), 108)):
         for key in (dispatch.schedule(family, capability, num_sms, "float32", "k", "n",
                                       (16, 16, 16), m, n, k, 1)[0],
-                    dispatch.kernel_key(family, capability, num_sms, "float32", "k", "n",
-                                        (16, 16, 16), m, n, k, 1)):
+                    dispatch.schedule(family, capability, num_sms, "float32", "k", "n",
+                                      (16, 16, 16), m, n, k, 1, split_k=False)[0]):
             config = key.config
             want = capability >= (9, 0) and (config.gemv or config.min_blocks == 1)
             assert config.pdl == want and config.name.endswith("_pdl") == want, key

@@ -226,8 +226,7 @@ GEMV_M = -(-simt.COPY_B_GEMV_MIN_MK // GEMV_K)  # the fewest rows of A that earn
 ])
 def test_highest_copies_few_columns_k_major(m, n, k, a_major, copied):
     """fp32 "highest" of a K-major A and an N-major B of at most 8 columns: B is copied K-major
-    so that the row-streaming kernel computes C^T = B^T A^T (``configs.simt.operand_copies``);
-    not where the product may not run transposed (the XLA route)."""
+    so that the row-streaming kernel computes C^T = B^T A^T (``configs.simt.operand_copies``)."""
     gemm = plan_gemm((m, k), (k, 1) if a_major == "k" else (1, m), (k, n), (n, 1), (n, 1))
     spans = [(0, m * k * 4), (0, k * n * 4), (0, m * n * 4)]
     resolved = launch._resolve(("simt",), HOPPER, 132, gemm, "float32", 4,
@@ -240,8 +239,6 @@ def test_highest_copies_few_columns_k_major(m, n, k, a_major, copied):
         assert (resolved.key.a_major, resolved.key.b_major) == ("k", "k")
     else:
         assert prep[1] is None
-    assert dispatch.operand_copies(SIMT, "float32", a_major, "n", m, n, k,
-                                   transposable=False) == (None, None)
 
 
 def test_run_prep_transposes_a_k_major_b(monkeypatch):
@@ -361,16 +358,20 @@ def test_3xtf32_splits_long_k_so_each_split_sums_few_k_tiles(shape):
     assert sm90.choose_config(m, n, k, 1, 132, math="tf32x3").partials is False
 
 
-def test_a_route_without_split_k_keeps_long_k_high_products_in_fp32():
-    """XLA cannot split K: unsplit 3xTF32 makes more promoted adds than _PROMOTED_CHAIN past
-    K = 32 * _PROMOTED_CHAIN, so "auto" computes fp32 there; a forced kernel keeps the mode."""
-    most = 32 * sm90._PROMOTED_CHAIN
-    long_k, short_k = (4096, 4096, most + 1, 1), (4096, 4096, most, 1)
-    assert dispatch.math_type("float32", "high", HOPPER, long_k, split_k=False) == "float32"
-    assert dispatch.math_type("float32", "high", HOPPER, short_k, split_k=False) == "tf32x3"
-    assert dispatch.math_type("float32", "high", HOPPER, long_k) == "tf32x3"
-    assert dispatch.math_type("float32", "high", HOPPER, long_k, "sm90", split_k=False) == "tf32x3"
-    assert dispatch.math_type("float32", "tf32", HOPPER, long_k, split_k=False) == "tf32"
+@pytest.mark.parametrize("k", [32 * sm90._PROMOTED_CHAIN + 1, 65536])
+def test_the_xla_route_splits_long_k_high_products_for_accuracy(k):
+    """Past K = 32 * _PROMOTED_CHAIN unsplit 3xTF32 makes more promoted adds than
+    _PROMOTED_CHAIN; the XLA route splits K as the pointer route does (its partials are an
+    output of the custom call), so a jitted "high" product stays 3xTF32 at fp32 accuracy."""
+    from cutematmul import xla
+
+    plan = xla.xla_plan(HOPPER, 132, "float32", "high", "auto", 4096, 4096, k, 1, False, False,
+                        True, True)
+    assert plan.arithmetic == "tf32x3" and plan.partials
+    assert plan.splits >= -(-sm90.promoted_sums(k) // sm90._PROMOTED_CHAIN), plan.splits
+    with pytest.raises(ValueError, match="precision='high' takes K up to"):
+        xla.xla_plan(HOPPER, 132, "float32", "high", "sm90", 64, 64, sm90.TF32X3_MAX_K + 1, 1,
+                     False, False, True, True)
 
 
 @pytest.mark.parametrize("shape", [(4096, 1000, 4096), (520, 4096, 2048), (8192, 8192, 8192)],
@@ -397,8 +398,9 @@ def test_tf32_kernel_that_swaps_is_scheduled_over_n_by_m(shape):
     plain, splits, _ = dispatch.schedule(family, HOPPER, 132, "tf32", "m", "k", (16, 16, 16),
                                          m, n, k, 1)
     assert (plain.config, splits) == sm90.choose_schedule(m, n, k, 1, 132, math="tf32")[:2]
-    # The unsplit (XLA) key follows the same orientation.
-    unsplit = dispatch.kernel_key(family, HOPPER, 132, "tf32", "k", "n", (16, 16, 16), m, n, k, 1)
+    # The unsplit key (a launch in pieces) follows the same orientation.
+    unsplit = dispatch.schedule(family, HOPPER, 132, "tf32", "k", "n", (16, 16, 16), m, n, k, 1,
+                                split_k=False)[0]
     assert unsplit.config == replace(sm90.choose_config(n, m, k, 1, 132, math="tf32"), swap=True)
 
 

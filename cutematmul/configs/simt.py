@@ -390,7 +390,6 @@ COPY_B_GEMV_MIN_K = 2048
 
 def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int,
                    readable: tuple[bool, bool] = (True, True),
-                   transposable: bool = True,
                    counts: tuple[int, int] = (1, 1)) -> tuple[str | None, str | None]:
     """Which of (A, B) the kernel reads through a copy of ours (``kernels/operand_prep.py``, one
     part, values unchanged), and each copy's major; None: read as it is.  A K-major B is copied
@@ -399,10 +398,9 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
     ``COPY_A_MIN_M`` and N >= ``COPY_A_MIN_N`` (~60 / N).  An operand the kernel cannot read
     is staged by the caller instead, row-major (``launch.Staging``).  An N-major B of at most
     8 columns under a K-major A is copied K-major for the row-streaming kernel when A is large
-    (``COPY_B_GEMV_MIN_MK``, ``COPY_B_GEMV_MIN_K``) and the product may run transposed
-    (``transposable``: not on the XLA route, whose kernel writes C directly); the copy needs
-    only a unit stride.  ``counts`` (the matrices of each operand) is unused."""
-    if (transposable and (a_major, b_major) == ("k", "n") and _gemv_rows(n) and not _gemv_rows(m)
+    (``COPY_B_GEMV_MIN_MK``, ``COPY_B_GEMV_MIN_K``), so that the product runs transposed on
+    it; the copy needs only a unit stride.  ``counts`` (the matrices of each operand) is unused."""
+    if ((a_major, b_major) == ("k", "n") and _gemv_rows(n) and not _gemv_rows(m)
             and m * k >= COPY_B_GEMV_MIN_MK and k >= COPY_B_GEMV_MIN_K):
         return None, "k"
     if b_major == "k" and readable[1] and m >= COPY_B_MIN_M and n >= COPY_B_MIN_N:
@@ -423,10 +421,11 @@ def gemv_reads(a_major: str, b_major: str) -> bool:
 
 def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
                     max_splits: int = waves.MAX_SPLITS, math: str = "float32",
-                    transposable: bool = True,
-                    majors: tuple[str, str] = ("k", "n")) -> tuple[Config, int, bool]:
+                    transposable: bool = True, majors: tuple[str, str] = ("k", "n"),
+                    streamk: bool = True) -> tuple[Config, int, bool]:
     """(configuration, K-splits, transposed).  ``math`` is always "float32" here (the family's
-    one math type).
+    one math type); ``streamk`` is taken as every family's schedule takes it (whether the route
+    has stream-K's zeroed flags), and this family has no stream-K schedule.
 
     Products of at most 8 rows run on the row-streaming kernel (``gemv_config``), products of at
     most 8 columns on it as C^T = B^T A^T (``transposed``, through the workspace; not when
@@ -536,6 +535,7 @@ def _space(m: int, n: int, b_major: str = "n") -> tuple[dict, dict]:
 
 def choose_config(m: int, n: int, k: int, batch: int, num_sms: int,
                   math: str = "float32", majors: tuple[str, str] = ("k", "n")) -> Config:
-    """The configuration of an unsplit product (the XLA route, which has no workspace)."""
+    """The configuration of an unsplit product (no workspace: a launch in pieces,
+    ``dispatch.schedule`` with ``split_k`` False)."""
     return choose_schedule(m, n, k, batch, num_sms, max_splits=1, transposable=False,
                            majors=majors)[0]

@@ -241,6 +241,8 @@ TF32 = ("tf32", "tf32x3")
 #: K of a TF32 tile (32 fp32 = one 128-byte swizzled row); the operand prep pads each 3xTF32
 #: part to whole tiles of it, so the small part starts on a tile boundary.
 TF32_TILE_K = 32
+#: The largest K a 3xTF32 operand (big | small, 2 * K padded) can have in 32-bit extents.
+TF32X3_MAX_K = 2**30 - TF32_TILE_K
 
 
 #: The (A, B) majors the kernel reads per TF32 math type: one-pass TF32 takes an M-major A or an
@@ -251,13 +253,11 @@ TF32_READS = {"tf32": (("k", "k"), ("m", "k"), ("k", "n")), "tf32x3": (("k", "k"
 
 def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int,
                    readable: tuple[bool, bool] = (True, True),
-                   transposable: bool = True,
                    counts: tuple[int, int] = (1, 1)) -> tuple[str | None, str | None]:
     """Which of (A, B) the operand prep (``kernels/operand_prep.py``) rewrites first, and the
     copy's major (None: read as it is; ``dispatch.operand_copies``).  ``readable`` says which
     the kernel could read as they are (aligned, one unit stride); ``counts``, how many matrices
-    of A and of B a copy would write (1 for a broadcast operand); ``k`` and ``transposable``
-    are unused.
+    of A and of B a copy would write (1 for a broadcast operand); ``k`` is unused.
 
     TF32 wgmma reads shared tiles K-major only, but takes A from registers: the kernel loads an
     M-major A into registers itself, and with B N-major it computes C^T = B^T A^T, so that B is
@@ -440,7 +440,7 @@ _UNTRANSPOSED_FILL = 0.75
 #: 22.5 / 12.8 / 14.5, 8192x16x8192 67.1 / 36.2 / 38.3, 4096x32x14336 59.8 / 32.8 / 33.2,
 #: 14336x16x4096 44.6 (128 x 128) / 34.6 / 31.8; nt 4096x8x4096 21.7 / 12.0 / 14.3, 8192x8x8192
 #: 70.5 / 35.7 / 40.6.  Up to N = 64 the 64 x 64 tile joins the untransposed ones (as for one
-#: tile row of M; at N <= 32 that is the XLA route's, which has no workspace): 4096x64x4096 nn
+#: tile row of M; at N <= 32 that is a route's without a workspace): 4096x64x4096 nn
 #: 21.0 / 12.9 (64 x 64 unsplit) / 13.8, 8192x64x8192 63.4 / 34.5 / 38.0; at N = 32 64 x 64
 #: unsplit took 14.8 us at 4096x32x4096 against 20.9.
 #: Unsplit, they store C themselves (no workspace, no reduction) in 2x1 clusters where M spans
@@ -539,7 +539,7 @@ def gemm_k(k: int, math: str) -> int:
 def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
                     max_splits: int = waves.MAX_SPLITS, math: str = "float16",
                     swapped: bool = False, majors: tuple[str, str] = ("k", "n"),
-                    c_aligned: bool = True) -> tuple[Config, int, bool]:
+                    c_aligned: bool = True, streamk: bool = True) -> tuple[Config, int, bool]:
     """(configuration, K-splits, transposed) of least estimated time under the wave model.
 
     With persistent CTAs the last wave is what idles SMs: 128 tiles on 132 SMs use 97% of the
@@ -553,7 +553,7 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     C^T = B^T A^T, into the fp32 workspace (``transposed`` True, always partials, split or not):
     a 64- or 128-row tile then runs along N and a narrow tile (16 or 32 wide, all of M) along M,
     instead of a tile that is mostly padding.  This needs the workspace, so ``max_splits=1``
-    (the XLA route) never takes it.  16-bit ones over a long N run the same tiles swapped
+    (no workspace: a launch in pieces) never takes it.  16-bit ones over a long N run the same tiles swapped
     instead, C stored through its transpose (``_swapped_small_m``, below).
 
     Small-N 16-bit products (``narrow_n``: N <= ``SMALL_M``, M >= 4 N) run on the same narrow
@@ -577,8 +577,13 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
 
     ``math`` (``MATH_TYPES``) sets the K-tile and the rate; 3xTF32 is scheduled as the three
     products it runs (``gemm_k``).
+
+    ``max_splits`` 1 means the route has no workspace (no split, transposed or partials
+    schedule); ``streamk`` False that it has partials but no zeroed flags for stream-K (the
+    XLA route, whose partials are an output of the custom call: ``xla.xla_plan``).
     """
-    skinny = _swapped_skinny(m, n, k, batch, num_sms, max_splits, math, majors, c_aligned)
+    skinny = _swapped_skinny(m, n, k, batch, num_sms, max_splits, math, majors, c_aligned,
+                             streamk)
     if skinny is not None:
         return skinny
     m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped, majors,
@@ -745,8 +750,8 @@ def _fine_width(math: str, m: int, major: str) -> int | None:
 
 
 def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
-                    math: str, majors: tuple[str, str],
-                    c_aligned: bool = True) -> tuple[Config, int, bool] | None:
+                    math: str, majors: tuple[str, str], c_aligned: bool = True,
+                    streamk: bool = True) -> tuple[Config, int, bool] | None:
     """The swapped schedule of a skinny 16-bit product (``_SWAP_ONE_ROW``, ``_SWAP_WIDTHS``,
     ``_SWAP_NARROW``; N at least 4 M), or None.
 
@@ -762,8 +767,8 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     that measured faster (192x8192x8192 41.9 against 48.5 us).  Data-parallel tiles with A
     K-major are the narrowest multiple of 16 that holds M (``_fine_width``: 144, 176, 208 as
     well).  Stream-K (``_SWAP_STREAMK_FILL``, and ``_SWAP_LONG_K_TILES`` on 128-row tiles; not
-    on 64-wide tiles, always on a 160-224 width) needs the workspace, so the XLA route
-    (``max_splits`` 1) runs data-parallel.  C must be TMA-storable through its transpose
+    on 64-wide tiles, always on a 160-224 width) needs the workspace and its zeroed flags, so
+    a route without them (``max_splits`` 1 or ``streamk`` False: XLA) runs data-parallel.  C must be TMA-storable through its transpose
     (``c_aligned``)."""
     if math not in _CLUSTERED_MATH or not c_aligned or n < 4 * m:
         return None
@@ -801,12 +806,12 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
                            across or narrow or not lines)
     tile_m = config.tile_m
     tiles = -(-n // tile_m) * batch
-    if (max_splits > 1 and not narrow and tiles < _SWAP_STREAMK_FILL * num_sms
+    if (streamk and max_splits > 1 and not narrow and tiles < _SWAP_STREAMK_FILL * num_sms
             and -(-k // config.tile_k) >= _SWAP_STREAMK_K_TILES):
         streamk = replace(config, cluster_m=2, streamk=True, pdl=False)
         if streamk_fits(streamk, m, n, k, batch):
             return streamk, 1, False
-    if (max_splits > 1 and not narrow and not lines and tile_m == 64
+    if (streamk and max_splits > 1 and not narrow and not lines and tile_m == 64
             and -(-k // config.tile_k) >= _SWAP_LONG_K_TILES):
         streamk = replace(config, tile_m=128, streamk=True, pdl=False)
         if streamk_fits(streamk, m, n, k, batch):
@@ -861,7 +866,7 @@ def _swapped_small_m(width: int, row_tiles: int, num_sms: int, max_splits: int, 
                      clustered: bool) -> tuple[Config, int, bool] | None:
     """The swapped narrow schedule of a small-M 16-bit product (``_SWAP_SMALL_FILL``), or None
     where the transposed split route should run (few of N's 64-row tiles, ``row_tiles``, and a
-    workspace to split into; the XLA route, which has none, always takes it).  ``width``: 16
+    workspace to split into; a route without one always takes it).  ``width``: 16
     or 32, all of M.  The tile rows and clusters of the wider swapped tiles
     (``_swapped_tile``), but 64 rows on a 32-wide tile whose 128-row tiles would be few
     (``_SWAP_NARROW_ROWS``); unsplit, never stream-K."""
@@ -1093,7 +1098,7 @@ def transposes(m: int, n: int, batch: int, num_sms: int, max_splits: int) -> boo
     """Whether a product is computed transposed (C^T = B^T A^T, through the fp32 workspace):
     M at most ``SMALL_M`` and N at least 4 M, but above ``NARROW_M`` only while the untransposed
     64 x 128 tiles of its one tile row would leave more than ``_UNTRANSPOSED_FILL`` of the SMs
-    idle.  Never without the workspace (``max_splits`` 1: the XLA route)."""
+    idle.  Never without the workspace (``max_splits`` 1)."""
     if max_splits <= 1 or m > SMALL_M or n < 4 * m:
         return False
     return m <= NARROW_M or -(-n // 128) * batch < _UNTRANSPOSED_FILL * num_sms
@@ -1103,8 +1108,7 @@ def narrow_n(m: int, n: int, max_splits: int, math: str, c_aligned: bool = True,
              swapped: bool = False) -> bool:
     """Whether a product runs on the narrow tiles untransposed: 16-bit or one-pass TF32
     (``_NARROW_N_MATH``), N at most ``SMALL_M`` and M at least 4 N, where the kernel may write
-    C (``c_aligned``: rows of whole 16-byte vectors) or the workspace may (``max_splits`` > 1;
-    not the XLA route).  Not ``swapped`` (``swaps``): a swapped kernel's narrow tiles write
+    C (``c_aligned``: rows of whole 16-byte vectors) or the workspace may (``max_splits`` > 1).  Not ``swapped`` (``swaps``): a swapped kernel's narrow tiles write
     fp32 partials of a transposed product only."""
     return (math in _NARROW_N_MATH and not swapped and n <= SMALL_M and m >= 4 * n
             and (c_aligned or max_splits > 1))
@@ -1315,6 +1319,7 @@ def _quad(config: Config, m: int, n: int, batch: int, num_sms: int) -> Config:
 def choose_config(m: int, n: int, k: int, batch: int, num_sms: int, math: str = "float16",
                   swapped: bool = False, majors: tuple[str, str] = ("k", "n"),
                   c_aligned: bool = True) -> Config:
-    """The configuration of an unsplit product (the XLA route, which has no workspace)."""
+    """The configuration of an unsplit product (no workspace: a launch in pieces,
+    ``dispatch.schedule`` with ``split_k`` False)."""
     return choose_schedule(m, n, k, batch, num_sms, max_splits=1, math=math, swapped=swapped,
                            majors=majors, c_aligned=c_aligned)[0]

@@ -176,7 +176,7 @@ def split_choices(m: int, n: int, k: int, batch: int, tile_k: int, rate: Rate,
     the partial sums stay within 32-bit element counts; at least ``min_splits`` where that fits
     (a family's accuracy bound on the K-tiles one split sums in sequence).  With the product's
     output ``tiles`` (times the batch) and ``num_sms`` given, and ``max_splits`` the default
-    ``MAX_SPLITS`` (a caller's own cap, such as the XLA route's 1, stands), deep splits where
+    ``MAX_SPLITS`` (a caller's own cap, such as an unsplit route's 1, stands), deep splits where
     ``max_splits`` of them leave SMs idle (``DEEP_SPLITS``, or up to ``rate.deep_ctas_per_sm``
     CTAs per SM: ``DEEP_CTAS_PER_SM``)."""
     k_tiles = -(-k // tile_k)
