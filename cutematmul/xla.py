@@ -543,25 +543,37 @@ def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
     if read != plan.aligns:  # the key's alignment hints must be what the kernel is given
         raise RuntimeError(f"cutematmul internal error: the XLA plan assumed operand rows aligned "
                            f"to {plan.aligns} bytes, the lowering made {read}.")
-    # The kernel's (A, B): C^T = B^T A^T reads B as its A.  Its output: C (rows padded to
-    # ``out_cols``), or fp32 partial sums, ``splits`` matrices per batch entry (batch-major),
-    # of C or of C^T; XLA adds them up (a reduction of fixed shape: the same sums every run),
-    # transposes and rounds them into C, fused with the slice.
+    # The kernel's (A, B): C^T = B^T A^T reads B as its A.
     first, second = (b3, a3) if plan.transposed else (a3, b3)
     compiled = _compile(plan.key, *plan.bcast, a.dtype)
     rows = second.shape[0] if plan.bcast[0] else first.shape[0]  # the launch's batch size L
-    c_rows, c_cols = (n, m) if plan.transposed else (m, n)
-    c_struct = jax.ShapeDtypeStruct((rows * plan.splits, c_rows, plan.out_cols),
-                                    jnp.float32 if plan.partials else a.dtype)
-    call = jax.ffi.ffi_call(_ffi_target(), result_shape_dtypes=(c_struct,))
+    call = jax.ffi.ffi_call(_ffi_target(), result_shape_dtypes=(
+        kernel_output(plan, rows, m, n, a.dtype),))
     (c3,) = call(first, second, module=compiled.module, key=compiled.fingerprint)
-    if plan.out_cols != c_cols:  # (padding columns are never read, nor summed)
+    return from_kernel_output(c3, plan, rows, m, n, a.dtype).reshape(out_shape)
+
+
+def kernel_output(plan: XlaPlan, rows, m: int, n: int, dtype) -> jax.ShapeDtypeStruct:
+    """What the custom call of ``plan`` writes for ``rows`` (L) products of (m, n): C, rows
+    padded to ``out_cols``, or fp32 partial sums, ``splits`` matrices per batch entry
+    (batch-major: matrix ``l * splits + s`` is split s of entry l), of C or of C^T."""
+    c_rows = n if plan.transposed else m
+    return jax.ShapeDtypeStruct((rows * plan.splits, c_rows, plan.out_cols),
+                                jnp.float32 if plan.partials else dtype)
+
+
+def from_kernel_output(c3, plan: XlaPlan, rows, m: int, n: int, dtype):
+    """(L, m, n) C of ``dtype`` from the custom call's output (``kernel_output``): the padding
+    columns dropped (never read, nor summed), partial sums added up (a reduction of fixed
+    shape: the same sums every run), C^T transposed, rounded to ``dtype``; XLA fuses it."""
+    c_rows, c_cols = (n, m) if plan.transposed else (m, n)
+    if plan.out_cols != c_cols:
         c3 = c3[..., :c_cols]
     if plan.splits > 1:
         c3 = jnp.sum(c3.reshape(rows, plan.splits, c_rows, c_cols), axis=1)
     if plan.transposed:
         c3 = jnp.swapaxes(c3, -1, -2)
-    return c3.astype(a.dtype).reshape(out_shape)
+    return c3.astype(dtype)
 
 
 mlir.register_lowering(cutematmul_p, mlir.lower_fun(_lowered, multiple_results=False),

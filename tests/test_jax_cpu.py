@@ -191,3 +191,50 @@ def test_operands_of_a_kernel_bounded_by_the_product_agree_on_k(trans_a, trans_b
     assert (a2.shape != a.shape, b2.shape != b.shape) == (padded == "a", padded == "b")
     assert a2.shape[-1] == a.shape[-1] and b2.shape[-1] == b.shape[-1]
     assert float(jnp.sum(a2)) == float(jnp.sum(a)) and float(jnp.sum(b2)) == float(jnp.sum(b))
+
+
+#: Products whose XLA plans cover each kind of kernel output: (dtype, m, n, k, batch, B stored
+#: transposed, (split, C^T, partial sums)).
+OUTPUTS = [
+    ("float16", 24, 2048, 8192, 1, False, (True, True, True)),
+    ("bfloat16", 64, 96, 40000, 2, False, (True, False, True)),
+    ("float32", 4096, 6, 4096, 1, True, (True, True, True)),  # the row-streaming kernel
+    ("float32", 20, 30, 50000, 1, False, (True, False, True)),  # rows of 30 in 32
+    ("float16", 300, 500, 700, 2, False, (False, False, False)),  # C, rows of 500 in 504
+]
+
+
+@pytest.mark.parametrize("case", OUTPUTS, ids=lambda c: "-".join(map(str, c[:6])))
+def test_the_kernel_output_becomes_c(case):
+    """``xla.from_kernel_output`` turns what the kernel writes (``xla.kernel_output``: C, or
+    fp32 partial sums of C or C^T, ``splits`` per batch entry) into C: emulated here with the
+    partial products of ``splits`` runs of K and NaN in every padding column, which must not
+    reach C."""
+    import numpy as np
+
+    from cutematmul import xla
+
+    dtype, m, n, k, batch, trans_b, kind = case
+    plan = xla.xla_plan((9, 0), 132, dtype, "highest", "auto", m, n, k, batch, False, trans_b,
+                        batch == 1, True)
+    assert (plan.splits > 1, plan.transposed, plan.partials) == kind, plan
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((batch, m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    out = xla.kernel_output(plan, batch, m, n, jnp.dtype(dtype))
+    c_cols = m if plan.transposed else n
+    written = np.full(out.shape, np.nan, np.float32)
+    bounds = np.linspace(0, k, plan.splits + 1).astype(int)
+    for entry in range(batch):
+        for s in range(plan.splits):
+            lo, hi = bounds[s], bounds[s + 1]
+            part = a[entry, :, lo:hi].astype(np.float64) @ b[lo:hi].astype(np.float64)
+            written[entry * plan.splits + s, :, :c_cols] = part.T if plan.transposed else part
+    c = xla.from_kernel_output(jnp.asarray(written).astype(out.dtype), plan, batch, m, n,
+                               jnp.dtype(dtype))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    got = np.asarray(c.astype(jnp.float32), np.float64)
+    assert c.shape == (batch, m, n) and c.dtype == jnp.dtype(dtype)
+    assert np.isfinite(got).all(), "a padding column reached C"
+    err = np.linalg.norm(got - want) / np.linalg.norm(want)
+    assert err <= {"float32": 1e-6, "float16": 1e-3, "bfloat16": 8e-3}[dtype], err
