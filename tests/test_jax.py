@@ -404,6 +404,8 @@ PARTIAL_SUMS = [
     ("bfloat16", "highest", (40000, 64), (40000, 96), True, False, "split"),
     ("float16", "highest", (3, 16, 20000), (20000, 40), False, False, "split"),
     ("bfloat16", "highest", (2, 9, 6000), (2, 6000, 100), False, False, "transposed"),
+    ("float16", "highest", (16, 20000), (3, 20000, 40), False, False, "split"),  # A shared
+    ("bfloat16", "highest", (9, 6000), (2, 6000, 100), False, False, "transposed"),  # A shared
     ("float32", "highest", (4096, 4096), (6, 4096), False, True, "transposed"),
     ("float32", "highest", (20, 50000), (50000, 30), False, False, "split"),
     ("float32", "high", (512, 20000), (20000, 512), False, False, "split"),

@@ -105,6 +105,8 @@ LOWERED = [
     ("float16", "highest", (24, 8192), (8192, 2048), False, False),  # C^T, split
     ("bfloat16", "highest", (40000, 64), (40000, 96), True, False),  # a small C of a long K
     ("float16", "highest", (3, 16, 20000), (20000, 40), False, False),  # split, B shared
+    ("float16", "highest", (16, 20000), (3, 20000, 40), False, False),  # split, A shared
+    ("bfloat16", "highest", (9, 6000), (2, 6000, 100), False, False),  # C^T, A shared
     ("float32", "highest", (4096, 4096), (6, 4096), False, True),  # SIMT row-streaming C^T
     ("float32", "highest", (20, 50000), (50000, 30), False, False),  # SIMT deep split
     ("float32", "high", (512, 20000), (20000, 512), False, False),  # 3xTF32 split for accuracy
