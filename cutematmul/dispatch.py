@@ -380,9 +380,10 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
     configs = family.configs()
     transposed = False
     orientation = schedule_options(family, dtype, a_major, b_major, align_bytes[2] >= 16)
-    if tuned is not None and getattr(tuned[0], "streamk", False) and not configs.streamk_fits(
-            tuned[0], m, n, k, batch):
-        tuned = None  # a recorded stream-K schedule past the kernel's 32-bit iteration count
+    if tuned is not None and getattr(tuned[0], "streamk", False) and (
+            not streamk or not configs.streamk_fits(tuned[0], m, n, k, batch)):
+        tuned = None  # a recorded stream-K schedule where the route has none (XLA), or past
+        # the kernel's 32-bit iteration count
     if family.split_k and split_k and tuned is not None:
         config, splits, transposed = tuned
     elif family.split_k and split_k:

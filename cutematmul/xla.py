@@ -18,7 +18,7 @@ cache hit never regenerates IR.  The compiled objects live in ``cache`` (its JAX
 disk, so a new process embeds them without compiling; see ``cache.cache_info()["jax"]``).
 
 Imports: ``configs.sm90`` (a constant), ``device``, ``dispatch``, ``operand``, ``plan``; lazily
-``cache`` (its JAX tier); ``jax`` and ``numpy``; the DSL's ``cutlass.jax`` only to compile.
+``cache`` (its JAX tier, tuned schedules); ``jax`` and ``numpy``; the DSL's ``cutlass.jax`` only to compile.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from .dispatch import (
     FAMILIES, KernelKey, build_kernel, check_tf32x3_k, choose_family, itemsize, math_type,
     WORKSPACE_ROW, operand_copies, schedule, through_workspace,
 )
+from .dispatch import problem as dispatch_problem
 from .operand import check_dtypes, result_dtype
 from .plan import broadcast_shapes, dims_equal, round_up
 
@@ -408,7 +409,7 @@ class XlaPlan(NamedTuple):
 
 def xla_plan(capability, num_sms: int, dtype: str, precision: str, kernel: str, m: int, n: int,
              k: int, batch: int, trans_a: bool, trans_b: bool, bcast_a: bool,
-             bcast_b: bool) -> XlaPlan:
+             bcast_b: bool, tuned: bool = True) -> XlaPlan:
     """The lowering's decisions for an (m, k) @ (k, n) product of ``batch`` matrices (A stored
     (k, m) where ``trans_a``, B stored (n, k) where ``trans_b``; ``bcast_*``: one matrix for the
     whole batch) on a GPU of ``capability`` and ``num_sms``: no arrays, no GPU, so ``aot`` can
@@ -417,7 +418,10 @@ def xla_plan(capability, num_sms: int, dtype: str, precision: str, kernel: str, 
     The schedule is the pointer route's (``dispatch.schedule``): split-K, the transposed small-M
     route and the partials of narrow tiles too, their fp32 partial sums being an output of the
     custom call that XLA then reduces; only stream-K, whose CTAs signal each other through
-    flags zeroed before each launch, is left out (``streamk=False``)."""
+    flags zeroed before each launch, is left out (``streamk=False``).  With ``tuned``, a
+    schedule ``cutematmul.tune`` recorded for the same problem (``cache.tuned_choice``: the
+    product on contiguous operands of another library) replaces the model's pick, but for a
+    stream-K one; ``aot`` lists the model's picks (``tuned=False``)."""
     arithmetic = math_type(dtype, precision, capability, (m, n, k, batch), kernel)
     family = choose_family(arithmetic, capability, kernel, (m, n, k, batch))
     if arithmetic == "tf32x3":
@@ -439,9 +443,16 @@ def xla_plan(capability, num_sms: int, dtype: str, precision: str, kernel: str, 
     need = max(1, family.required_alignment // size)
     n_out = round_up(n, need)
     aligns = tuple(_row_alignment(round_up(cols, need), size) for cols in (a_cols, b_cols, n_out))
-    key, splits, transposed = schedule(
-        family, capability, num_sms, arithmetic, "m" if trans_a else "k",
-        "k" if trans_b else "n", aligns, m, n_out, k, batch, streamk=False)
+    majors = ("m" if trans_a else "k", "k" if trans_b else "n")
+    choice = None
+    if tuned:
+        from .cache import tuned_choice
+
+        problem = dispatch_problem(family, capability, num_sms, arithmetic, *majors, aligns,
+                                   m, n_out, k, batch)
+        choice = None if problem is None else tuned_choice(problem)
+    key, splits, transposed = schedule(family, capability, num_sms, arithmetic, *majors, aligns,
+                                       m, n_out, k, batch, tuned=choice, streamk=False)
     out_cols = n_out
     if through_workspace(key.config, splits, transposed):  # rows as the pointer route's workspace
         out_cols = round_up(m if transposed else n, WORKSPACE_ROW)
@@ -496,7 +507,7 @@ def object_keys(capability, num_sms: int, dtype: str, precision: str, layout: tu
     found = []
     for bcast_a, bcast_b in flags:
         plan = xla_plan(capability, num_sms, dtype, precision, "auto", m, n, k, batch,
-                        layout[0] == "m", layout[1] == "k", bcast_a, bcast_b)
+                        layout[0] == "m", layout[1] == "k", bcast_a, bcast_b, tuned=False)
         found.append(ObjectKey(plan.key, *plan.bcast, dtype))
     return found
 

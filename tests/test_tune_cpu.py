@@ -57,7 +57,7 @@ def test_schedule_takes_a_tuned_choice():
                                                 (16, 16, 16), 1000, 1000, 1000, 1,
                                                 tuned=(config, 3, False))
     assert key.config == config and splits == 3 and not transposed
-    # Without a split (the XLA route) the tuned choice does not apply.
+    # Without a split (a launch in pieces) the tuned choice does not apply.
     key, splits, _ = dispatch.schedule(family, H200[0], 132, "float16", "k", "n", (16, 16, 16),
                                        1000, 1000, 1000, 1, split_k=False,
                                        tuned=(config, 3, False))
@@ -302,3 +302,28 @@ def test_precompile_builds_the_copy_of_a_tuned_few_column_product(fresh):
     tuned = aot.tuned_keys(fresh)
     preps = [key for key in tuned if isinstance(key, dispatch.PrepKey)]
     assert preps == [dispatch.operand_copy(H200[0], "float32", "n", "k").key], tuned
+
+
+def test_a_tuned_schedule_reaches_jitted_products_but_for_stream_k(fresh):
+    """The XLA route (``xla.xla_plan``) takes the schedule recorded for the same problem, as the
+    pointer route does, except a stream-K one (it cannot zero the flags before each launch);
+    ``aot`` lists the model's pick (``tuned=False``)."""
+    pytest.importorskip("jax")
+    from cutematmul import xla
+
+    def plan(tuned=True):
+        return xla.xla_plan(*H200, "float16", "highest", "auto", 1600, 1600, 1600, 1, False,
+                            False, True, True, tuned=tuned)
+
+    model = plan()
+    problem = dispatch.problem(model.family, *H200, "float16", "k", "n", (16, 16, 16), 1600,
+                               1600, 1600, 1)
+    other = next(c for c in sm90.candidates(1600, 1600, 1600, 1, 132)
+                 if c[0] != model.key.config and not c[0].streamk)
+    cache.record_tuned(problem, other, persist=False)
+    took = plan()
+    assert (took.key.config, took.splits, took.transposed) == other
+    assert plan(tuned=False).key == model.key
+    streamk = next(c for c in sm90.candidates(1600, 1600, 1600, 1, 132) if c[0].streamk)
+    cache.record_tuned(problem, streamk, persist=False)
+    assert plan().key == model.key
