@@ -55,7 +55,7 @@ def test_groups_cover_every_family_and_select_by_name(monkeypatch):
 
     tool = _tool_without_torch(monkeypatch)
     families = {family for family, _ in tool.GROUPS}
-    assert families == {"simt", "sm80", "sm90", "tf32", "streamk", "cupy"}
+    assert families == {"simt", "sm80", "sm90", "tf32", "streamk", "cupy", "jax"}
     assert all(callable(run) for run in tool.GROUPS.values())
     # Every family with modes runs them; every group is one entry, in GROUPS' order.
     assert {f for f, g in tool.GROUPS if g == "modes"} == set(tool.FAMILY_MODES)
@@ -124,3 +124,25 @@ def test_sanitize_driver_runs_a_split_tool_one_group_at_a_time(tmp_path):
                      "racecheck sm90:modes"]
     assert calls[1].endswith("tools/sanitize_cases.py --families sm90 --groups swapped,modes")
     assert calls[4].endswith("tools/sanitize_cases.py --families sm90 --groups swapped --quick")
+
+
+def test_jax_cases_reach_what_they_are_meant_to():
+    """Each jitted product of the "jax" family is planned (``xla.xla_plan``, an H200) as its
+    row says: sm80 over padded rows, split, C^T, or rows XLA pads; every sm80 one hands the
+    kernel B as the caller stored it (rows of whole 16-byte vectors: no copy), so a read past B
+    leaves B's own allocation."""
+    import pytest
+
+    pytest.importorskip("jax")
+    from cutematmul import xla
+
+    for dtype, precision, a_shape, b_shape, ta, tb, kind in _constant("JAX_CASES"):
+        m, k = (a_shape[1], a_shape[0]) if ta else a_shape
+        n = b_shape[0] if tb else b_shape[1]
+        assert (b_shape[1] if tb else b_shape[0]) == k, (a_shape, b_shape, "K differs")
+        plan = xla.xla_plan((9, 0), 132, dtype, precision, "auto", m, n, k, 1, ta, tb, True, True)
+        got = {"sm80": plan.key.family == "sm80", "split": plan.splits > 1 and not plan.transposed,
+               "transposed": plan.transposed, "padded": plan.need > 1}[kind]
+        assert got, (a_shape, b_shape, kind, plan)
+        if kind == "sm80":
+            assert b_shape[-1] % plan.need == 0, (b_shape, "B would be a padded copy")

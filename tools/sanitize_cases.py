@@ -15,11 +15,13 @@ schedules with a register operand in every layout (forced),
 split-K products (fp32 partials and the reduction kernel) and a column-major ``out``; "streamk"
 is the sm90 kernel's stream-K schedule (forced), whose CTAs exchange partial tiles; "cupy" runs
 CuPy arrays whose staging goes through the adapter's pitched ``cudaMemcpy2DAsync`` (odd row
-pitches, stacked matrices, an unaligned ``out``) with CuPy's memory pool off.  Every result is
+pitches, stacked matrices, an unaligned ``out``) with CuPy's memory pool off; "jax" runs jitted
+products (the XLA route: split, C^T, SIMT and sm80 kernels over operands XLA pads) with XLA's
+"platform" allocator, each buffer its own allocation.  Every result is
 checked against float64, so a run that "passes" the sanitizer with wrong numbers still fails.  Run through ``tools/sanitize.sh``; by itself it is a
 plain correctness check.
 
-    python tools/sanitize_cases.py [--families simt,sm80,sm90,tf32,streamk,cupy] [--quick]
+    python tools/sanitize_cases.py [--families simt,sm80,sm90,tf32,streamk,cupy,jax] [--quick]
     python tools/sanitize_cases.py --families sm90 --list            # its groups
     python tools/sanitize_cases.py --families sm90 --groups swapped  # one of them
 """
@@ -263,6 +265,56 @@ def _cupy(quick: bool, poison: bool) -> int:
                                      f"relative error {err:.3g} > {tol}")
             count += 1
     cupy.cuda.get_current_stream().synchronize()
+    return count
+
+
+#: Jitted products (the XLA route): (dtype, precision, A's stored shape, B's, A stored
+#: transposed, B stored transposed, what the plan does: "sm80", "split", "transposed" (C^T) or
+#: "padded").  Each B is a parameter of the jitted function that XLA
+#: hands the kernel as it is (rows of whole 16-byte vectors), in an allocation of its own under
+#: the "platform" allocator, so a read past it is reported; the sm80 ones are those whose C or
+#: A XLA pads (the forty-first session's bug read up to 7 rows past such a B).
+JAX_CASES = [
+    ("float16", "highest", (100, 64), (37, 64), False, True, "sm80"),  # C padded past B's rows
+    ("float16", "highest", (100, 37), (37, 64), False, False, "sm80"),  # A's K padded past B's
+    ("bfloat16", "highest", (70, 48), (99, 48), False, True, "sm80"),  # C padded past B's rows
+    ("float16", "highest", (16, 20000), (20000, 40), False, False, "split"),  # partials of 40
+    ("bfloat16", "highest", (9000, 64), (9000, 96), True, False, "split"),  # A M-major
+    ("float16", "highest", (24, 2048), (2048, 1024), False, False, "transposed"),
+    ("float32", "highest", (20, 5000), (5000, 30), False, False, "split"),  # SIMT, rows in 32
+    ("float32", "highest", (256, 512), (6, 512), False, True, "transposed"),  # SIMT C^T
+    ("float32", "tf32", (8, 3000), (3000, 1000), False, False, "transposed"),  # TF32 C^T
+    ("float16", "highest", (33, 45), (45, 31), False, False, "padded"),  # rows XLA pads
+]
+
+
+def _jax(quick: bool) -> int:
+    """``JAX_CASES`` through ``jax.jit``, each checked against float64."""
+    import os
+
+    # Before JAX starts its backend: one allocation per buffer, nothing preallocated.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_ALLOCATOR", "platform")
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(3)
+    count = 0
+    for dtype, precision, a_shape, b_shape, ta, tb, _ in JAX_CASES[:4] if quick else JAX_CASES:
+        a = jnp.asarray(rng.standard_normal(a_shape, dtype=np.float32)).astype(dtype)
+        b = jnp.asarray(rng.standard_normal(b_shape, dtype=np.float32)).astype(dtype)
+
+        def f(x, y, ta=ta, tb=tb, precision=precision):
+            return cutematmul.matmul(x.T if ta else x, y.T if tb else y, precision=precision)
+
+        got = np.asarray(jax.jit(f)(a, b).astype(jnp.float32), np.float64)
+        ea, eb = (np.asarray(x.astype(jnp.float32), np.float64) for x in (a, b))
+        want = (ea.T if ta else ea) @ (eb.T if tb else eb)
+        err = np.linalg.norm(got - want) / np.linalg.norm(want)
+        if not err <= TOL[(dtype, precision)]:
+            raise AssertionError(f"jax {dtype} {precision} {a_shape}@{b_shape}: relative error "
+                                 f"{err:.3g} > {TOL[(dtype, precision)]}")
+        count += 1
     return count
 
 
@@ -567,6 +619,7 @@ def _modes(family: str, gen, quick: bool, poison: bool) -> int:
 #: for the tools in ``SANITIZE_SPLIT``.
 GROUPS = {("streamk", "streamk"): _streamk,
           ("cupy", "cupy"): lambda gen, quick, poison: _cupy(quick, poison),
+          ("jax", "jit"): lambda gen, quick, poison: _jax(quick),
           ("sm90", "wide"): _wide,
           ("sm90", "odd_widths"): _odd_widths,
           ("sm90", "pingpong"): _pingpong,
@@ -609,7 +662,7 @@ def run(families, quick: bool, poison: bool = True, groups=None) -> int:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--families", default="simt,sm80,sm90,tf32,streamk,cupy")
+    p.add_argument("--families", default="simt,sm80,sm90,tf32,streamk,cupy,jax")
     p.add_argument("--quick", action="store_true", help="fewer shapes (racecheck is slow)")
     p.add_argument("--unpoisoned", action="store_true",
                    help="fresh (uninitialized) outputs instead of NaN-poisoned ones: shows which "
