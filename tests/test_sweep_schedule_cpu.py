@@ -75,14 +75,17 @@ def test_occupancy_candidates_are_the_simt_pick_at_each_register_budget():
 
 
 def test_cold_rotation_exceeds_twice_the_l2():
+    """The benchmark's rule (``bench.shapes.rotation_sets``), which the tools share."""
+    from cutematmul.bench.shapes import MIN_SETS, rotation_sets
+
     tool = _tool()
     l2 = 50 * 2**20
     for operand_bytes in (1, 4096, 3 * 2**20, 45 * 2**20, 2 * l2, 10 * l2):
-        copies = tool.rotations(operand_bytes, l2)
-        assert copies >= 1
-        assert copies * operand_bytes > 2 * l2 or copies == 64
-    assert tool.rotations(10 * l2, l2) == 1  # one pair already streams from DRAM
-    assert tool.rotations(1, l2) == 64  # capped
+        copies = rotation_sets(operand_bytes, l2, tool.ROTATION_MOST)
+        assert copies >= MIN_SETS
+        assert copies * operand_bytes > 2 * l2 or copies == tool.ROTATION_MOST
+    assert rotation_sets(10 * l2, l2) == MIN_SETS  # one set already streams from DRAM
+    assert rotation_sets(1, l2, tool.ROTATION_MOST) == tool.ROTATION_MOST  # capped
 
 
 def test_ring_candidates_are_the_sm90_pick_at_each_depth_that_fits():

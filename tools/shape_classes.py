@@ -7,8 +7,10 @@ The classes and their seeded draws are ``cutematmul.classes``' (each class draws
 log-uniformly; another ``--seed`` draws an out-of-sample set of the same classes).
 
 Each product is timed by ``tools/sweep_schedule.py``'s ``time_us`` (CUDA events over 5 bursts
-of 20 products behind a spin, the median), on PyTorch arrays rotated over sets of at least 256 MB so that
-every product reads its operands from device memory (L2-cold), and ``torch.matmul`` on the same
+of 20 products behind a spin, the median), on PyTorch arrays rotated over sets that together
+exceed twice the L2 (the benchmark's rule, ``bench.shapes.rotation_sets``; before the 41st
+session at most 8 sets of 256 MB, so a product of a few MB ran partly L2-warm) so that every
+product reads its operands from device memory (L2-cold), and ``torch.matmul`` on the same
 arrays is the reference: cuBLAS SGEMM for "highest" and "high" (TF32 off), cuBLAS TF32 for
 "tf32".  Every result is checked against a float64 product in an output poisoned with NaN
 first.  Prints one line per product (time, TFLOP/s, ratio, the planned schedule, the relative
@@ -59,10 +61,13 @@ def _measure(torch, case: tuple) -> tuple[float, float, float, str]:
     from cutematmul.adapters import adapter_for
     from sweep_schedule import time_us  # tools/: the benchmark's burst timing
 
+    from cutematmul.bench.shapes import rotation_sets
+
     _, dtype, precision, layout, m, n, k, batch = case
     dt = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}[dtype]
     itemsize = 4 if dtype == "float32" else 2
-    sets = max(1, min(8, -(-256 * 2**20 // ((m * k + k * n) * itemsize * batch))))
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    sets = rotation_sets((m * k + k * n) * itemsize * batch, l2)
     lead = (batch,) if batch > 1 else ()
 
     def operand(rows, cols, transposed):

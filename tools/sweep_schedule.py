@@ -7,7 +7,8 @@
 For each shape, the model's pick (``configs/<family>.choose_schedule``) and every forced candidate
 run on the same Gaussian operands; each is timed like the benchmark (a spin kernel hides the
 host's enqueue time, 5 bursts of 20 products, the median).  With ``--cold`` consecutive products
-rotate over copies of the operands that together exceed twice the L2 cache, so each product
+rotate over copies of the operands that together exceed twice the L2 cache (at least three, at
+most ``ROTATION_MOST``: the benchmark's rule, ``bench.shapes.rotation_sets``), so each product
 reads A and B from DRAM, as a layer's weights are read in a real workload (the autotuner's
 condition); without it a product whose operands fit in L2 is timed L2-warm.  The candidates are a fixed menu
 (``CANDIDATES``: tile x split, transposed for small M; ``--clusters`` adds 2x1 and 1x2), or with
@@ -40,6 +41,7 @@ import sys
 from dataclasses import replace
 
 from cutematmul import aot, dispatch, plan
+from cutematmul.bench.shapes import rotation_sets
 from cutematmul.configs import simt, sm90
 
 SHAPES = [(16, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192),
@@ -178,6 +180,8 @@ def occupancy_candidates(problem: dispatch.Problem):
 
 #: Ring depths (A/B stages) ``--ring`` times, each where it fits the tile's shared memory.
 RING_DEPTHS = (4, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32)
+#: ``--cold``: the most operand copies a shape rotates over (``bench.shapes.rotation_sets``).
+ROTATION_MOST = 64
 
 
 def ring_candidates(problem: dispatch.Problem):
@@ -227,11 +231,6 @@ def precompile(dtypes, shapes, layout: str, tuner: bool, clusters: bool, directo
     return aot.build_keys(keys, jobs=jobs, cache_dir=directory)
 
 
-def rotations(operand_bytes: int, l2_bytes: int, most: int = 64) -> int:
-    """Copies of the operands to rotate over so that together they exceed twice the L2."""
-    return min(most, 2 * l2_bytes // max(1, operand_bytes) + 1)
-
-
 def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
           tuner: bool = False, occupancy: bool = False, cold: bool = False,
           ring: bool = False) -> None:
@@ -256,7 +255,7 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
         copies = 1
         if cold:
             l2 = torch.cuda.get_device_properties(a.device).L2_cache_size
-            copies = rotations((a.numel() + b.numel()) * a.element_size(), l2)
+            copies = rotation_sets((a.numel() + b.numel()) * a.element_size(), l2, ROTATION_MOST)
         pairs = [(a, b)] + [operands() for _ in range(copies - 1)]
         turn = itertools.count()
 

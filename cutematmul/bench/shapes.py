@@ -14,7 +14,6 @@ Imports: nothing of ours (a leaf: the suites and their parsing).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 DTYPES = ("float16", "bfloat16", "float32")
@@ -189,15 +188,21 @@ def parse_layouts(spec: str) -> list[str]:
 # ---- how many input sets to rotate, and how much memory a point needs
 
 L2_BYTES = 60 * 2**20  # H200 L2; the rotated sets together must exceed it
-ROTATE_BYTES = 2 * L2_BYTES
 MIN_SETS = 3
 MAX_SETS = 512
 
 
 def input_sets(shape: Shape, dtype: str) -> int:
     """How many (A, B, C) sets to rotate: at least 3, together more than twice the L2."""
-    need = math.ceil(ROTATE_BYTES / max(shape.operand_bytes(dtype), 1))
-    return max(MIN_SETS, min(MAX_SETS, need))
+    return rotation_sets(shape.operand_bytes(dtype))
+
+
+def rotation_sets(set_bytes: int, l2_bytes: int = L2_BYTES, most: int = MAX_SETS) -> int:
+    """How many sets of ``set_bytes`` to rotate over so that each product reads its operands
+    from device memory: at least ``MIN_SETS``, together more than twice ``l2_bytes``, at most
+    ``most``.  The one rule of the benchmark and of the tools that time L2-cold."""
+    need = 2 * l2_bytes // max(set_bytes, 1) + 1
+    return max(MIN_SETS, min(most, need))
 
 
 def footprint_bytes(shape: Shape, dtype: str, libraries: int) -> int:
