@@ -332,8 +332,8 @@ def test_auto_takes_the_fp32_kernel_where_it_is_faster(torch):
 
 @pytest.mark.parametrize("wide", [False, True], ids=["gauss", "wide"])
 def test_high_unsplit_at_the_promoted_add_budget(torch, wide):
-    """The longest chain of promoted adds the scheduler allows one split (and the XLA route, which
-    cannot split): K = 32 x _PROMOTED_CHAIN, forced unsplit, still within 2x SGEMM's error."""
+    """The longest chain of promoted adds the scheduler allows one split: K = 32 x
+    _PROMOTED_CHAIN, forced unsplit, still within 2x SGEMM's error."""
     if not _tf32_capable():
         pytest.skip("3xTF32 needs an sm_90 GPU")
     from dataclasses import replace

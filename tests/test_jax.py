@@ -161,10 +161,16 @@ def test_compiles_once_per_configuration():
     f(_randn((4096, 512), "float16", 17), _randn((512, 4096), "float16", 18))
     before = xla.cache_info()["entries"]
     shapes = [(4000, 600, 4096), (4352, 256, 3840)]
-    from cutematmul.configs import sm90  # the shapes must share the first one's configuration
+    from cutematmul import device  # the shapes must share the first one's kernel
 
-    assert all(sm90.choose_config(m, n, k, 1, 132) == sm90.choose_config(4096, 4096, 512, 1, 132)
-               for m, k, n in shapes), "pick shapes the dispatcher maps to one configuration"
+    info = device.device_info(0)
+
+    def key(m, n, k):
+        return xla.xla_plan(info.capability, info.num_sms, "float16", "highest", "auto", m, n, k,
+                            1, False, False, True, True).key
+
+    assert all(key(m, n, k) == key(4096, 4096, 512) for m, k, n in shapes), \
+        "pick shapes the XLA route maps to one kernel"
     for m, k, n in shapes:
         a, b = _randn((m, k), "float16", m), _randn((k, n), "float16", n)
         _check(f(a, b), _ref(a, b), "float16")
