@@ -12,13 +12,19 @@ libraries.  Instead ``matmul`` binds ``cutematmul_p``, a primitive with
   (``cutlass.jax``) and the compiled kernel object embedded as an attribute.  XLA runs it on its own
   stream, in CUDA graphs too, with no host callback and no copy of the operands.
 
+The lowering's decisions are one pure function of the shapes, ``xla_plan``, and its schedule is
+the pointer route's (``dispatch.schedule``): split-K, small M as C^T, narrow tiles; a kernel that
+writes fp32 partial sums writes them as the custom call's output, and XLA adds (and transposes)
+them into C (``kernel_output``, ``from_kernel_output``).  Stream-K alone is left out.
+
 Compilation happens once per kernel configuration (``KernelKey`` plus the two broadcast flags),
 against placeholder shapes with explicit divisibility hints, so a new size never recompiles and a
 cache hit never regenerates IR.  The compiled objects live in ``cache`` (its JAX tier: memory, then
 disk, so a new process embeds them without compiling; see ``cache.cache_info()["jax"]``).
 
 Imports: ``configs.sm90`` (a constant), ``device``, ``dispatch``, ``operand``, ``plan``; lazily
-``cache`` (its JAX tier, tuned schedules); ``jax`` and ``numpy``; the DSL's ``cutlass.jax`` only to compile.
+``cache`` (its JAX tier, tuned schedules); ``jax`` and ``numpy``; the DSL's ``cutlass.jax``
+only to compile.
 """
 
 from __future__ import annotations

@@ -553,8 +553,8 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     C^T = B^T A^T, into the fp32 workspace (``transposed`` True, always partials, split or not):
     a 64- or 128-row tile then runs along N and a narrow tile (16 or 32 wide, all of M) along M,
     instead of a tile that is mostly padding.  This needs the workspace, so ``max_splits=1``
-    (no workspace: a launch in pieces) never takes it.  16-bit ones over a long N run the same tiles swapped
-    instead, C stored through its transpose (``_swapped_small_m``, below).
+    (no workspace: a launch in pieces) never takes it.  16-bit ones over a long N run the same
+    tiles swapped instead, C stored through its transpose (``_swapped_small_m``, below).
 
     Small-N 16-bit products (``narrow_n``: N <= ``SMALL_M``, M >= 4 N) run on the same narrow
     tiles untransposed (rows along M, all of N in the tile's width).  Unsplit they write C
@@ -768,8 +768,8 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     K-major are the narrowest multiple of 16 that holds M (``_fine_width``: 144, 176, 208 as
     well).  Stream-K (``_SWAP_STREAMK_FILL``, and ``_SWAP_LONG_K_TILES`` on 128-row tiles; not
     on 64-wide tiles, always on a 160-224 width) needs the workspace and its zeroed flags, so
-    a route without them (``max_splits`` 1 or ``streamk`` False: XLA) runs data-parallel.  C must be TMA-storable through its transpose
-    (``c_aligned``)."""
+    a route without them (``max_splits`` 1 or ``streamk`` False: XLA) runs data-parallel.  C
+    must be TMA-storable through its transpose (``c_aligned``)."""
     if math not in _CLUSTERED_MATH or not c_aligned or n < 4 * m:
         return None
     across = majors[0] == "m"
@@ -1108,8 +1108,9 @@ def narrow_n(m: int, n: int, max_splits: int, math: str, c_aligned: bool = True,
              swapped: bool = False) -> bool:
     """Whether a product runs on the narrow tiles untransposed: 16-bit or one-pass TF32
     (``_NARROW_N_MATH``), N at most ``SMALL_M`` and M at least 4 N, where the kernel may write
-    C (``c_aligned``: rows of whole 16-byte vectors) or the workspace may (``max_splits`` > 1).  Not ``swapped`` (``swaps``): a swapped kernel's narrow tiles write
-    fp32 partials of a transposed product only."""
+    C (``c_aligned``: rows of whole 16-byte vectors) or the workspace may (``max_splits`` > 1).
+    Not ``swapped`` (``swaps``): a swapped kernel's narrow tiles write fp32 partials of a
+    transposed product only."""
     return (math in _NARROW_N_MATH and not swapped and n <= SMALL_M and m >= 4 * n
             and (c_aligned or max_splits > 1))
 
