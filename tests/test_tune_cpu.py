@@ -305,8 +305,8 @@ def test_precompile_builds_the_copy_of_a_tuned_few_column_product(fresh):
 
 
 def test_a_tuned_schedule_reaches_jitted_products_but_for_stream_k(fresh):
-    """The XLA route (``xla.xla_plan``) takes the schedule recorded for the same problem, as the
-    pointer route does, except a stream-K one (it cannot zero the flags before each launch);
+    """The XLA route (``xla.xla_plan``) takes the schedule recorded for the same product on
+    contiguous operands of another library (the problem the tuner records), except a stream-K one (it cannot zero the flags before each launch);
     ``aot`` lists the model's pick (``tuned=False``)."""
     pytest.importorskip("jax")
     from cutematmul import xla
@@ -316,8 +316,9 @@ def test_a_tuned_schedule_reaches_jitted_products_but_for_stream_k(fresh):
                             False, True, True, tuned=tuned)
 
     model = plan()
-    problem = dispatch.problem(model.family, *H200, "float16", "k", "n", (16, 16, 16), 1600,
-                               1600, 1600, 1)
+    problem = _plan(1600, 1600, 1600)[0].problem  # the pointer route's, as the tuner records it
+    assert problem == dispatch.problem(model.family, *H200, "float16", "k", "n", (16, 16, 16),
+                                       1600, 1600, 1600, 1)
     other = next(c for c in sm90.candidates(1600, 1600, 1600, 1, 132)
                  if c[0] != model.key.config and not c[0].streamk)
     cache.record_tuned(problem, other, persist=False)
