@@ -18,7 +18,12 @@ def test_the_problem_follows_the_layout_and_the_row_alignment():
     assert (p.align_a, p.align_b, p.align_c, p.num_sms) == (16, 16, 16, 132)
     q = tool.problem_of("bfloat16", 304, 301, 302, "tn")
     assert (q.a_major, q.b_major) == ("m", "n")
-    assert (q.align_a, q.align_b, q.align_c) == (16, 2, 2)  # rows of 608, 602, 602 bytes
+    # Rows of 608, 602, 602 bytes: B is read through the launch's padded copy (its own major,
+    # 16-byte rows), C is stored as it is.
+    assert (q.align_a, q.align_b, q.align_c) == (16, 16, 2)
+    # An M-major A of 5 columns (10-byte rows) is copied too: the problem the GPU run finds.
+    r = tool.problem_of("bfloat16", 5, 5552, 8632, "tn")
+    assert r.align_a == 16
     assert tool.problem_of("float32", 64, 64, 64, "nt").family == "simt"
 
 

@@ -40,7 +40,7 @@ import itertools
 import sys
 from dataclasses import replace
 
-from cutematmul import aot, dispatch, plan
+from cutematmul import aot, dispatch, launch
 from cutematmul.bench.shapes import rotation_sets
 from cutematmul.configs import simt, sm90
 
@@ -135,22 +135,20 @@ def candidates(dtype: str, m: int, n: int, clusters: bool):
 DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 
 
-def majors_of(layout: str) -> tuple[str, str]:
-    """(A, B) majors of contiguous operands: "t" marks a transposed view (nt: ``a @ w.T``)."""
-    return "m" if layout[0] == "t" else "k", "k" if layout[1] == "t" else "n"
-
-
 def problem_of(dtype: str, m: int, n: int, k: int, layout: str = "nn",
                capability: tuple[int, int] = (9, 0), num_sms: int = 132) -> dispatch.Problem:
     """The ``dispatch.Problem`` of an M x N x K product of contiguous operands in ``layout``
-    (no GPU): alignments from the unit-stride extents, as the planner derives them."""
-    a_major, b_major = majors_of(layout)
-    size = dispatch.itemsize(dtype)
-    align = [plan.alignment(size, extent * size)
-             for extent in (m if a_major == "m" else k, n if b_major == "n" else k, n)]
-    family = dispatch.choose_family(dtype, capability)
-    return dispatch.problem(family, capability, num_sms, dtype, a_major, b_major, tuple(align),
-                            m, n, k, 1)
+    (no GPU), as the launch planner makes it (``launch.contiguous_plan``) and the sweep's GPU
+    run finds it: an operand the kernel reads through a copy (rows of no whole 16-byte vectors)
+    counts in the copy's major and alignment.  A ValueError where the launch has no schedule to
+    sweep (staged, several launches, or a family without schedules such as sm80)."""
+    names = tuple(f.name for f in dispatch.choose_families(dtype, capability, "auto"))
+    work = launch.contiguous_plan(names, capability, num_sms, dtype, m, n, k, 1,
+                                  (layout[0] == "t", layout[1] == "t"))
+    problem = getattr(work, "problem", None)
+    if problem is None:
+        raise ValueError(f"{dtype} {layout} {m}x{n}x{k}: the launch has no schedule to sweep")
+    return problem
 
 
 def tuner_candidates(problem: dispatch.Problem):
@@ -237,10 +235,9 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
     import torch
 
     import cutematmul
-    from cutematmul import cache, launch
+    from cutematmul import cache
     from cutematmul.adapters import adapter_for
 
-    module = CANDIDATES["float16" if dtype == "bfloat16" else dtype][0]
     for m, n, k in shapes:
         def operands():
             a = torch.randn(m, k, device="cuda").to(getattr(torch, dtype))
@@ -265,15 +262,15 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
 
         out = torch.empty(m, n, device="cuda", dtype=a.dtype)
         cublas = time_us(rotated(lambda x, y: torch.matmul(x, y, out=out)))
-        cfg, splits, transposed = module.choose_schedule(m, n, k, 1, 132,
-                                                         majors=majors_of(layout))
+        work = launch.planned_launch(adapter_for(a), a, b)  # the pick as the call plans it
+        cfg, splits, transposed, problem = (work.key.config, work.splits, work.transposed,
+                                            work.problem)
         picked = time_us(rotated(lambda x, y: cutematmul.matmul(x, y, out=out)))
         cluster = (getattr(cfg, "cluster_m", 1), getattr(cfg, "cluster_n", 1))  # sm90 only
         label = _label(cfg.tile_m, cfg.tile_n, splits, transposed, cluster,
                        getattr(cfg, "pingpong", False))
         row = [f"pick {label} "
                f"{picked:.1f}us ({cublas / picked:.2f}x)"]
-        problem = launch.planned_launch(adapter_for(a), a, b).problem
         for config, s, tr, label in _choices(dtype, problem, tuner, clusters, occupancy, ring):
             with cache.trial_tuned(problem, (config, s, tr)):  # clears the plans, then restores
                 seconds = time_us(rotated(lambda x, y: cutematmul.matmul(x, y, out=out)))
