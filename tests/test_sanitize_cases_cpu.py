@@ -146,3 +146,32 @@ def test_jax_cases_reach_what_they_are_meant_to():
         assert got, (a_shape, b_shape, kind, plan)
         if kind == "sm80":
             assert b_shape[-1] % plan.need == 0, (b_shape, "B would be a padded copy")
+
+
+def test_forced_tf32_schedules_are_the_planned_ones(monkeypatch):
+    """Each TF32 register case, forced in each layout (``tf32_forced_config``), is the launch's
+    plan: the swap follows which operand of an (m, n) pair the launch copies K-major (the
+    smaller one), so the kernel is never asked for (k, n) operands unswapped."""
+    from cutematmul import cache, launch
+    from cutematmul.plan import row_major_strides
+
+    tool = _tool_without_torch(monkeypatch)
+
+    def strides(shape, flip):
+        if not flip:
+            return row_major_strides(shape)
+        st = row_major_strides((shape[1], shape[0]))
+        return st[1], st[0]
+
+    for m, n, k, fields, splits, transposed in tool.TF32_CASES:
+        for layout in ("nn", "tn", "nt", "tt"):
+            ta, tb = layout[0] == "t", layout[1] == "t"
+            choice = (tool.tf32_forced_config(m, n, k, layout, fields, transposed), splits,
+                      transposed)
+            problem = launch.contiguous_plan(("sm90",), (9, 0), 132, "tf32", m, n, k, 1,
+                                             (ta, tb)).problem
+            with cache.trial_tuned(problem, choice):
+                work = launch._plan_launch(("sm90",), (9, 0), 132, (m, k), strides((m, k), ta),
+                                           (k, n), strides((k, n), tb), (m, n), (n, 1), "tf32",
+                                           4, (True,) * 3, (False,) * 3)[1]
+            assert (work.key.config, work.splits, work.transposed) == choice, (m, n, layout)

@@ -403,19 +403,31 @@ TF32_CASES = [(300, 520, 1000, {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "p
               (24, 1032, 2000, {"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True}, 2, True)]
 
 
+def tf32_forced_config(m: int, n: int, k: int, layout: str, fields: dict, transposed: bool):
+    """The one-pass TF32 ``Config`` of ``fields`` for an (m, n, k) product in ``layout``: it
+    swaps (C^T = B^T A^T in the kernel) exactly when the operands it reads, after the launch's
+    K-major copy of one of an (m, n) pair (the smaller: ``dispatch.operand_copies``) and C^T's
+    exchange where ``transposed``, are (k, n) (``configs.sm90.swaps``)."""
+    from cutematmul import dispatch
+    from cutematmul.configs.sm90 import Config, swaps
+    from cutematmul.plan import transposed_majors
+
+    stored = ("m" if layout[0] == "t" else "k", "k" if layout[1] == "t" else "n")
+    copies = dispatch.operand_copies(dispatch.FAMILIES["sm90"], "tf32", *stored, m, n, k)
+    majors = tuple(copy or major for copy, major in zip(copies, stored))
+    if transposed:
+        majors = transposed_majors(*majors)
+    return Config(tile_k=32, epi_stages=2, swap=swaps("tf32", *majors), **fields)
+
+
 def _tf32_registers(gen, quick: bool, poison: bool) -> int:
     """The sm90 kernel's one-pass TF32 with A from registers: an unsplit clustered product
     with odd tile rows, split-K partials, stream-K (its workspace) and a transposed small-M
     product, each in all four layouts."""
-    from cutematmul.configs.sm90 import Config
-
     count = 0
     for m, n, k, fields, splits, transposed in TF32_CASES[:1] if quick else TF32_CASES:
         for layout in ("nn", "tn", "nt", "tt"):
-            # The kernel swaps (C^T = B^T A^T) exactly when the B it reads is N-major: "nn"
-            # ("tn" reads a K-major copy of B), or transposed, an M-major A.
-            swap = layout[0] == "t" if transposed else layout == "nn"
-            config = Config(tile_k=32, epi_stages=2, swap=swap, **fields)
+            config = tf32_forced_config(m, n, k, layout, fields, transposed)
             count += _forced_exactly(gen, m, n, k, layout, (config, splits, transposed),
                                      ("float32", "tf32"), "sm90", poison,
                                      f"tf32 {m}x{n}x{k} {fields} {layout}")
