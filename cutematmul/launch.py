@@ -480,12 +480,12 @@ _UNPADDED = (False, False, False)
 
 
 def contiguous_plan(family_names, capability, num_sms: int, math: str, m: int, n: int, k: int,
-                    batch: int, transposed: tuple[bool, bool]):
-    """What a call on contiguous operands runs under the wave model's pick (``_plan_launch``'s
-    plan, tuned schedules aside: a ``Launch``, a ``Staging``, None or ``_ZEROS``): A (batch, m,
-    k) and B (batch, k, n) row-major, or each stored transposed where ``transposed`` says
-    (``a.mT`` of a row-major (k, m)), C a fresh row-major result, every base pointer 16-byte
-    aligned; ``aot`` lists its kernels."""
+                    batch: int, transposed: tuple[bool, bool], tuned: bool = False):
+    """What a call on contiguous operands runs (``_plan_launch``'s plan: a ``Launch``, a
+    ``Staging``, None or ``_ZEROS``): A (batch, m, k) and B (batch, k, n) row-major, or each
+    stored transposed where ``transposed`` says (``a.mT`` of a row-major (k, m)), C a fresh
+    row-major result, every base pointer 16-byte aligned.  The wave model's pick, which ``aot``
+    lists the kernels of; with ``tuned``, a tuned schedule in its place, as a call takes it."""
     lead = (batch,) if batch > 1 else ()
 
     def strides(shape, flip):
@@ -498,7 +498,7 @@ def contiguous_plan(family_names, capability, num_sms: int, math: str, m: int, n
     return _plan_launch(tuple(family_names), capability, num_sms, a_shape,
                         strides(a_shape, transposed[0]), b_shape, strides(b_shape, transposed[1]),
                         c_shape, row_major_strides(c_shape), math, element_bytes(math),
-                        (True, True, True), _UNPADDED, tuned=False)[1]
+                        (True, True, True), _UNPADDED, tuned=tuned)[1]
 
 
 @lru_cache(maxsize=4096)

@@ -153,16 +153,9 @@ def test_forced_tf32_schedules_are_the_planned_ones(monkeypatch):
     plan: the swap follows which operand of an (m, n) pair the launch copies K-major (the
     smaller one), so the kernel is never asked for (k, n) operands unswapped."""
     from cutematmul import cache, launch
-    from cutematmul.plan import row_major_strides
+    from cutematmul.configs import sm90
 
     tool = _tool_without_torch(monkeypatch)
-
-    def strides(shape, flip):
-        if not flip:
-            return row_major_strides(shape)
-        st = row_major_strides((shape[1], shape[0]))
-        return st[1], st[0]
-
     for m, n, k, fields, splits, transposed in tool.TF32_CASES:
         for layout in ("nn", "tn", "nt", "tt"):
             ta, tb = layout[0] == "t", layout[1] == "t"
@@ -171,7 +164,10 @@ def test_forced_tf32_schedules_are_the_planned_ones(monkeypatch):
             problem = launch.contiguous_plan(("sm90",), (9, 0), 132, "tf32", m, n, k, 1,
                                              (ta, tb)).problem
             with cache.trial_tuned(problem, choice):
-                work = launch._plan_launch(("sm90",), (9, 0), 132, (m, k), strides((m, k), ta),
-                                           (k, n), strides((k, n), tb), (m, n), (n, 1), "tf32",
-                                           4, (True,) * 3, (False,) * 3)[1]
+                work = launch.contiguous_plan(("sm90",), (9, 0), 132, "tf32", m, n, k, 1,
+                                              (ta, tb), tuned=True)
             assert (work.key.config, work.splits, work.transposed) == choice, (m, n, layout)
+            # The kernel's own rule (``Sm90Hgemm`` refuses any other): it swaps exactly when
+            # the operands it reads are (k, n).
+            key = work.key
+            assert key.config.swap == sm90.swaps("tf32", key.a_major, key.b_major), (m, n, layout)
