@@ -263,7 +263,7 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
                         else choose_family(math, capability, shape=(m, n, k, count)))
                 # The majors the kernel reads once the prep has copied what it copies, and
                 # the copies' prep kernels (TF32's are all in _prep_keys already).
-                copies = operand_copies(runs, math, *LAYOUTS[layout], m, n, k)
+                copies = operand_copies(runs, math, *LAYOUTS[layout], m, n, k, count, num_sms)
                 a_major, b_major = (c or x for c, x in zip(copies, LAYOUTS[layout]))
                 ours = [operand_copy(capability, math, source, major) if major else None
                         for source, major in zip(LAYOUTS[layout], copies)]
@@ -378,17 +378,19 @@ def schedule_keys(problem, choice=None) -> list:
         FAMILIES[problem.family], capability, problem.num_sms, problem.math, problem.a_major,
         problem.b_major, (problem.align_a, problem.align_b, problem.align_c), problem.m,
         problem.n, problem.k, problem.batch, tuned=choice)
-    # An operand the kernel reads M- or N-major may have been a K-major one, copied, and a
-    # B it reads K-major an N-major one.  (A's copy is asked of two K-major operands, B's
-    # of an M-major or a K-major A: each rule's case.)
+    # An operand the kernel reads M- or N-major may have been a K-major one, copied, an A it
+    # reads K-major an M-major one, and a B it reads K-major an N-major one.  (A's copies are
+    # asked of two K-major operands and of an M-major A, B's of an M-major or a K-major A:
+    # each rule's case.)
     family, m, n, k = FAMILIES[problem.family], problem.m, problem.n, problem.k
-    math = problem.math
-    a_side = [operand_copy(capability, math, "k", major)
-              for major in (operand_copies(family, math, "k", "k", m, n, k)[0],)
+    math, size = problem.math, (m, n, k, problem.batch, problem.num_sms)
+    a_side = [operand_copy(capability, math, source, major)
+              for source, major in (("k", operand_copies(family, math, "k", "k", *size)[0]),
+                                    ("m", operand_copies(family, math, "m", "k", *size)[0]))
               if major is not None and major == problem.a_major]
     b_side = [operand_copy(capability, math, source, major)
-              for source, major in (("k", operand_copies(family, math, "m", "k", m, n, k)[1]),
-                                    ("n", operand_copies(family, math, "k", "n", m, n, k)[1]))
+              for source, major in (("k", operand_copies(family, math, "m", "k", *size)[1]),
+                                    ("n", operand_copies(family, math, "k", "n", *size)[1]))
               if major is not None and major == problem.b_major]
     # Both copies, where both are asked for, in one launch.
     copied = [copy.key for copy in a_side + b_side] + _pairs(a_side, b_side)

@@ -327,7 +327,7 @@ class Problem(NamedTuple):
 
 
 def operand_copies(family: Family, math: str, a_major: str, b_major: str, m: int, n: int,
-                   k: int, readable: tuple[bool, bool] = (True, True),
+                   k: int, batch: int, num_sms: int, readable: tuple[bool, bool] = (True, True),
                    counts: tuple[int, int] = (1, 1)) -> tuple[str | None, str | None]:
     """Which of (A, B) ``family``'s kernel reads through a copy of ours, made first by the
     operand prep (``kernels/operand_prep.py``), and each copy's major (None: read as it is): the
@@ -335,12 +335,13 @@ def operand_copies(family: Family, math: str, a_major: str, b_major: str, m: int
     K-major copies (``configs.sm90``), the fp32 SIMT kernel on large products an M-major copy
     of a K-major A or an N-major copy of a K-major B (``configs.simt``), or a K-major copy of
     a few-column N-major B for its row-streaming kernel; 16-bit products a copy in padded rows
-    of an operand TMA cannot address (``configs.sm90``).  ``readable`` says which operands the
-    kernel could read as they are; ``counts``: the matrices of A and of B a copy would write (1 for a broadcast
-    operand)."""
+    of an operand TMA cannot address, and a K-major copy of a small M's M-major A on few swapped
+    narrow tiles (``configs.sm90``).  ``batch`` and ``num_sms`` size the product against the
+    GPU; ``readable`` says which operands the kernel could read as they are; ``counts``: the
+    matrices of A and of B a copy would write (1 for a broadcast operand)."""
     rule = getattr(family.configs(), "operand_copies", None)
-    return (None, None) if rule is None else rule(math, a_major, b_major, m, n, k, readable,
-                                                  counts)
+    return (None, None) if rule is None else rule(math, a_major, b_major, m, n, k, batch,
+                                                  num_sms, readable, counts)
 
 
 def problem(family: Family, capability: tuple[int, int], num_sms: int, dtype: str,

@@ -590,7 +590,7 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         usable[0], usable[1] = usable[0] and whole[0], usable[1] and whole[1]
     if family.whole_vector_stores:
         usable[2] = usable[2] and whole[2]
-    prep = _operand_prep(family, capability, math, gemm, (usable[0], usable[1]))
+    prep = _operand_prep(family, capability, num_sms, math, gemm, (usable[0], usable[1]))
     for j in (0, 1):
         if prep[j] is not None:
             usable[j] = layouts[j].major != "strided" and layouts[j].ld >= 0 and (
@@ -646,7 +646,8 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
                   None if prep == (None, None) else prep, problem, streamk)
 
 
-def _operand_prep(family, capability, math: str, gemm: Gemm, readable: tuple[bool, bool]) -> tuple:
+def _operand_prep(family, capability, num_sms: int, math: str, gemm: Gemm,
+                  readable: tuple[bool, bool]) -> tuple:
     """(A's, B's) preparation: None or an ``OperandCopy``; ``readable`` says which operands the
     kernel could read as they are.  The family's rule (``dispatch.operand_copies``) decides
     which and in what major: "tf32" copies the smaller of A and B K-major (values unchanged)
@@ -657,7 +658,7 @@ def _operand_prep(family, capability, math: str, gemm: Gemm, readable: tuple[boo
         check_tf32x3_k(gemm.k)
     counts = tuple(gemm.batch if layout.batch_stride else 1 for layout in (gemm.a, gemm.b))
     copies = operand_copies(family, math, gemm.a.major, gemm.b.major, gemm.m, gemm.n, gemm.k,
-                            readable, counts=counts)
+                            gemm.batch, num_sms, readable, counts=counts)
     if copies == (None, None):
         return copies
     return tuple(None if major is None else operand_copy(capability, math, layout.major, major)

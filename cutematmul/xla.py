@@ -433,7 +433,8 @@ def xla_plan(capability, num_sms: int, dtype: str, precision: str, kernel: str, 
     if arithmetic == "tf32x3":
         check_tf32x3_k(k)
     copies = operand_copies(family, arithmetic, "m" if trans_a else "k", "k" if trans_b else "n",
-                            m, n, k, counts=(1 if bcast_a else batch, 1 if bcast_b else batch))
+                            m, n, k, batch, num_sms,
+                            counts=(1 if bcast_a else batch, 1 if bcast_b else batch))
     # The unit-stride extent of each operand as the kernel reads it (``_lowered``'s copies).
     tf32_k = 2 * round_up(k, TF32_TILE_K) if arithmetic == "tf32x3" else k
     a_cols, b_cols = (m if trans_a else k), (k if trans_b else n)

@@ -100,6 +100,36 @@ def test_copies_with_a_broadcast_batch_a_misaligned_pointer_and_bitwise_repeats(
         assert torch.equal(other.view(torch.int16), first.view(torch.int16))
 
 
+# (M, N, K, batch) of a small M's M-major A on a wave or less of swapped narrow tiles: 24 and 8
+# rows (with B's K-major rows, in tt, of no whole 16-byte vectors: both copied in one launch),
+# and a batch whose tiles together fill the SMs enough.
+ACROSS = [(24, 4096, 12288, ()), (8, 3000, 12290, ()), (8, 2048, 12288, (2,))]
+
+
+@pytest.mark.parametrize("shape", ACROSS, ids=lambda s: "x".join(map(str, s[3] + s[:3])))
+@pytest.mark.parametrize("layout", ["tn", "tt"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_small_m_read_across_is_copied_k_major(mk, dtype, layout, shape):
+    """An M-major A of a few rows whose product runs on few swapped narrow tiles is read
+    through a K-major copy (``configs.sm90.copies_across``): the planned launch carries it, the
+    GEMM reads a K-major A, and the product is right in a NaN-poisoned ``out``, with the
+    operands only read and a repeat bitwise equal."""
+    import torch
+
+    m, n, k, batch = shape
+    a, b = layout_operands(mk, m, n, k, layout, dtype, batch)
+    work = _planned(a, b)
+    assert work is not None and work.prep is not None, work
+    copy = work.prep[0]
+    assert copy is not None and copy.to_major == "k" and work.key.a_major == "k", work
+    a0, b0 = a.clone(), b.clone()
+    out = mk.poisoned(batch + (m, n), dtype)
+    check_matmul(cutematmul.matmul(a, b, out=out), a, b, dtype)
+    assert torch.equal(a, a0) and torch.equal(b, b0), "an operand was written"
+    again = cutematmul.matmul(a, b)
+    assert torch.equal(again.view(torch.int16), out.view(torch.int16))
+
+
 # (M, N, K) with rows of C no whole 16-byte vectors (odd N) on unsplit tiles: every side odd
 # (A and B copied too), aligned operands, a 128 x 128 tile over a short K, a C of 4.2M
 # elements.

@@ -344,10 +344,21 @@ def test_precision_modes_inside_jit_grad_and_vmap(layout):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_m_of_17_to_32_with_a_m_major_inside_jit(dtype):
+@pytest.mark.parametrize("k, n", [(1000, 4104), (12288, 4096)])
+def test_m_of_17_to_32_with_a_m_major_inside_jit(dtype, k, n):
     """``x.T @ y`` of 24 rows inside jit: the XLA route runs it swapped on a 32-wide tile
-    (``configs.sm90._swapped_small_m``), A read M-major in place."""
-    x, y = _randn((1000, 24), dtype, 42), _randn((1000, 4104), dtype, 43)
+    (``configs.sm90._swapped_small_m``), A read M-major in place, or over a long K and few of
+    N's tiles through XLA's K-major copy of it (``configs.sm90.copies_across``)."""
+    from cutematmul import device, xla
+    from cutematmul.configs import sm90
+
+    info = device.device_info(0)
+    plan = xla.xla_plan(info.capability, info.num_sms, dtype, "highest", "auto", 24, n, k, 1,
+                        True, False, False, False)
+    across = plan.family.name == "sm90" and sm90.copies_across("m", 24, n, k, 1, info.num_sms)
+    assert plan.copies[0] == ("k" if across else None), plan
+    assert across == (k == 12288) or info.capability != (9, 0), (k, info)
+    x, y = _randn((k, 24), dtype, 42), _randn((k, n), dtype, 43)
     got = jax.jit(lambda x, y: cutematmul.matmul(x.T, y))(x, y)
     _check(got, _ref(x.T, y), dtype)
 
@@ -378,7 +389,7 @@ def test_tf32_of_both_transposed_copies_the_smaller_operand_inside_jit(m, n):
     operand (A where M < N, ``configs.sm90.operand_copies``), within the TF32 bound."""
     from cutematmul.configs import sm90
 
-    assert sm90.operand_copies("tf32", "m", "n", m, n, 300) == (
+    assert sm90.operand_copies("tf32", "m", "n", m, n, 300, 1, 132) == (
         ("k", None) if m < n else (None, "k"))
     x, y = _randn((300, m), "float32", 40), _randn((n, 300), "float32", 41)
     got = jax.jit(lambda x, y: cutematmul.matmul(x.T, y.T, precision="tf32", kernel="sm90"))(

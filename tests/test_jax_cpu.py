@@ -112,6 +112,7 @@ LOWERED = [
     ("float32", "high", (512, 20000), (20000, 512), False, False),  # 3xTF32 split for accuracy
     ("float16", "highest", (100, 64), (37, 64), False, True),  # sm80: C as wide as B's 37 rows
     ("float16", "highest", (100, 37), (37, 64), False, False),  # sm80: B's K rows padded as A's
+    ("bfloat16", "highest", (12288, 24), (12288, 4096), True, False),  # A copied K-major
 ]
 
 _LOWER = r"""

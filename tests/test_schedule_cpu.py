@@ -1453,3 +1453,34 @@ def test_the_default_precompile_set_holds_swapped_skinny_kernels():
     for m, n in ((192, 8192), (96, 16384), (48, 8192), (48, 32768)):
         config = sm90.choose_schedule(m, n, 8192, 1, 132)[0]
         assert config.swap and any(k.family == "sm90" and k.config == config for k in keys)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_small_m_read_across_in_split_sectors_is_copied_k_major(dtype):
+    """An M-major A of 8 or 24 rows (tn, tt: rows of 16 or 48 bytes) whose product runs on a
+    wave or less of swapped narrow tiles over a long K is copied K-major by the operand prep
+    (``configs.sm90.copies_across``), and the GEMM is the one the same product with a K-major
+    A runs; nn and nt, M of 16 or 32 (whole sectors), N's tiles past one wave or under
+    ``_SWAP_SMALL_FILL`` (a batch counts) and a shorter K read A as it is.  The XLA route
+    copies it too."""
+    from cutematmul import xla
+
+    def plan(m, n, k, layout, batch=1):
+        return launch.contiguous_plan(("sm90",), (9, 0), 132, dtype, m, n, k, batch,
+                                      (layout[0] == "t", layout[1] == "t"))
+
+    k = sm90._COPY_ACROSS_MIN_K
+    for m, n, batch in ((24, 64 * 132, 1), (8, 3000, 1), (8, 32 * 47, 2)):
+        for layout in ("tn", "tt"):
+            work = plan(m, n, k, layout, batch)
+            copy = work.prep[0]
+            assert copy.to_major == "k" and not copy.key.k_major and copy.key.dtype == dtype
+            assert work.key == plan(m, n, k, "n" + layout[1], batch).key, work
+        assert xla.xla_plan((9, 0), 132, dtype, "highest", "auto", m, n, k, batch, True, False,
+                            False, False).copies == ("k", None)
+    for m, n, kk, layout, batch in ((24, 4096, k, "nn", 1), (24, 4096, k, "nt", 1),
+                                    (16, 4096, k, "tn", 1), (32, 4096, k, "tt", 1),
+                                    (24, 64 * 133, k, "tn", 1), (24, 64 * 46, k, "tn", 1),
+                                    (8, 64 * 67, k, "tn", 2), (24, 4096, k - 8, "tn", 1)):
+        work = plan(m, n, kk, layout, batch)
+        assert work.prep is None or work.prep[0] is None, (m, n, kk, layout, batch, work.prep)

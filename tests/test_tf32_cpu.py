@@ -60,7 +60,7 @@ def test_tf32_copies_the_smaller_operand_when_neither_is_k_major():
         assert tuple(p is not None for p in resolved.prep) == copies, (m, n, resolved.prep)
         assert (resolved.key.a_major, resolved.key.b_major) == majors, (m, n)
         assert resolved.key.config.swap == swap, (m, n, resolved.key.config)
-        assert sm90.operand_copies("tf32", "m", "n", m, n, 1024) == tuple(
+        assert sm90.operand_copies("tf32", "m", "n", m, n, 1024, 1, 132) == tuple(
             "k" if c else None for c in copies)
 
 
@@ -75,16 +75,17 @@ def test_tf32_weighs_a_batch_against_a_broadcast_operand():
     resolved = launch._resolve(tuple(f.name for f in families), HOPPER, 132, gemm, "tf32", 4,
                                (True, True, True), spans, (False, False, False))
     assert tuple(p is not None for p in resolved.prep) == (False, True), resolved.prep
-    assert sm90.operand_copies("tf32", "m", "n", m, n, k, counts=(count, 1)) == (None, "k")
-    assert sm90.operand_copies("tf32", "m", "n", m, n, k, counts=(1, 1)) == ("k", None)
+    assert sm90.operand_copies("tf32", "m", "n", m, n, k, 1, 132, counts=(count, 1)) == (None, "k")
+    assert sm90.operand_copies("tf32", "m", "n", m, n, k, 1, 132, counts=(1, 1)) == ("k", None)
 
 
 def test_tf32_of_both_transposed_copies_only_an_operand_it_cannot_read():
     """Where an operand must be copied anyway (not readable), that copy is the K-major one, and
     the other is read as it is, whichever is smaller."""
-    assert sm90.operand_copies("tf32", "m", "n", 128, 8192, 512, (True, False)) == (None, "k")
-    assert sm90.operand_copies("tf32", "m", "n", 8192, 128, 512, (False, True)) == ("k", None)
-    assert sm90.operand_copies("tf32", "m", "n", 128, 8192, 512, (False, False)) == ("k", "k")
+    gpu = (1, 132)  # batch, SMs
+    assert sm90.operand_copies("tf32", "m", "n", 128, 8192, 512, *gpu, (True, False)) == (None, "k")
+    assert sm90.operand_copies("tf32", "m", "n", 8192, 128, 512, *gpu, (False, True)) == ("k", None)
+    assert sm90.operand_copies("tf32", "m", "n", 128, 8192, 512, *gpu, (False, False)) == ("k", "k")
 
 
 @pytest.mark.parametrize("a_major,b_major", sorted(_TF32_READS))
@@ -111,14 +112,17 @@ def test_tf32_copies_an_operand_it_cannot_read(a_major, b_major):
     layout as far as the kernel can read it."""
     for which in (0, 1):
         readable = (which != 0, which != 1)
-        copies = dispatch.operand_copies(SM90, "tf32", a_major, b_major, 64, 64, 64, readable)
+        copies = dispatch.operand_copies(SM90, "tf32", a_major, b_major, 64, 64, 64, 1, 132,
+                                         readable)
         assert copies[which] == "k"
         majors = tuple(c or major for c, major in zip(copies, (a_major, b_major)))
         assert sm90.supports(64, 64, 64, 1, "tf32", *majors, 4, 4, 4) is None
         if (a_major, b_major) != ("m", "n"):
             assert copies[1 - which] is None  # the other operand is read as it is
-    assert dispatch.operand_copies(SM90, "tf32x3", a_major, b_major, 64, 64, 64) == ("k", "k")
-    assert dispatch.operand_copies(SM90, "float16", a_major, b_major, 8192, 8192, 8192) == (None, None)
+    assert dispatch.operand_copies(SM90, "tf32x3", a_major, b_major, 64, 64, 64, 1,
+                                   132) == ("k", "k")
+    assert dispatch.operand_copies(SM90, "float16", a_major, b_major, 8192, 8192, 8192, 1,
+                                   132) == (None, None)
     refused = sm90.supports(64, 64, 64, 1, "tf32x3", a_major, b_major, 4, 4, 4)
     assert (refused is None) == ((a_major, b_major) == ("k", "k"))
 
@@ -204,10 +208,11 @@ def test_highest_copies_k_major_operands_on_large_products(capability, m, n, a_m
             assert got is None
         else:
             assert got == (dispatch.prep_key(capability, 1, False), want) and read == want
-    assert dispatch.operand_copies(SIMT, "float32", "m", b_major, m, n, k,
+    assert dispatch.operand_copies(SIMT, "float32", "m", b_major, m, n, k, 1, 132,
                                    (True, False)) == (None, None)  # unreadable: staged instead
     # Few columns: the row-streaming kernel reads a K-major B as C^T = B^T A^T.
-    assert dispatch.operand_copies(SIMT, "float32", "k", "k", 8192, simt.COPY_B_MIN_N - 1, k) == (
+    assert dispatch.operand_copies(SIMT, "float32", "k", "k", 8192, simt.COPY_B_MIN_N - 1, k, 1,
+                                   132) == (
         None, None)
 
 

@@ -413,7 +413,8 @@ def tf32_forced_config(m: int, n: int, k: int, layout: str, fields: dict, transp
     from cutematmul.plan import transposed_majors
 
     stored = ("m" if layout[0] == "t" else "k", "k" if layout[1] == "t" else "n")
-    copies = dispatch.operand_copies(dispatch.FAMILIES["sm90"], "tf32", *stored, m, n, k)
+    copies = dispatch.operand_copies(dispatch.FAMILIES["sm90"], "tf32", *stored, m, n, k, 1,
+                                     132)
     majors = tuple(copy or major for copy, major in zip(copies, stored))
     if transposed:
         majors = transposed_majors(*majors)
@@ -507,12 +508,18 @@ def _simt_copies(gen, quick: bool, poison: bool) -> int:
 #: 16-bit products whose operands TMA cannot address, copied by the operand prep in their own
 #: major (``configs.sm90.operand_copies``): (M, N, K, dtype); every layout, and a broadcast batch.
 COPY_CASES = [(60, 98, 15985, "float16"), (9, 9, 20001, "bfloat16"), (1000, 12, 3000, "float16")]
+#: A small M's M-major A on a wave or less of swapped narrow tiles, copied K-major (``configs
+#: .sm90.copies_across``): (M, N, K, batch, dtype), in tn and tt (B's K-major rows of no whole
+#: 16-byte vectors in the second: both copied).
+ACROSS_CASES = [(24, 4096, 12288, (), "bfloat16"), (8, 3000, 12290, (), "float16"),
+                (8, 2048, 12288, (2,), "bfloat16")]
 
 
 def _sm90_copies(gen, quick: bool, poison: bool) -> int:
     """The operand prep's 16-bit copies: A and/or B with rows of no whole 16-byte vectors
     (M, N or K not a multiple of 8), in every layout, then against a shared B in a batch of 3
-    (a batch stride of 0); each launch is asserted to hold the copies."""
+    (a batch stride of 0); then a small M's M-major A copied K-major (``ACROSS_CASES``); each
+    launch is asserted to hold the copies."""
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
 
@@ -525,6 +532,17 @@ def _sm90_copies(gen, quick: bool, poison: bool) -> int:
             want = ((m if layout[0] == "t" else k) % 8 != 0, (k if layout[1] == "t" else n) % 8 != 0)
             if work is None or tuple(p is not None for p in work.prep or (None, None)) != want:
                 raise AssertionError(f"{what}: the launch does not copy {want}: {work}")
+            out = _out(torch.matmul(a.to("meta"), b.to("meta")).shape, a.dtype, poison)
+            _check(cutematmul.matmul(a, b, out=out), a, b, (dtype, "highest"), what)
+            count += 1
+    for m, n, k, batch, dtype in ACROSS_CASES[:1] if quick else ACROSS_CASES:
+        for layout in ("tn", "tt"):
+            a, b = _operands(m, n, k, layout, dtype, gen, batch, batch)
+            what = f"sm90 A copied K-major {dtype} {batch}{m}x{n}x{k} {layout}"
+            work = launch.planned_launch(adapter_for(a), a, b)
+            copy = work.prep[0] if work is not None and work.prep else None
+            if copy is None or copy.to_major != "k":
+                raise AssertionError(f"{what}: the launch does not copy A K-major: {work}")
             out = _out(torch.matmul(a.to("meta"), b.to("meta")).shape, a.dtype, poison)
             _check(cutematmul.matmul(a, b, out=out), a, b, (dtype, "highest"), what)
             count += 1

@@ -388,8 +388,8 @@ COPY_B_GEMV_MIN_MK = 1 << 25
 COPY_B_GEMV_MIN_K = 2048
 
 
-def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int,
-                   readable: tuple[bool, bool] = (True, True),
+def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int, batch: int,
+                   num_sms: int, readable: tuple[bool, bool] = (True, True),
                    counts: tuple[int, int] = (1, 1)) -> tuple[str | None, str | None]:
     """Which of (A, B) the kernel reads through a copy of ours (``kernels/operand_prep.py``, one
     part, values unchanged), and each copy's major; None: read as it is.  A K-major B is copied
@@ -399,7 +399,8 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
     is staged by the caller instead, row-major (``launch.Staging``).  An N-major B of at most
     8 columns under a K-major A is copied K-major for the row-streaming kernel when A is large
     (``COPY_B_GEMV_MIN_MK``, ``COPY_B_GEMV_MIN_K``), so that the product runs transposed on
-    it; the copy needs only a unit stride.  ``counts`` (the matrices of each operand) is unused."""
+    it; the copy needs only a unit stride.  ``batch``, ``num_sms`` and ``counts`` (the matrices
+    of each operand) are unused."""
     if ((a_major, b_major) == ("k", "n") and _gemv_rows(n) and not _gemv_rows(m)
             and m * k >= COPY_B_GEMV_MIN_MK and k >= COPY_B_GEMV_MIN_K):
         return None, "k"

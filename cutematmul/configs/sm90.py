@@ -251,13 +251,14 @@ TF32X3_MAX_K = 2**30 - TF32_TILE_K
 TF32_READS = {"tf32": (("k", "k"), ("m", "k"), ("k", "n")), "tf32x3": (("k", "k"),)}
 
 
-def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int,
-                   readable: tuple[bool, bool] = (True, True),
+def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int, batch: int,
+                   num_sms: int, readable: tuple[bool, bool] = (True, True),
                    counts: tuple[int, int] = (1, 1)) -> tuple[str | None, str | None]:
     """Which of (A, B) the operand prep (``kernels/operand_prep.py``) rewrites first, and the
     copy's major (None: read as it is; ``dispatch.operand_copies``).  ``readable`` says which
     the kernel could read as they are (aligned, one unit stride); ``counts``, how many matrices
-    of A and of B a copy would write (1 for a broadcast operand); ``k`` is unused.
+    of A and of B a copy would write (1 for a broadcast operand); ``batch`` and ``num_sms``
+    place a 16-bit product among the swapped narrow tiles (``copies_across``).
 
     TF32 wgmma reads shared tiles K-major only, but takes A from registers: the kernel loads an
     M-major A into registers itself, and with B N-major it computes C^T = B^T A^T, so that B is
@@ -282,11 +283,15 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
     staged -> 1.27 / 1.09 / 0.96x cuBLAS (docs/performance.md, twenty-fourth and twenty-fifth
     sessions); the odd class (staged C, copied A and B) 1.64x.  What still loses is the copy
     itself: it moves every byte once more than a kernel reading the rows directly would.  An
-    operand of no unit stride is still staged.
+    operand of no unit stride is still staged.  A small M's M-major A on few swapped narrow
+    tiles is copied K-major, readable or not (``copies_across``).
     """
     if math not in TF32:
-        return tuple(major if not ok and major in ("k", "m", "n") else None
-                     for major, ok in zip((a_major, b_major), readable))
+        copies = [major if not ok and major in ("k", "m", "n") else None
+                  for major, ok in zip((a_major, b_major), readable)]
+        if copies_across(a_major, m, n, k, batch, num_sms):
+            copies[0] = "k"
+        return tuple(copies)
     if math == "tf32x3":
         return "k", "k"
     copy_a, copy_b = not readable[0], not readable[1]
@@ -433,6 +438,33 @@ SMALL_M = 32
 #: 14336 (112 of them) 24x14336x4096 ran 35.7 / 35.4 and 32x14336x4096 34.9 / 36.9 above.
 NARROW_M = 16
 _UNTRANSPOSED_FILL = 0.75
+
+
+#: A small M's M-major A (tn, tt) in rows of whole 16-byte vectors but no whole 32-byte
+#: sectors (M of 8 or 24: ``_ACROSS_BYTES``), on one wave or less of swapped narrow tiles (N's
+#: 64-row tiles, times the batch, from ``_SWAP_SMALL_FILL`` of the SMs to all of them) over a K
+#: of at least ``_COPY_ACROSS_MIN_K``, is copied K-major first (``operand_copies``; the
+#: transposing variant of ``kernels/operand_prep.py``): swapped, A is the kernel's B tile,
+#: read across in rows of 16 or 48 bytes, and the few CTAs then draw less than the bandwidth.
+#: H200, 2026-12-05, L2-cold rotated inputs, us, copied / read across (cuBLAS), bf16 tn:
+#: 8x4096x14336 34.0 / 44.0 (33.2), 8x3408x14800 33.2 / 53.0 (31.9), 8x6144x12288 41.1 / 44.2
+#: (40.8), 24x4096x14336 34.9 / 36.2 (33.8), 24x3408x14800 34.6 / 39.3 (33.9), 24x6144x12288
+#: 41.9 / 43.7 (41.3), fp16 tn 24x4096x14336 34.9 / 36.4 (33.4); tt 24x4096x14336 36.0 / 36.2.
+#: Where it lost: a K of 4096 (8x4096x4096 14.3 / 13.8, 24x4096x4096 15.9 / 13.7), whole
+#: sectors (M of 16 or 32, 0.70-0.93x of reading across: 32x4096x14336 35.1 / 31.9, fp16 tt
+#: 16x3072x12288 26.8 / 24.9), the transposed split route of fewer tiles (8x2048x8192 15.9 /
+#: 14.2); level at 8192 (24x8192x8192 36.6 / 36.4, fp16 8x4096x8192 26.0 / 25.8).
+_COPY_ACROSS_MIN_K = 12288
+
+
+def copies_across(a_major: str, m: int, n: int, k: int, batch: int, num_sms: int) -> bool:
+    """Whether a 16-bit product's M-major A is copied K-major first (``_COPY_ACROSS_MIN_K``)."""
+    rows = m * _RATES[16][1].in_bytes
+    tiles = -(-n // 64) * batch
+    return (a_major == "m" and m <= SMALL_M and rows % 16 == 0 and rows % _ACROSS_BYTES != 0
+            and k >= _COPY_ACROSS_MIN_K and _SWAP_SMALL_FILL * num_sms <= tiles <= num_sms)
+
+
 #: 16-bit products with N at most ``SMALL_M`` (and M at least 4x larger) run on the narrow tiles
 #: untransposed, through the workspace (``narrow_n``): the mirror image of the transposed small-M
 #: route, the long M along the tile's rows.  H200, 2026-12-02, fp16, L2-cold rotated inputs, us,
