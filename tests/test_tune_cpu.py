@@ -306,7 +306,8 @@ def test_precompile_builds_the_copy_of_a_tuned_few_column_product(fresh):
 
 def test_a_tuned_schedule_reaches_jitted_products_but_for_stream_k(fresh):
     """The XLA route (``xla.xla_plan``) takes the schedule recorded for the same product on
-    contiguous operands of another library (the problem the tuner records), except a stream-K one (it cannot zero the flags before each launch);
+    contiguous operands of another library (the problem the tuner records), except a stream-K
+    one (it cannot zero the flags before each launch);
     ``aot`` lists the model's pick (``tuned=False``)."""
     pytest.importorskip("jax")
     from cutematmul import xla

@@ -459,10 +459,21 @@ _COPY_ACROSS_MIN_K = 12288
 
 def copies_across(a_major: str, m: int, n: int, k: int, batch: int, num_sms: int) -> bool:
     """Whether a 16-bit product's M-major A is copied K-major first (``_COPY_ACROSS_MIN_K``)."""
-    rows = m * _RATES[16][1].in_bytes
-    tiles = -(-n // 64) * batch
-    return (a_major == "m" and m <= SMALL_M and rows % 16 == 0 and rows % _ACROSS_BYTES != 0
-            and k >= _COPY_ACROSS_MIN_K and _SWAP_SMALL_FILL * num_sms <= tiles <= num_sms)
+    in_bytes = _RATES[16][1].in_bytes
+    return (a_major == "m" and m <= SMALL_M and m * in_bytes % 16 == 0
+            and not _whole_sectors(m, in_bytes) and k >= _COPY_ACROSS_MIN_K
+            and _SWAP_SMALL_FILL * num_sms <= _row_tiles(n, batch) <= num_sms)
+
+
+def _whole_sectors(m: int, in_bytes: int) -> bool:
+    """Whether an M-major A's rows of ``m`` elements are whole 32-byte sectors
+    (``_ACROSS_BYTES``)."""
+    return m * in_bytes % _ACROSS_BYTES == 0
+
+
+def _row_tiles(n: int, batch: int) -> int:
+    """N's 64-row tiles times the batch: what fills the SMs on the swapped tiles."""
+    return -(-n // 64) * batch
 
 
 #: 16-bit products with N at most ``SMALL_M`` (and M at least 4x larger) run on the narrow tiles
@@ -807,11 +818,11 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     across = majors[0] == "m"
     width = next(w for w in _TILE_N if w >= m) if m <= _TILE_N[-1] else None
     # An M-major A's rows of whole 32-byte sectors (``_ACROSS_BYTES``: M = 16 or 32 in 16 bits).
-    sectors = not across or m * _RATES[16][1].in_bytes % _ACROSS_BYTES == 0
+    sectors = not across or _whole_sectors(m, _RATES[16][1].in_bytes)
     # The A tile is multicast with A M-major or in rows of no whole 128-byte lines; N's
     # 64-row tiles decide the fill and the tile rows.
     lines = across or _whole_lines(k)
-    row_tiles = -(-n // 64) * batch
+    row_tiles = _row_tiles(n, batch)
     if width is not None and width <= SMALL_M:
         return _swapped_small_m(width, row_tiles, num_sms, max_splits, sectors,
                                 across or not lines)
@@ -1178,7 +1189,7 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     if (transposable and transposes(m, n, batch, num_sms, max_splits)
             and not swaps(math, *transposed_majors(*majors))):
         # A stored M-major: rows of M elements (``_ACROSS_ROWS``).
-        across = majors[0] == "m" and m * rate.in_bytes % _ACROSS_BYTES != 0
+        across = majors[0] == "m" and not _whole_sectors(m, rate.in_bytes)
         tiles = _narrow_tiles(efficiency, rate, m, across)
         return _Space(tiles, walked, tile_k, fewest, extra, True, True)
     if narrow_n(m, n, max_splits, math, c_aligned, swapped):
