@@ -251,7 +251,8 @@ def _families(selection: Selection, dtype: str, capability) -> tuple:
 def _family_keys(selection: Selection, family, capability, num_sms: int, math: str) -> list:
     """The keys of ``family`` over the selection's layouts, alignments and shapes; with auto's
     family (no ``families`` named), each shape takes the launch's own order
-    (``dispatch.problem_order``: launch-bound products run sm80 on Hopper)."""
+    (``dispatch.problem_order``: launch-bound products run sm80 on Hopper, 16-bit ones of few
+    rows over a long operand of no whole 16-byte rows SIMT's row-streaming kernel)."""
     if selection.alignments == "contiguous":
         return _contiguous_keys(selection, family, capability, num_sms, math)
     keys = _prep_keys(capability, math, selection.alignments)
@@ -260,7 +261,10 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
             for m, n, k, *batch in selection.shapes or default_shapes():
                 count = batch[0] if batch else 1
                 runs = (family if selection.families is not None
-                        else choose_family(math, capability, shape=(m, n, k, count)))
+                        else choose_family(math, capability, shape=(m, n, k, count),
+                                           majors=LAYOUTS[layout],
+                                           vectors=_vectors(LAYOUTS[layout], aligns, m, n, k,
+                                                            math)))
                 # The majors the kernel reads once the prep has copied what it copies, and
                 # the copies' prep kernels (TF32's are all in _prep_keys already).
                 copies = operand_copies(runs, math, *LAYOUTS[layout], m, n, k, count, num_sms)
@@ -298,6 +302,15 @@ def _contiguous_keys(selection: Selection, family, capability, num_sms: int, mat
             if isinstance(plan, Launch):
                 keys += plan.kernels
     return list(dict.fromkeys(keys))
+
+
+def _vectors(majors: tuple[str, str], aligns: tuple[int, int, int], m: int, n: int, k: int,
+             math: str) -> tuple[bool, bool]:
+    """Whether A's and B's rows are whole 16-byte vectors at these byte ``aligns``, as the
+    launch tells its family order (``dispatch.problem_order``)."""
+    vector = 16 // itemsize(math)
+    extents = (m if majors[0] == "m" else k, n if majors[1] == "n" else k)
+    return tuple(align >= 16 and extent % vector == 0 for align, extent in zip(aligns, extents))
 
 
 def _pairs(a_copies, b_copies) -> list:

@@ -102,16 +102,18 @@ FAMILIES = {
                None, False, False, True, False, False,
                "cp.async + ldmatrix + mma.sync HGEMM (sm_80 and newer)"),
         Family("simt", "cutematmul.kernels.simt_sgemm", "cutematmul.configs.simt",
-               ("float32",), 4, (8, 0), False,
+               ("float32", "float16", "bfloat16"), 1, (8, 0), False,
                None, True, False, False, False, True,
-               "true-fp32 SIMT SGEMM with cp.async staging (sm_80 and newer)"),
+               "true-fp32 SIMT SGEMM with cp.async staging, and the row-streaming kernel of "
+               "products of few rows, fp32 or 16-bit (sm_80 and newer)"),
     )
 }
 
-#: What "auto" picks, in order of preference, per math type (``math_type``).
+#: What "auto" picks, in order of preference, per math type (``math_type``); ``problem_order``
+#: reorders them for some problems (16-bit: SIMT's row-streaming kernel only there).
 AUTO_ORDER = {
-    "float16": ("sm90", "sm80"),
-    "bfloat16": ("sm90", "sm80"),
+    "float16": ("sm90", "sm80", "simt"),
+    "bfloat16": ("sm90", "sm80", "simt"),
     "float32": ("simt",),
     "tf32": ("sm90",),
     "tf32x3": ("sm90",),
@@ -242,23 +244,36 @@ def choose_families(dtype: str, capability: tuple[int, int], requested: str = "a
 LAUNCH_BOUND_SIDE = 128
 
 
-def problem_order(names: tuple[str, ...], m: int, n: int, k: int, batch: int) -> tuple[str, ...]:
-    """``names`` (a ``choose_families`` order, by family name) for one (M, N, K, batch) problem:
-    sm80 ahead of sm90 for a launch-bound product (``LAUNCH_BOUND_SIDE``), else unchanged.  The
-    launch takes sm80 only where it reads the operands as they are (no staging)."""
+def problem_order(names: tuple[str, ...], m: int, n: int, k: int, batch: int,
+                  majors: tuple[str, str] = ("k", "n"),
+                  vectors: tuple[bool, bool] = (True, True)) -> tuple[str, ...]:
+    """``names`` (a ``choose_families`` order, by family name) for one (M, N, K, batch) problem
+    of these operand ``majors``: sm80 ahead of sm90 for a launch-bound product
+    (``LAUNCH_BOUND_SIDE``); SIMT's row-streaming kernel first for a 16-bit product of few rows
+    whose long operand's rows are no whole 16-byte vectors (``vectors``: A's and B's), which
+    it reads as they are (``configs.simt.streams_in_place``); else unchanged.  The launch takes
+    the family moved first only where it reads the operands as they are (no staging)."""
     if names[:2] == ("sm90", "sm80") and batch == 1 and max(m, n, k) <= LAUNCH_BOUND_SIDE:
         return ("sm80", "sm90") + names[2:]
+    # SIMT behind another family: a 16-bit order (``AUTO_ORDER``).
+    if "simt" in names[1:] and FAMILIES["simt"].configs().streams_in_place(m, n, majors,
+                                                                           vectors):
+        return ("simt",) + tuple(name for name in names if name != "simt")
     return names
 
 
 def choose_family(dtype: str, capability: tuple[int, int], requested: str = "auto",
-                  shape: tuple[int, int, int, int] | None = None) -> Family:
+                  shape: tuple[int, int, int, int] | None = None,
+                  majors: tuple[str, str] = ("k", "n"),
+                  vectors: tuple[bool, bool] = (True, True)) -> Family:
     """The preferred family for ``dtype`` on a GPU of ``capability``; with the product's
-    ``shape`` (M, N, K, batch), the one ``problem_order`` puts first for it."""
+    ``shape`` (M, N, K, batch), the one ``problem_order`` puts first for it (with its operand
+    ``majors`` and whether their rows are whole 16-byte ``vectors``: the XLA route pads them
+    so)."""
     families = choose_families(dtype, capability, requested)
     if shape is None:
         return families[0]
-    return FAMILIES[problem_order(tuple(f.name for f in families), *shape)[0]]
+    return FAMILIES[problem_order(tuple(f.name for f in families), *shape, majors, vectors)[0]]
 
 
 def target_arch(capability: tuple[int, int]) -> str:

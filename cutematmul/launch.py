@@ -560,20 +560,15 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
 
     The family is the first candidate whose addressing limits take the plan (the preferred one
     otherwise: its staged copies are compact); operands it cannot read as they are get staged.
-    A launch-bound product (``dispatch.problem_order``) tries sm80 first and keeps it only when
-    it reads every operand as it is.
+    A launch-bound product (``dispatch.problem_order``) tries sm80 first, and a 16-bit product
+    of few rows over a long operand of no whole 16-byte rows SIMT's row-streaming kernel; each
+    is kept only where it reads every operand as it is.
     An operand the prep kernel rewrites (``_operand_prep``) needs only a unit stride: the
     kernel then reads the aligned copy, in the copy's major.  So does C: the reduction writes
     it with scalar stores, from the partials of a schedule through the workspace
     (``dispatch.through_workspace``), else from the kernel's own C in padded rows of ours
     (``dispatch.copies_c``), so an under-aligned C (N = 3, 12 or 851 in 16 bits) is not staged.
     """
-    order = problem_order(family_names, gemm.m, gemm.n, gemm.k, gemm.batch)
-    if order != family_names:  # a launch-bound product: sm80 first, where it needs no staging
-        plan = _resolve(order, capability, num_sms, gemm, math, itemsize, pointers_aligned,
-                        spans, padded, tuned)
-        if isinstance(plan, Launch):
-            return plan
     layouts = (gemm.a, gemm.b, gemm.c)
     aligns = []
     for j, (layout, ptr_ok) in enumerate(zip(layouts, pointers_aligned)):
@@ -583,6 +578,14 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     unit_extents = (gemm.m if gemm.a.major == "m" else gemm.k,
                     gemm.n if gemm.b.major == "n" else gemm.k, gemm.n)
     whole = [pad or extent % vector == 0 for pad, extent in zip(padded, unit_extents)]
+    order = problem_order(family_names, gemm.m, gemm.n, gemm.k, gemm.batch,
+                          (gemm.a.major, gemm.b.major),
+                          tuple(aligns[j] >= 16 and whole[j] for j in (0, 1)))
+    if order != family_names:  # another family first, where it needs no staging
+        plan = _resolve(order, capability, num_sms, gemm, math, itemsize, pointers_aligned,
+                        spans, padded, tuned)
+        if isinstance(plan, Launch):
+            return plan
     families = [FAMILIES[name] for name in family_names]
     family = next((f for f in families if _fits(f, gemm, itemsize)), families[0])
     usable = [_usable(lay, al, family.required_alignment) for lay, al in zip(layouts, aligns)]

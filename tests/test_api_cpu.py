@@ -101,7 +101,7 @@ def test_choose_family(dtype, cc, req, expected):
 @pytest.mark.parametrize("dtype,cc,req,exc,msg", [
     ("float16", (8, 0), "sm90", ValueError, "does not run on a GPU of compute capability 8.0"),
     ("float32", (9, 0), "sm90", ValueError, "computes float16/bfloat16"),
-    ("float16", (9, 0), "simt", ValueError, "computes float32"),
+    ("tf32", (9, 0), "simt", ValueError, "computes float32/float16/bfloat16"),
     ("float16", (7, 5), "auto", RuntimeError, "compute capability 8.0 or newer"),
 ])
 def test_choose_family_errors(dtype, cc, req, exc, msg):

@@ -226,3 +226,51 @@ def test_simt_gemv_compiles_every_variant(tmp_path):
             assert c["bar"] > 0 and c["ld_shared"] > 0 and c["shfl"] == 0, (name, c)
         else:
             assert c["shfl"] > 0 and c["bar"] == 0, (name, c)
+
+
+# Runs in the child: the row-streaming kernel over 16-bit inputs for each (rows, dtype,
+# a_major, b_major, align, partials); C is fp32 partials (its rows 16-byte aligned, as the
+# workspace's are) or the inputs' dtype.
+_CHILD_GEMV16 = r"""
+import dataclasses, json, re, sys
+from cutematmul.configs import simt
+from cutematmul.kernels.compile import compile_gemm
+from cutematmul.kernels.simt_sgemm import Kernel
+
+PATTERNS = {
+    "fma": r"\bfma\.rn\.f32\b",
+    "cvt": r"\bcvt\.f32\.b?f16\b",
+    "ld16": r"\bld\.global(\.[a-z0-9]+)*\.b16\b",
+    "ld_vec": r"\bld\.global(\.[a-z0-9]+)*\.v4\.b16\b",
+    "st16": r"\bst\.global(\.[a-z0-9]+)*\.b16\b",
+    "st32": r"\bst\.global(\.[a-z0-9]+)*\.(f32|b32)\b",
+    "mma": r"\b(wg)?mma\.",
+    "local": r"\.local\b",
+}
+out = {}
+for rows, dtype, a_major, b_major, align, partials in json.loads(sys.argv[1]):
+    config = dataclasses.replace(simt.gemv_config(rows), partials=partials)
+    kernel = Kernel(config, dtype, a_major, b_major, align, align, 8 if partials else align, 132)
+    ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
+    out[f"{rows}_{dtype}_{a_major}{b_major}{align}{'p' if partials else ''}"] = {
+        k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
+print("COUNTS=" + json.dumps(out))
+"""
+
+
+def test_simt_gemv_compiles_for_16_bit_inputs(tmp_path):
+    """The row-streaming kernel over fp16 and bf16 (``configs.simt.streams_in_place``): every
+    element converted to fp32 and summed by fp32 FMA (no tensor-core instruction), B read one
+    16-bit element per load where its rows are no whole vectors and 8 bytes per load where
+    they are, C stored as fp32 partials or as 16-bit values, no local memory."""
+    combos = [[1, "float16", "k", "n", 1, True], [8, "bfloat16", "m", "n", 1, True],
+              [8, "bfloat16", "k", "n", 1, False], [4, "float16", "k", "k", 1, True],
+              [8, "float16", "m", "n", 8, True], [2, "bfloat16", "k", "k", 8, False]]
+    counts = compile_in_child("sm_90a", _CHILD_GEMV16, combos, tmp_path)
+    assert len(counts) == len(combos)
+    for name, c in counts.items():
+        aligned, partials = name.rstrip("p").endswith("8"), name.endswith("p")
+        assert c["fma"] > 0 and c["cvt"] > 0 and c["ld16"] > 0, (name, c)
+        assert c["mma"] == 0 and c["local"] == 0, (name, c)
+        assert (c["ld_vec"] > 0) == aligned, (name, c)
+        assert (c["st32"] > 0, c["st16"] > 0) == (partials, not partials), (name, c)

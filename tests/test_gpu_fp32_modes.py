@@ -13,6 +13,7 @@ TF32 pass: 11 significant bits per operand); "highest" the suite-wide fp32 bound
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -368,7 +369,7 @@ SIXTEEN_ROWS = [tile for tile in simt._LADDER if tile[0] == 16]
 def test_simt_sixteen_row_tiles(torch, tile, mnk_splits, layout):
     m, n, k, splits = mnk_splits
     a, b = _operands(torch, m, n, k, layout, 19)
-    with _forced(a, b, (simt._config(*tile), splits, False)):
+    with _forced(a, b, (replace(simt._config(*tile), partials=splits > 1), splits, False)):
         err, _ = _errors(torch, a, b, "highest")
     _check(err, None, "highest")
 
@@ -401,7 +402,7 @@ GEMV_CASES = [(1, 1, 300, 1000, 1), (1, 1, 129, 4099, 3), (2, 2, 777, 7, 1), (2,
 def test_simt_gemv_forced(torch, case, layout):
     rows, m, n, k, splits = case
     a, b = _operands(torch, m, n, k, layout, 29)
-    with _forced(a, b, (simt.gemv_config(rows), splits, False)):
+    with _forced(a, b, (replace(simt.gemv_config(rows), partials=splits > 1), splits, False)):
         err, _ = _errors(torch, a, b, "highest")
     _check(err, None, "highest")
 

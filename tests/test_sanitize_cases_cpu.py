@@ -171,3 +171,21 @@ def test_forced_tf32_schedules_are_the_planned_ones(monkeypatch):
             # the operands it reads are (k, n).
             key = work.key
             assert key.config.swap == sm90.swaps("tf32", key.a_major, key.b_major), (m, n, layout)
+
+
+def test_gemv16_cases_run_on_the_row_streaming_kernel():
+    """Each 16-bit row-streaming case is planned (an H200, contiguous operands in its layout)
+    on SIMT's row-streaming kernel reading both operands as they are, split and unsplit, over
+    every CTA row count the cases name, C^T included."""
+    from cutematmul import launch
+
+    seen = set()
+    for m, n, k, dtype, layout in _constant("GEMV16_CASES"):
+        work = launch.contiguous_plan(("sm90", "sm80", "simt"), (9, 0), 132, dtype, m, n, k, 1,
+                                      (layout[0] == "t", layout[1] == "t"))
+        assert work.key.family == "simt" and work.key.config.gemv and work.prep is None, (
+            m, n, k, layout, work)
+        seen.add((work.key.config.tile_m, work.splits > 1, work.transposed))
+    assert {rows for rows, _, _ in seen} == {1, 2, 4, 8}
+    assert {split for _, split, _ in seen} == {True, False}
+    assert any(transposed for _, _, transposed in seen)

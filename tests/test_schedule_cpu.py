@@ -901,11 +901,74 @@ def test_simt_gemv_configs_refuse_what_the_kernel_cannot_run():
 
     good = simt.gemv_config(4)
     good.validate()
-    for bad in (replace(good, tile_m=3), replace(good, tile_m=16), replace(good, tile_n=64),
+    for bad in (replace(good, tile_m=3), replace(good, tile_m=32), replace(good, tile_n=64),
                 replace(good, threads=96), replace(good, min_blocks=9)):
         with pytest.raises(ValueError, match=r"gemv|min_blocks|threads"):
             bad.validate()
     assert good.name == "simtv_4x128_t256_b2_pdl"
+
+
+def _half_plan(m, n, k, layout, dtype="float16", batch=1):
+    """The launch auto plans on an H200 for contiguous 16-bit operands in ``layout``."""
+    transposed = (layout[0] == "t", layout[1] == "t")
+    return launch.contiguous_plan(("sm90", "sm80", "simt"), *H200, dtype, m, n, k, batch,
+                                  transposed)
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt"])
+@pytest.mark.parametrize("m", [1, 3, 4, 5, 8])
+def test_16_bit_few_rows_over_a_b_of_no_whole_vectors_stream_it_in_place(m, layout):
+    """A 16-bit product of at most ``HALF_GEMV_MAX_M`` rows (8 over an N-major B, 4 over a
+    K-major one) whose B's rows are no whole 16-byte vectors (odd N with B N-major, odd K with
+    B K-major) runs on SIMT's row-streaming kernel, reading every operand as it is (no copy,
+    nothing staged): the fewest rows that hold M, fp32 partials exactly where it splits (the
+    reduction then writes C).  More rows stay on sm90."""
+    n, k = (4099, 4096) if layout[1] == "n" else (4096, 4097)
+    work = _half_plan(m, n, k, layout)
+    if m > simt.HALF_GEMV_MAX_M["n" if layout[1] == "n" else "k"]:
+        assert work.key.family == "sm90", work.key
+        return
+    assert isinstance(work, launch.Launch), work
+    config = work.key.config
+    assert work.key.family == "simt" and config.gemv and work.prep is None, work.key
+    assert config.tile_m == next(r for r in simt.GEMV_ROWS if r >= m) and not work.transposed
+    assert config.partials == (work.splits > 1) == (work.reduce is not None), work
+    assert work.key.dtype == "float16" and work.key.align_b == 1
+
+
+def test_16_bit_products_that_tma_reads_or_of_more_rows_stay_on_tensor_cores():
+    """The same products with B's rows whole vectors, with M past ``HALF_GEMV_MAX_M``, or with
+    an M-major A over a K-major B (which the row-streaming kernel reads poorly) run on sm90."""
+    for m, n, k, layout in ((8, 4096, 4096, "nn"), (simt.HALF_GEMV_MAX_M["n"] + 1, 4099, 4096, "nn"),
+                            (simt.HALF_GEMV_MAX_M["k"] + 1, 4096, 4097, "nt"),
+                            (8, 4096, 4097, "tt"), (1, 4096, 4104, "nt")):
+        work = _half_plan(m, n, k, layout, "bfloat16")
+        assert isinstance(work, launch.Launch) and work.key.family == "sm90", (m, n, k, work)
+
+
+@pytest.mark.parametrize("layout", ["tn", "nt"])
+def test_16_bit_few_columns_over_an_a_of_no_whole_vectors_stream_c_transposed(layout):
+    """N of at most ``HALF_GEMV_MAX_M`` over an A the kernel cannot read with TMA (odd M with A
+    M-major, odd K with A K-major): C^T = B^T A^T on the row-streaming kernel, through the
+    workspace, where the transposed majors read well; an N-major B under a K-major A ("nn")
+    would make B^T M-major over a K-major A^T, so that stays on sm90."""
+    m, k = (4097, 4096) if layout[0] == "t" else (4096, 4097)
+    work = _half_plan(m, 3, k, layout)
+    assert work.key.family == "simt" and work.transposed and work.key.config.partials, work
+    assert work.reduce is not None and work.prep is None
+    assert _half_plan(4096, 3, 4097, "nn").key.family == "sm90"
+
+
+def test_simt_partials_flag_marks_exactly_the_schedules_through_the_workspace():
+    """``Config.partials`` (fp32 partial sums into the workspace) is set on every SIMT schedule
+    that splits K or runs transposed, and only there, fp32 or 16-bit."""
+    shapes = [(1, 4096, 4096), (4096, 4, 4096), (1000, 1000, 1000), (16, 8192, 8192),
+              (64, 8, 65536), (3, 5, 7)]
+    for math in ("float32", "float16"):
+        for m, n, k in shapes:
+            for config, splits, transposed in simt.candidates(m, n, k, 1, 132, math=math):
+                assert config.partials == (splits > 1 or transposed), (math, m, n, k, config)
+                assert dispatch.through_workspace(config, splits, transposed) == config.partials
 
 
 def test_a_transposed_row_streaming_launch_carries_the_reduction():
@@ -943,7 +1006,7 @@ def test_simt_dependent_launches_on_sm90_only(shape):
     assert simt.choose_schedule(1, 4096, 4096, 1, 132)[0].pdl  # row-streaming
     assert not simt.choose_schedule(512, 512, 512, 1, 132)[0].pdl  # 4 CTAs per SM
     # A recorded schedule keeps what it was timed with, but never PDL before sm_90.
-    config = simt.gemv_config(1)
+    config = replace(simt.gemv_config(1), partials=True)
     for capability, want in (((9, 0), True), ((8, 0), False)):
         key, _, _ = dispatch.schedule(family, capability, 108, "float32", "k", "n", (16, 16, 16),
                                       1, 4096, 4096, 1, tuned=(config, 4, False))

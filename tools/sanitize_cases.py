@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -444,9 +445,9 @@ def _simt_tiles(gen, quick: bool, poison: bool) -> int:
     count = 0
     ladder = simt._LADDER[:2] if quick else simt._LADDER
     for tm, tn, threads in ladder:
-        config = simt._config(tm, tn, threads)
         m, n, k = tm + 3, tn + 5, 37
         for layout, splits in (("nn", 1), ("tn", 2), ("nt", 1), ("tt", 2)):
+            config = replace(simt._config(tm, tn, threads), partials=splits > 1)
             count += _forced_exactly(gen, m, n, k, layout, (config, splits, False),
                                      ("float32", "highest"), "simt", poison,
                                      f"simt {tm}x{tn}/{threads} {m}x{n}x{k} {layout} s{splits}")
@@ -463,12 +464,35 @@ def _simt_gemv(gen, quick: bool, poison: bool) -> int:
     cases = [(1, 1, 130, 300, 1, False), (2, 5, 77, 1001, 2, False), (4, 3, 1030, 1, 3, False),
              (8, 7, 129, 2049, 1, False), (8, 301, 6, 777, 2, True), (1, 129, 1, 130, 1, True)]
     for rows, m, n, k, splits, transposed in cases[:2] if quick else cases:
-        config = simt.gemv_config(rows)
+        config = replace(simt.gemv_config(rows), partials=splits > 1 or transposed)
         for layout in ("nn", "tn", "nt", "tt"):
             count += _forced_exactly(
                 gen, m, n, k, layout, (config, splits, transposed), ("float32", "highest"),
                 "simt", poison,
                 f"simt gemv r{rows} {m}x{n}x{k} {layout} s{splits}{' T' if transposed else ''}")
+    return count
+
+
+#: 16-bit products of few rows over a long operand of no whole 16-byte rows, which the
+#: dispatcher runs on the row-streaming kernel reading it as it is
+#: (``configs.simt.streams_in_place``): (M, N, K, dtype, layout).  Every CTA row count and
+#: tails; B N-major (odd N) and K-major (odd K), A K- and M-major; unsplit (K short) and split;
+#: then few columns over such an A (C^T through the workspace).
+GEMV16_CASES = [(1, 3001, 2049, "float16", "nn"), (3, 1027, 129, "bfloat16", "tn"),
+                (4, 515, 3001, "float16", "nt"), (7, 2053, 1025, "bfloat16", "nn"),
+                (2, 1031, 77, "float16", "tn"), (3, 8191, 9001, "bfloat16", "nt"),
+                (3001, 7, 1024, "float16", "tn"), (2048, 3, 1025, "bfloat16", "nt")]
+
+
+def _simt_gemv16(gen, quick: bool, poison: bool) -> int:
+    """The row-streaming kernel over 16-bit inputs as the dispatcher picks it."""
+    count = 0
+    for m, n, k, dtype, layout in GEMV16_CASES[:2] if quick else GEMV16_CASES:
+        count += _as_dispatched(
+            gen, m, n, k, dtype, layout, poison,
+            lambda work: work is not None and work.key.family == "simt"
+            and work.key.config.gemv and work.prep is None,
+            f"simt gemv {dtype} {m}x{n}x{k} {layout}")
     return count
 
 
@@ -660,6 +684,7 @@ GROUPS = {("streamk", "streamk"): _streamk,
           ("sm90", "modes"): functools.partial(_modes, "sm90"),
           ("simt", "tiles"): _simt_tiles,
           ("simt", "gemv"): _simt_gemv,
+          ("simt", "gemv16"): _simt_gemv16,
           ("simt", "copies"): _simt_copies,
           ("simt", "modes"): functools.partial(_modes, "simt"),
           ("tf32", "registers"): _tf32_registers,

@@ -58,7 +58,7 @@ CANDIDATES = {
                        (64, 16, False), (64, 32, False), (64, 64, False)], [1, 2, 4]),
     "float32": (simt, [(128, 256, False), (128, 128, False), (64, 128, False), (32, 128, False),
                        (32, 32, False), (16, 256, False), (16, 128, False), (16, 64, False)]
-                + [(rows, 128, tr) for rows in simt.GEMV_ROWS for tr in (False, True)],
+                + [(rows, 128, tr, "gemv") for rows in simt.GEMV_ROWS for tr in (False, True)],
                 [1, 2, 4, 8, 16]),
 }
 #: Threads of each SIMT ladder tile (the ladder's own, so a forced tile is the scheduler's).
@@ -90,14 +90,15 @@ CLUSTERS = ((1, 1), (2, 1), (1, 2))
 
 
 def _config(module, tm: int, tn: int, transposed: bool, splits: int, cluster=(1, 1),
-            pingpong: bool = False):
+            pingpong: bool = False, gemv: bool = False):
     if module is sm90:
         return sm90.Config(tile_m=tm, tile_n=tn, epi_n=sm90.epilogue_width(tn),
                            cluster_m=cluster[0], cluster_n=cluster[1], partials=splits > 1 or transposed or tn < 64,
                            pingpong=pingpong)
-    if tm in simt.GEMV_ROWS:  # the row-streaming kernel (transposed: on C^T)
-        return simt.gemv_config(tm)
-    return simt._config(tm, tn, _SIMT_THREADS[(tm, tn)])
+    workspace = splits > 1 or transposed  # fp32 partials (``Config.partials``)
+    if gemv:  # the row-streaming kernel (transposed: on C^T)
+        return replace(simt.gemv_config(tm), partials=workspace)
+    return replace(simt._config(tm, tn, _SIMT_THREADS[(tm, tn)]), partials=workspace)
 
 
 def _label(tm: int, tn: int, splits: int, transposed: bool, cluster=(1, 1),
@@ -114,10 +115,10 @@ def candidates(dtype: str, m: int, n: int, clusters: bool):
     module, tiles, split_counts = CANDIDATES[dtype]
     shapes = CLUSTERS if clusters and module is sm90 else ((1, 1),)
     for (tm, tn, tr, *kind), s, c in itertools.product(tiles, split_counts, shapes):
-        pingpong = kind == ["pingpong"]
+        pingpong, gemv = kind == ["pingpong"], kind == ["gemv"]
         if (pingpong or tm > 128) and c == (1, 2):
             continue  # pingpong and the tall tile: run (pingpong) or compiled in 1x1 and 2x1 only
-        if module is simt and tm in simt.GEMV_ROWS:
+        if gemv:
             # Row-streaming CTAs hold all of M (or, transposed, all of N) and no more than the
             # next row count up.
             extent = n if tr else m
@@ -127,7 +128,7 @@ def candidates(dtype: str, m: int, n: int, clusters: bool):
             continue
         elif module is sm90 and not tr and tn < 128 and not (tn >= n and c == (1, 1)):
             continue  # narrow tiles untransposed: small-N products (all of N in the tile)
-        yield (_config(module, tm, tn, tr, s, c, pingpong), s, tr,
+        yield (_config(module, tm, tn, tr, s, c, pingpong, gemv), s, tr,
                _label(tm, tn, s, tr, c, pingpong))
 
 

@@ -1,6 +1,7 @@
-"""Tunables and the tile heuristic of the SIMT fp32 family: the tiled SGEMM
-(``kernels/simt_sgemm.py``) and, for products of at most 8 rows, the row-streaming kernel
-(``kernels/simt_gemv.py``; ``Config.gemv``).
+"""Tunables and the tile heuristic of the SIMT family: the tiled fp32 SGEMM
+(``kernels/simt_sgemm.py``) and, for products of few rows, the row-streaming kernel
+(``kernels/simt_gemv.py``; ``Config.gemv``), which also computes 16-bit products of a few rows
+whose long operand TMA cannot read (``streams_in_place``).
 
 DSL-free, so a configuration is chosen (and a cached kernel found) without importing the CuTe DSL.
 
@@ -35,13 +36,16 @@ _REGISTER_FILE = 64 * 1024  # 32-bit registers per SM
 
 
 #: The row-streaming kernel (``Config.gemv``): the rows one CTA computes (the smallest that
-#: holds M is chosen), its columns per CTA, its threads, the K granule of its splits, the
-#: k-rows of an N-major B each step loads.
+#: holds M is chosen; fp32 products of more rows take the ladder's tiles, 16-bit ones, which
+#: this family runs only on the row-streaming kernel, row tiles of the most), its columns per
+#: CTA, its threads, the K granule of its splits.
 GEMV_ROWS = (1, 2, 4, 8)
 _GEMV_TILE_N = 128
 _GEMV_THREADS = 256
 _GEMV_GRANULE = 128
 _GEMV_UNROLL = 4
+#: Bytes per element of each input dtype the family reads.
+_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 def _group_cols(rows: int) -> int:
@@ -75,10 +79,14 @@ class Config:
     min_blocks: int = 2
     gemv: bool = False
     pdl: bool = False
+    #: C is fp32 partial sums in a workspace of ours (a K-split, or C^T), which the reduction
+    #: adds into C (``dispatch.through_workspace``); else C itself, of the inputs' dtype.  Set by
+    #: the schedule exactly where it splits or transposes.
+    partials: bool = False
 
     @property
     def name(self) -> str:
-        pdl = "_pdl" if self.pdl else ""
+        pdl = ("_p" if self.partials else "") + ("_pdl" if self.pdl else "")
         if self.gemv:
             return f"simtv_{self.tile_m}x{self.tile_n}_t{self.threads}_b{self.min_blocks}{pdl}"
         return (
@@ -189,14 +197,17 @@ class Config:
 
 
 def supports(m, n, k, batch, dtype, a_major, b_major, align_a, align_b, align_c) -> str | None:
-    """None when the SIMT SGEMM can run this problem, else the reason it cannot."""
+    """None when the SIMT family can run this problem, else the reason it cannot."""
+    if dtype not in _DTYPE_BYTES:
+        return f"the SIMT family takes {'/'.join(_DTYPE_BYTES)}, not {dtype}."
     if a_major not in ("k", "m"):
         return f"a_major must be 'k' or 'm', got {a_major!r}."
     if b_major not in ("k", "n"):
         return f"b_major must be 'k' or 'n', got {b_major!r}."
+    vector = 16 // _DTYPE_BYTES[dtype]  # elements of a 16-byte vector
     for name, align in (("align_a", align_a), ("align_b", align_b), ("align_c", align_c)):
-        if align not in (1, 2, 4):
-            return f"{name} must be 1, 2 or 4 elements, got {align}."
+        if align not in (1, 2, 4, 8) or align > vector:
+            return f"{name} must be a power of two of at most {vector} elements, got {align}."
     if m < 1 or n < 1:
         return f"the output is empty (m={m}, n={n}); there is nothing to launch."
     if k < 0:
@@ -337,9 +348,47 @@ def gemv_config(rows: int) -> Config:
     return replace(cfg, pdl=_pdl(cfg))
 
 
-def _gemv_rows(extent: int) -> int | None:
-    """The fewest ``GEMV_ROWS`` that hold ``extent`` rows; None past the largest."""
-    return next((r for r in GEMV_ROWS if r >= extent), None)
+def _gemv_rows(extent: int, math: str = "float32") -> int | None:
+    """The fewest ``GEMV_ROWS`` that hold ``extent`` rows; past the most, None for fp32 (the
+    ladder's tiles), the most for 16 bits (row tiles of it)."""
+    rows = next((r for r in GEMV_ROWS if r >= extent), None)
+    if rows is None and math != "float32":
+        return GEMV_ROWS[-1]
+    return rows
+
+
+#: A 16-bit product runs on the row-streaming kernel (reading its long operand as it is) where
+#: its M (or, as C^T, N) is at most this for the kernel's B major (lanes along N for an
+#: N-major B, along K for a K-major one) and the long operand, B (or A), is one TMA cannot
+#: read: rows of no whole 16-byte vectors (N or K not a multiple of 8, or an unaligned base).
+#: The sm90 route copies that operand into padded rows first and writes C through the
+#: reduction (``configs.sm90.operand_copies``), moving the bytes that bound such a product
+#: three times.  H200, 2026-12-05, L2-cold rotated inputs, us, sm90 route / row-streaming
+#: (cuBLAS through PyTorch), every result checked against float64: B N-major, bf16 nn
+#: 1x3316x10476 85.3 / 49.7 (52.1), 1x4164x15203 180.0 / 54.9 (61.2), 1x50257x768 96.1 / 32.8
+#: (33.9), 1x11007x4096 93.9 / 54.4 (33.7), 4x3316x10476 80.3 / 61.2 (33.7), 4x4164x15203
+#: 179.0 / 62.4 (118.0), 4x50257x768 83.6 / 44.1 (40.5), 4x11007x4096 92.8 / 73.3 (80.6), fp16
+#: nn 8x3316x10476 81.0 / 66.3 (36.4), 8x4164x15203 178.8 / 64.5 (114.2), 8x50257x768 84.7 /
+#: 46.2 (68.7), 8x11007x4096 93.2 / 77.4 (86.2), tn 2x10573x13737 298.2 / 104.9 (228.7), bf16
+#: tn 5x8381x5961 120.1 / 61.9 (79.2); M of 12-32 lost on it (M 12 and 16 on 8-row tiles: bf16
+#: tn 12x3316x10476 82.1 / 139.4, fp16 nn 16x11007x4096 93.8 / 181.9; 16-row CTAs slower
+#: still).  B K-major (``x @ w.T``, odd K): bf16 nt 1x4096x4095 34.7 / 17.4 (19.9), fp16 nt
+#: 4x14336x4097 162.0 / 64.4 (73.9), but bf16 nt 8x4096x4095 35.0 / 46.8 (32.6).
+HALF_GEMV_MAX_M = {"n": 8, "k": 4}
+
+
+def streams_in_place(m: int, n: int, majors: tuple[str, str],
+                     vectors: tuple[bool, bool]) -> bool:
+    """Whether a 16-bit product runs on the row-streaming kernel ahead of the tensor-core
+    families (``dispatch.problem_order``): M of at most ``HALF_GEMV_MAX_M`` (for B's major)
+    over a B whose rows are no whole 16-byte vectors (``vectors``: A's and B's), or N of at
+    most it (for A^T's major, B's as C^T) over such an A, each where the kernel reads the
+    majors well (``gemv_reads``)."""
+    flipped = transposed_majors(*majors)
+    if not vectors[1] and gemv_reads(*majors) and m <= HALF_GEMV_MAX_M.get(majors[1], 0):
+        return True
+    return (not vectors[0] and gemv_reads(*flipped)
+            and n <= HALF_GEMV_MAX_M.get(flipped[1], 0))
 
 
 def schedule_options(math: str, a_major: str, b_major: str, c_aligned: bool = True) -> dict:
@@ -400,7 +449,10 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
     8 columns under a K-major A is copied K-major for the row-streaming kernel when A is large
     (``COPY_B_GEMV_MIN_MK``, ``COPY_B_GEMV_MIN_K``), so that the product runs transposed on
     it; the copy needs only a unit stride.  ``batch``, ``num_sms`` and ``counts`` (the matrices
-    of each operand) are unused."""
+    of each operand) are unused.  A 16-bit product (row-streaming, ``streams_in_place``) reads
+    both operands as they are."""
+    if math != "float32":
+        return None, None
     if ((a_major, b_major) == ("k", "n") and _gemv_rows(n) and not _gemv_rows(m)
             and m * k >= COPY_B_GEMV_MIN_MK and k >= COPY_B_GEMV_MIN_K):
         return None, "k"
@@ -424,9 +476,10 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
                     max_splits: int = waves.MAX_SPLITS, math: str = "float32",
                     transposable: bool = True, majors: tuple[str, str] = ("k", "n"),
                     streamk: bool = True) -> tuple[Config, int, bool]:
-    """(configuration, K-splits, transposed).  ``math`` is always "float32" here (the family's
-    one math type); ``streamk`` is taken as every family's schedule takes it (whether the route
-    has stream-K's zeroed flags), and this family has no stream-K schedule.
+    """(configuration, K-splits, transposed).  ``math``: "float32", or a 16-bit type, which
+    runs only on the row-streaming kernel (``streams_in_place``); ``streamk`` is taken as
+    every family's schedule takes it (whether the route has stream-K's zeroed flags), and this
+    family has no stream-K schedule.
 
     Products of at most 8 rows run on the row-streaming kernel (``gemv_config``), products of at
     most 8 columns on it as C^T = B^T A^T (``transposed``, through the workspace; not when
@@ -438,7 +491,8 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     tiles leave SMs idle (skinny products, long K), K is split and
     ``kernels/splitk_reduce.py`` adds the fp32 partial sums.
     """
-    return _ranked(m, n, k, batch, num_sms, max_splits, transposable, majors, limit=0)[0]
+    return _ranked(m, n, k, batch, num_sms, max_splits, transposable, majors, limit=0,
+                   math=math)[0]
 
 
 def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
@@ -448,15 +502,15 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
     the ``limit`` schedules the wave model ranks best (for the row-streaming kernel, the split
     counts nearest its pick)."""
     found = []
-    for choice in _ranked(m, n, k, batch, num_sms, max_splits, True, majors, limit):
+    for choice in _ranked(m, n, k, batch, num_sms, max_splits, True, majors, limit, math):
         if choice not in found:
             found.append(choice)
     return found
 
 
 def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
-            transposable: bool, majors: tuple[str, str],
-            limit: int = 1) -> list[tuple[Config, int, bool]]:
+            transposable: bool, majors: tuple[str, str], limit: int = 1,
+            math: str = "float32") -> list[tuple[Config, int, bool]]:
     """(config, splits, transposed): the pick, then up to ``limit`` other candidates.
 
     A product the row-streaming kernel holds (at most 8 rows, or transposed 8 columns) and
@@ -464,11 +518,19 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     of 11 such products (H200, 2026-12-02, fp32 nn and nt, best split of each; e.g.
     1x4096x4096 20.9 us against 27.5 on 16x64 tiles, 4x14336x4096 nt 72.8 against 132; the
     exception 8x4096x14336 nn, 76.7 against 72.7).  Other products take the ladder tile and
-    split of least estimated time under the wave model, then the model's next candidates."""
+    split of least estimated time under the wave model, then the model's next candidates.
+    A 16-bit product runs on the row-streaming kernel whatever its size (``streams_in_place``
+    says where it is asked to): along its shorter side of M and N (N: transposed, where
+    ``transposable``), or along the other where only that side's majors read well."""
     a_major, b_major = majors
+    flipped = transposed_majors(a_major, b_major)
+    if math != "float32":
+        if transposable and gemv_reads(*flipped) and (n < m or not gemv_reads(*majors)):
+            return _gemv_ranked(n, m, k, batch, num_sms, max_splits, True, limit, math)
+        return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit, math)
     if _gemv_rows(m) and gemv_reads(a_major, b_major):
         return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit)
-    if transposable and _gemv_rows(n) and gemv_reads(*transposed_majors(a_major, b_major)):
+    if transposable and _gemv_rows(n) and gemv_reads(*flipped):
         return _gemv_ranked(n, m, k, batch, num_sms, max_splits, True, limit)
     configs, tiles = _space(m, n, b_major)
     tile, splits = waves.best(m, n, k, batch, num_sms, Config.tile_k, tiles, max_splits)
@@ -480,16 +542,17 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
                            deep_ctas_per_sm=waves.DEEP_CTAS_PER_SM)
     _, splits = waves.best(m, n, k, batch, num_sms, Config.tile_k, {tile: (efficiency, deeper)},
                            max_splits)
-    found = [(configs[tile], splits, False)]
+    found = [(replace(configs[tile], partials=splits > 1), splits, False)]
     if limit:  # (the pick alone needs no second ranking)
         for _, s, _, other in waves.ranked(m, n, k, batch, num_sms, Config.tile_k, tiles,
                                            max_splits)[:limit]:
-            found.append((configs[other], s, False))
+            found.append((replace(configs[other], partials=s > 1), s, False))
     return found
 
 
 def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_splits: int,
-                 transposed: bool, limit: int) -> list[tuple[Config, int, bool]]:
+                 transposed: bool, limit: int,
+                 math: str = "float32") -> list[tuple[Config, int, bool]]:
     """The row-streaming kernel on a ``rows`` x ``cols`` product: the most K-splits whose CTAs
     all fit one wave (each keeps only a few loads of B in flight, so device memory is saturated
     only when every CTA slot is busy, and a second wave costs more than its CTAs bring), then the
@@ -497,16 +560,18 @@ def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_spl
     split (within 1%) on 10 of the 11 products swept: 1x4096x4096 16 splits (512 CTAs) 20.9 us
     against 22.1 at 9; 8x4096x14336 8 (256 CTAs of 2 slots) 76.7 against 108.0 at 5;
     1x14336x4096 4 (448) 56.8 against 58.5 at 8 and 61.0 at 16.  The exception, 1x4096x4096
-    with a K-major B: 24.8 at 16 splits against 23.4 at 8."""
-    config = gemv_config(_gemv_rows(rows))
-    tiles = -(-cols // config.tile_n) * batch
+    with a K-major B: 24.8 at 16 splits against 23.4 at 8.  ``rows`` past the CTA's (16-bit
+    products only) take several row tiles."""
+    config = gemv_config(_gemv_rows(rows, math))
+    tiles = -(-rows // config.tile_m) * -(-cols // config.tile_n) * batch
     rate = waves.Rate(_FLOPS_PER_SM, config.min_blocks, 4, 4, _GEMV_GRANULE // Config.tile_k)
     choices = waves.split_choices(rows, cols, k, batch, Config.tile_k, rate, max_splits,
                                   tiles=tiles, num_sms=num_sms)
     slots = num_sms * config.min_blocks
     best = max((s for s in choices if tiles * s <= slots), default=choices[0])
     order = sorted(choices, key=lambda s: (abs(s - best), s))
-    return [(config, s, transposed) for s in order[:1 + limit]]
+    return [(replace(config, partials=s > 1 or transposed), s, transposed)
+            for s in order[:1 + limit]]
 
 
 def _space(m: int, n: int, b_major: str = "n") -> tuple[dict, dict]:

@@ -1,15 +1,21 @@
-"""True-fp32 SIMT products of a few rows (matrix-vector and up to 8 rows), sm_80 and newer.
+"""SIMT products of a few rows (matrix-vector and up to 8 rows), fp32 or 16-bit inputs, sm_80+.
 
 What it computes
     C[m, n, l] = sum_k A[m, k, l] * B[n, k, l] in fp32 with ``fma.rn.f32``, like
     ``kernels/simt_sgemm.py`` and with the same interface (any M, N >= 1, K >= 1, batch strides
     may be 0, split-K partials when C holds ``splits`` matrices per batch), for products whose M
     is at most a handful: a CTA computes ``tile_m`` (1, 2, 4 or 8) rows of C, so no FMA is spent
-    on padding rows.  The tiled SGEMM's narrowest tile has 16 rows: at M = 1 it computes 16
+    on padding rows.  A and B are fp32, fp16 or bf16 (each element converted to fp32 as it is
+    loaded); C is fp32 partial sums where ``Config.partials`` (a split or C^T, added by
+    ``kernels/splitk_reduce.py``), else the inputs' dtype.  The tiled SGEMM's narrowest tile has 16 rows: at M = 1 it computes 16
     times the product and ran 1x4096x4096 at 0.54-0.63x cuBLAS's GEMV.  The scheduler
     (``configs/simt.py``) picks this kernel for M <= 8, and for N <= 8 as C^T = B^T A^T, except
     where A would be M-major and B K-major (``configs.simt.gemv_reads``): lanes along K would
-    then load A one element at a time, a row of A apart.
+    then load A one element at a time, a row of A apart.  The dispatcher runs 16-bit products
+    here only where M (or N) is at most 8 and the long operand's rows are no whole 16-byte
+    vectors (``configs.simt.streams_in_place``): TMA cannot read those, and the tensor-core
+    route would copy the operand first, moving the bytes that bound such a product three
+    times; this kernel reads them once, in place.
 
 How
     Such a product streams B (N x K) once and reads the few rows of A many times from L1/L2, so
@@ -31,20 +37,26 @@ How
     every thread executes ``griddepcontrol.wait`` before its first global access, then
     ``griddepcontrol.launch_dependents``.
 
-    Loads are 128-bit where the operand's alignment allows and the four elements lie inside
-    the array, else four scalar loads.  Rows of A past M and columns of B past N are read at
+    Loads are vectors of four elements (128 bits of fp32, 64 of a 16-bit type) where the
+    operand's alignment allows and the four elements lie inside the array, else four scalar
+    loads; where B is read by scalar loads, a lane's four elements lie a warp's width apart
+    (``_SPREAD``), so each load instruction of a warp reads 32 consecutive elements.  Rows of A past M and columns of B past N are read at
     M - 1 and N - 1 instead (in bounds, their results never stored), so the main loops carry no
     row or column predicates; only the last, partial step along K is predicated.  C is written
     with one scalar store per element, row by row (a warp writes 32 consecutive columns).
 
 Constraints
-    fp32 only.  ``align_*`` in {1, 2, 4} elements (4 = 16 bytes; 2 is treated like 1).  Shapes,
+    fp32, fp16 or bf16 inputs.  ``align_*`` in elements: a vector (4 of fp32, 8 of a 16-bit
+    type: 16 bytes) or less (treated like 1).  Row tiles of one block of columns run in
+    neighbouring CTAs (a forced 16-bit product of more than ``tile_m`` rows: the later ones
+    read B from L2).  Shapes,
     leading dimensions and batch strides are runtime values.  See ``configs/simt.Config`` (with
     ``gemv``) for the tunables.
 
 Benchmark
     python -m cutematmul.bench --dtypes float32 --shapes skinny
     python tools/sweep_schedule.py fp32 --shapes 1x4096x4096,8x4096x14336
+    python -m cutematmul.bench --dtypes bf16 --layouts nn,tn,nt --shapes 8x3001x4097,4x50257x769
 
 Imports: ``configs.simt`` (its configuration); the CuTe DSL and ``cuda.bindings``.
 """
@@ -64,6 +76,11 @@ from ..configs.simt import (
 # final sums use it (at most 32 KB per CTA), and the rest is L1 for the rows of A that every
 # CTA re-reads.  Passed explicitly so compiling needs no device query.
 _SMEM_CARVEOUT = 25
+# Element stride between a lane's four elements of B when they are loaded one by one: the
+# warp's width, so each load instruction reads one run of 32 consecutive elements.
+_SPREAD = 32
+# The DSL's element type of each input dtype the kernel reads.
+_ELEMENT = {"float32": cutlass.Float32, "float16": cutlass.Float16, "bfloat16": cutlass.BFloat16}
 
 
 class SimtGemv:
@@ -74,20 +91,24 @@ class SimtGemv:
         config.validate()
         if not config.gemv:
             raise ValueError(f"SimtGemv runs gemv configurations, got {config.name}.")
-        if dtype != "float32":
-            raise ValueError(f"SimtGemv computes float32, got {dtype!r}.")
         reason = supports(1, 1, 1, 1, dtype, a_major, b_major, align_a, align_b, align_c)
         if reason is not None:
             raise ValueError(reason)
         self.config = config
-        self.dtype = cutlass.Float32
+        # A and B as stored; C is fp32 partial sums where the configuration writes them
+        # (``Config.partials``), else the inputs' dtype.  Every sum is fp32.
+        self.dtype = _ELEMENT[dtype]
+        self.c_dtype = cutlass.Float32 if config.partials else self.dtype
         self.a_major, self.b_major = a_major, b_major
         self.align_a, self.align_b, self.align_c = align_a, align_b, align_c
         self._warps = config.threads // 32
-        # 128-bit loads: B along its unit stride; A along K (only the K-major-B variant reads
-        # runs of A's k).
-        self._b_vec = align_b == 4
-        self._a_vec = a_major == "k" and align_a == 4
+        # Vector loads of _VEC elements (128 bits of fp32, 64 of a 16-bit type): B along its
+        # unit stride; A along K (only the K-major-B variant reads runs of A's k).
+        self._b_vec = align_b >= _VEC
+        self._a_vec = a_major == "k" and align_a >= _VEC
+        # A B read by scalar loads is read one element per lane and load, the warp's 32 lanes
+        # on 32 consecutive elements (``_load4``'s spread).
+        self._spread = 1 if self._b_vec else _SPREAD
 
     @cute.jit
     def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, stream: cuda.CUstream):
@@ -116,33 +137,37 @@ class SimtGemv:
 
     @cute.jit
     def _load4(self, g: cute.Tensor, start: cutlass.Int32, extent: cutlass.Int32,
-               vectorized: cutlass.Constexpr, predicated: cutlass.Constexpr, regs: cute.Tensor):
-        """regs[0:4] = g[start : start + 4] of a 1-D view ``g`` with unit stride (start a
-        multiple of 4).  ``predicated``: elements at or past ``extent`` read as 0 (a 128-bit
-        load where all four lie inside, when ``vectorized``); else all four lie inside."""
+               vectorized: cutlass.Constexpr, predicated: cutlass.Constexpr, regs: cute.Tensor,
+               spread: cutlass.Constexpr = 1):
+        """regs[j] = g[start + j * spread], j < 4, of a 1-D view ``g`` with unit stride, as fp32.
+        ``spread`` 1: a lane's four consecutive elements (start a multiple of 4), one vector
+        load when ``vectorized``; ``_SPREAD``: four elements a warp's width apart, scalar loads
+        (each load instruction of the warp then reads one contiguous run).  ``predicated``:
+        elements at or past ``extent`` read as 0; else all four lie inside."""
         if cutlass.const_expr(predicated):
-            whole = start + _VEC <= extent
             if cutlass.const_expr(vectorized):
-                if whole:
-                    regs.store(cute.local_tile(g, (_VEC,), (start // _VEC,)).load())
+                if start + _VEC <= extent:
+                    regs.store(cute.local_tile(g, (_VEC,), (start // _VEC,)).load().to(
+                        cutlass.Float32))
                 else:
-                    self._load4_scalar(g, start, extent, regs)
+                    self._load4_scalar(g, start, extent, regs, 1)
             else:
-                self._load4_scalar(g, start, extent, regs)
+                self._load4_scalar(g, start, extent, regs, spread)
         elif cutlass.const_expr(vectorized):
-            regs.store(cute.local_tile(g, (_VEC,), (start // _VEC,)).load())
+            regs.store(cute.local_tile(g, (_VEC,), (start // _VEC,)).load().to(cutlass.Float32))
         else:
             for j in cutlass.range_constexpr(_VEC):
-                regs[j] = g[start + j]
+                regs[j] = g[start + j * spread].to(cutlass.Float32)
 
     @cute.jit
     def _load4_scalar(self, g: cute.Tensor, start: cutlass.Int32, extent: cutlass.Int32,
-                      regs: cute.Tensor):
-        """regs[0:4] = g[start : start + 4], elements at or past ``extent`` read as 0 (and
-        addressed at ``extent - 1``, inside the array)."""
+                      regs: cute.Tensor, spread: cutlass.Constexpr):
+        """regs[j] = g[start + j * spread], j < 4, as fp32; elements at or past ``extent`` read
+        as 0 (and addressed at ``extent - 1``, inside the array)."""
         for j in cutlass.range_constexpr(_VEC):
-            v = g[cutlass.min(start + j, extent - 1)]
-            regs[j] = cutlass.select_(start + j < extent, v, cutlass.Float32(0.0))
+            at = start + j * spread
+            v = g[cutlass.min(at, extent - 1)].to(cutlass.Float32)
+            regs[j] = cutlass.select_(at < extent, v, cutlass.Float32(0.0))
 
     # ---------------------------------------------------------------- the kernel
 
@@ -159,8 +184,10 @@ class SimtGemv:
         per_batch = tiles_m * tiles_n
         batch_split = pid // per_batch
         rest = pid - batch_split * per_batch
-        tile_row = rest // tiles_n
-        tile_col = rest - tile_row * tiles_n
+        # The row tiles of one block of columns are neighbours: they read the same run of B,
+        # all but the first from L2.
+        tile_col = rest // tiles_m
+        tile_row = rest - tile_col * tiles_m
         splits = mC.shape[2] // mA.shape[2]
         batch = batch_split // splits
         k_lo, k_hi, per_split = self._k_range(k_size, splits, batch_split - batch * splits)
@@ -195,12 +222,14 @@ class SimtGemv:
         per_warp = per_split // warps  # a multiple of _UNROLL (Config.validate)
         kw_lo = k_lo + warp * per_warp
         kw_hi = cutlass.min(k_hi, kw_lo + per_warp)
-        col = n0 + lane * _VEC
+        spread = self._spread
+        # This lane's columns: col + j * spread, j < 4 (its own 4, or one in every 32).
+        col = n0 + lane * (_VEC if cutlass.const_expr(spread == 1) else 1)
         acc = cute.make_rmem_tensor(cute.make_layout((rows, _VEC), stride=(_VEC, 1)),
                                     cutlass.Float32)
         acc.fill(0.0)
         # Whether this lane's 4 columns all lie inside N: the same for the whole loop.
-        if col + _VEC <= n_size:
+        if col + (_VEC - 1) * spread < n_size:
             self._n_major_sums(gA, gB, acc, m0, m_size, n_size, col, kw_lo, kw_hi, self._b_vec,
                                False)
         else:
@@ -213,7 +242,11 @@ class SimtGemv:
             cute.make_layout((cols, rows, warps), stride=(1, cols, cols * rows)),
             byte_alignment=16)
         for r in cutlass.range_constexpr(rows):
-            cute.local_tile(red[None, r, warp], (_VEC,), (lane,)).store(acc[r, None].load())
+            if cutlass.const_expr(spread == 1):
+                cute.local_tile(red[None, r, warp], (_VEC,), (lane,)).store(acc[r, None].load())
+            else:
+                for j in cutlass.range_constexpr(_VEC):
+                    red[lane + j * spread, r, warp] = acc[r, j]
         cute.arch.barrier()
         for i in cutlass.range_constexpr(-(-rows * cols // cfg.threads)):
             out = tid + i * cfg.threads
@@ -224,7 +257,7 @@ class SimtGemv:
                 for w in cutlass.range_constexpr(warps):
                     total = total + red[c, r, w]
                 if (m0 + r < m_size) & (n0 + c < n_size):
-                    gC[m0 + r, n0 + c] = total
+                    gC[m0 + r, n0 + c] = total.to(self.c_dtype)
 
     @cute.jit
     def _n_major_sums(self, gA: cute.Tensor, gB: cute.Tensor, acc: cute.Tensor,
@@ -243,17 +276,19 @@ class SimtGemv:
         for step in range(steps):
             k = kw_lo + step * _UNROLL
             for u in cutlass.range_constexpr(_UNROLL):
-                self._load4(gB[None, k + u], col, n_size, vectorized, predicated, b[None, u])
+                self._load4(gB[None, k + u], col, n_size, vectorized, predicated, b[None, u],
+                            self._spread)
                 for r in cutlass.range_constexpr(rows):
-                    a[r, u] = a_rows[r][k + u]
+                    a[r, u] = a_rows[r][k + u].to(cutlass.Float32)
             for u in cutlass.range_constexpr(_UNROLL):
                 for r in cutlass.range_constexpr(rows):
                     for j in cutlass.range_constexpr(_VEC):
                         acc[r, j] = cute.math.fma(a[r, u], b[j, u], acc[r, j])
         for k in range(kw_lo + steps * _UNROLL, kw_hi):  # the last < _UNROLL k-rows
-            self._load4(gB[None, k], col, n_size, vectorized, predicated, b[None, 0])
+            self._load4(gB[None, k], col, n_size, vectorized, predicated, b[None, 0],
+                        self._spread)
             for r in cutlass.range_constexpr(rows):
-                a_val = a_rows[r][k]
+                a_val = a_rows[r][k].to(cutlass.Float32)
                 for j in cutlass.range_constexpr(_VEC):
                     acc[r, j] = cute.math.fma(a_val, b[j, 0], acc[r, j])
 
@@ -269,6 +304,8 @@ class SimtGemv:
         per_warp = cols // warps
         a_rows = [gA[cutlass.min(m0 + r, m_size - 1), None] for r in range(rows)]
         stride = 32 * _VEC  # k covered by one step of a warp
+        # This lane's k of a step: its own 4 from ``lane * 4``, or one in every 32 from ``lane``.
+        first_k = lane * (_VEC if cutlass.const_expr(self._spread == 1) else 1)
         span = cutlass.max(k_hi - k_lo, 0)
         whole_steps = span // stride  # every lane's 4 elements inside [k_lo, k_hi)
         acc = cute.make_rmem_tensor(cute.make_layout((rows, group), stride=(group, 1)),
@@ -279,11 +316,11 @@ class SimtGemv:
             b_rows = [gB[cutlass.min(first + p, n_size - 1), None] for p in range(group)]
             acc.fill(0.0)
             for step in range(whole_steps):
-                self._k_major_step(a_rows, b_rows, acc, k_lo + step * stride + lane * _VEC,
-                                   k_hi, False)
+                self._k_major_step(a_rows, b_rows, acc, k_lo + step * stride + first_k, k_hi,
+                                   False)
             if whole_steps * stride < span:
-                self._k_major_step(a_rows, b_rows, acc,
-                                   k_lo + whole_steps * stride + lane * _VEC, k_hi, True)
+                self._k_major_step(a_rows, b_rows, acc, k_lo + whole_steps * stride + first_k,
+                                   k_hi, True)
             for r in cutlass.range_constexpr(rows):
                 for p in cutlass.range_constexpr(group):
                     v = acc[r, p]
@@ -295,12 +332,13 @@ class SimtGemv:
                 for p in cutlass.range_constexpr(group):
                     if lane == r * group + p:
                         if (m0 + r < m_size) & (first + p < n_size):
-                            gC[m0 + r, first + p] = acc[r, p]
+                            gC[m0 + r, first + p] = acc[r, p].to(self.c_dtype)
 
     @cute.jit
     def _k_major_step(self, a_rows, b_rows, acc: cute.Tensor, k: cutlass.Int32,
                       k_hi: cutlass.Int32, predicated: cutlass.Constexpr):
-        """acc[r, p] += sum over this lane's 4 k from ``k`` of A[row r, k] * B[column p, k]."""
+        """acc[r, p] += sum over this lane's 4 k (``k + j * spread``) of A[row r, k] * B[column
+        p, k]."""
         rows = self.config.tile_m
         group = _group_cols(rows)
         b = cute.make_rmem_tensor(cute.make_layout((_VEC, group), stride=(1, _VEC)),
@@ -308,9 +346,10 @@ class SimtGemv:
         a = cute.make_rmem_tensor(cute.make_layout((_VEC, rows), stride=(1, _VEC)),
                                   cutlass.Float32)
         for p in cutlass.range_constexpr(group):
-            self._load4(b_rows[p], k, k_hi, self._b_vec, predicated, b[None, p])
+            self._load4(b_rows[p], k, k_hi, self._b_vec, predicated, b[None, p], self._spread)
         for r in cutlass.range_constexpr(rows):
-            self._load4(a_rows[r], k, k_hi, self._a_vec, predicated, a[None, r])
+            self._load4(a_rows[r], k, k_hi, self._a_vec and self._spread == 1, predicated,
+                        a[None, r], self._spread)
         for j in cutlass.range_constexpr(_VEC):
             for r in cutlass.range_constexpr(rows):
                 for p in cutlass.range_constexpr(group):

@@ -1,0 +1,112 @@
+"""16-bit products of few rows over a long operand of no whole 16-byte rows, on the GPU: SIMT's
+row-streaming kernel reads every operand as it is (``configs.simt.streams_in_place``).
+
+Each case first asserts that the planned launch is that kernel (so a case never silently tests
+another), then checks the result against float64 on fresh Gaussian data into a NaN-poisoned
+``out``, and a second run for bitwise equality (the split-K reduction adds in a fixed order).
+Covered: both 16-bit dtypes, B N-major (odd N) and K-major (odd K), A K- or M-major, every row
+count of the CTA, tails in N and K, C^T for few columns, a batch with a
+broadcast operand, B at an unaligned base, and C a view inside a wider buffer whose other
+elements must keep their poison.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import require_module
+from cutematmul.configs.simt import HALF_GEMV_MAX_M
+from helpers import Maker, check_matmul, layout_operands
+
+pytestmark = pytest.mark.gpu
+
+#: (M, N, K): N and K odd, so that in every layout the long operand's rows are no whole
+#: 16-byte vectors; M of every CTA row count (1, 2, 4, 8) and inside one (3, 7).
+SHAPES = [(1, 3001, 4097), (2, 515, 777), (3, 1027, 9001), (7, 4099, 2049), (8, 2053, 3001),
+          (4, 8191, 1025)]
+#: (layout, shape) pairs the dispatcher runs on the row-streaming kernel: M within the limit
+#: of B's major (``HALF_GEMV_MAX_M``: N-major in "nn" and "tn", K-major in "nt").
+CASES = [(layout, shape) for layout in ("nn", "tn", "nt") for shape in SHAPES
+         if shape[0] <= HALF_GEMV_MAX_M["k" if layout == "nt" else "n"]]
+
+
+@pytest.fixture
+def mk():
+    require_module("torch")
+    return Maker("torch", seed=47)
+
+
+def _planned(a, b, transposed=False):
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    work = launch.planned_launch(adapter_for(a), a, b)
+    assert work.key.family == "simt" and work.key.config.gemv, work.key
+    assert work.prep is None and work.transposed == transposed, work
+    return work
+
+
+def _twice(a, b, mk, shape=None):
+    """Two products into fresh NaN-poisoned outputs; the first checked against float64."""
+    import torch
+
+    import cutematmul
+
+    shape = shape or (a.shape[:-1] + b.shape[-1:])
+    runs = []
+    for _ in range(2):
+        out = mk.poisoned(shape, str(a.dtype).replace("torch.", ""))
+        runs.append(cutematmul.matmul(a, b, out=out))
+    dtype = str(a.dtype).replace("torch.", "")
+    check_matmul(runs[0], a, b, dtype)
+    assert torch.equal(runs[0], runs[1]), "two runs of the same product differ"
+
+
+@pytest.mark.parametrize("layout,shape", CASES,
+                         ids=[f"{lay}-{'x'.join(map(str, s))}" for lay, s in CASES])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_few_rows_over_an_unaligned_b_are_correct(mk, dtype, shape, layout):
+    a, b = layout_operands(mk, *shape, layout, dtype)
+    _planned(a, b)
+    _twice(a, b, mk)
+
+
+@pytest.mark.parametrize("layout", ["tn", "nt"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_few_columns_over_an_unaligned_a_run_transposed(mk, dtype, layout):
+    m, k = (3001, 4096) if layout == "tn" else (4096, 3001)
+    a, b = layout_operands(mk, m, 3, k, layout, dtype)
+    _planned(a, b, transposed=True)
+    _twice(a, b, mk)
+
+
+@pytest.mark.parametrize("shared", ["a", "b", "neither"])
+def test_batches_with_a_broadcast_operand(mk, shared):
+    import torch
+
+    m, n, k, batch = 6, 1031, 2063, 3
+    a = mk.randn((m, k) if shared == "a" else (batch, m, k), "bfloat16")
+    b = mk.randn((k, n) if shared == "b" else (batch, k, n), "bfloat16")
+    _planned(a, b)
+    _twice(a, b, mk, shape=(batch, m, n))
+    assert torch.isfinite(a).all() and torch.isfinite(b).all()
+
+
+def test_unaligned_base_and_c_view_stay_inside_their_arrays(mk):
+    """B starts 2 bytes past a 16-byte boundary (a column slice) and C is a column slice of a
+    NaN-poisoned buffer: the product is right and no element around C's view is written."""
+    import torch
+
+    import cutematmul
+
+    m, n, k = 8, 2047, 3000
+    wide = mk.randn((k, n + 3), "float16")
+    b = wide[:, 1:1 + n]
+    a = mk.randn((m, k), "float16")
+    buffer = torch.full((m, n + 9), float("nan"), dtype=torch.float16, device="cuda")
+    out = buffer[:, 5:5 + n]
+    _planned(a, b)  # (planned for a fresh C; the view's C changes only how C is written)
+    cutematmul.matmul(a, b, out=out)
+    torch.cuda.synchronize()
+    check_matmul(out, a, b, "float16")
+    assert torch.isnan(buffer[:, :5]).all() and torch.isnan(buffer[:, 5 + n:]).all()
