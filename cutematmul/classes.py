@@ -19,6 +19,9 @@ another seed draws an out-of-sample set of the same classes.
 * ``decode``: fp16 or bf16, M 1-32 over a shorter N, N 2048-6144 and K 6144-16384 (a few
   tokens through a layer's down-projection: N's tiles fill part of the SMs and K is long),
   nn, tn or nt.
+* ``skinnyOdd``: fp16 or bf16, M 1-32 over a long operand whose rows are no whole 16-byte
+  vectors: N 1024-65536 odd under an N-major B (nn, tn; a vocabulary of 50257 is one), or K
+  odd under a K-major B (nt), K 512-16384.
 
 Classes are drawn in this order, each new class after the others, so adding one leaves the
 earlier draws of a seed unchanged.  ``tools/shape_classes.py`` times a seed's draws against
@@ -36,7 +39,7 @@ import random
 SEED = 20261203
 #: The classes, in the order they are drawn.
 CLASSES = ("mid", "large", "skinnyM", "skinnyN", "batched", "odd", "fp32", "tf32", "high",
-           "deepK", "skinnyT", "tf32T", "decode")
+           "deepK", "skinnyT", "tf32T", "decode", "skinnyOdd")
 
 
 def _logu(r: random.Random, lo: float, hi: float, mult: int = 1) -> int:
@@ -93,6 +96,12 @@ def cases(seed: int = SEED) -> list[tuple]:
         m, n, k = _logu(r, 1, 32), _logu(r, 2048, 6144, 8), _logu(r, 6144, 16384, 8)
         out.append(("decode", r.choice(["float16", "bfloat16"]), "highest",
                     r.choice(["nn", "tn", "nt"]), m, n, k, 1))
+    for _ in range(8):
+        layout = r.choice(["nn", "tn", "nt"])
+        m, n, k = _logu(r, 1, 32), _logu(r, 1024, 65536), _logu(r, 512, 16384)
+        n, k = (n | 1, k) if layout[1] == "n" else (n, k | 1)
+        out.append(("skinnyOdd", r.choice(["float16", "bfloat16"]), "highest", layout, m, n, k,
+                    1))
     return out
 
 

@@ -41,11 +41,15 @@ def test_the_draws_are_seeded_and_stay_in_their_classes():
         elif cls == "decode":
             assert dtype in ("float16", "bfloat16") and precision == "highest"
             assert m <= 32 and 2048 <= n <= 6144 <= k <= 16384
+        elif cls == "skinnyOdd":
+            assert dtype in ("float16", "bfloat16") and layout in ("nn", "tn", "nt")
+            assert m <= 32 and 1024 <= n <= 65537 and 512 <= k <= 16385
+            assert (n if layout[1] == "n" else k) % 2 == 1
         else:
             assert dtype == "float32" and precision == {"fp32": "highest"}.get(cls, cls)
     assert counts == {"mid": 14, "large": 8, "skinnyM": 18, "skinnyN": 10, "batched": 8,
                       "odd": 6, "fp32": 12, "tf32": 5, "high": 5,
-                      "deepK": 8, "skinnyT": 10, "tf32T": 6, "decode": 10}
+                      "deepK": 8, "skinnyT": 10, "tf32T": 6, "decode": 10, "skinnyOdd": 8}
 
 
 def test_list_prints_the_selected_classes(capsys):
