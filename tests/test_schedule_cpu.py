@@ -939,8 +939,9 @@ def test_16_bit_few_rows_over_a_b_of_no_whole_vectors_stream_it_in_place(m, layo
 def test_16_bit_products_that_tma_reads_or_of_more_rows_stay_on_tensor_cores():
     """The same products with B's rows whole vectors, with M past ``HALF_GEMV_MAX_M``, or with
     an M-major A over a K-major B (which the row-streaming kernel reads poorly) run on sm90."""
-    for m, n, k, layout in ((8, 4096, 4096, "nn"), (simt.HALF_GEMV_MAX_M["n"] + 1, 4099, 4096, "nn"),
-                            (simt.HALF_GEMV_MAX_M["k"] + 1, 4096, 4097, "nt"),
+    most = simt.HALF_GEMV_MAX_M
+    for m, n, k, layout in ((8, 4096, 4096, "nn"), (most["n"] + 1, 4099, 4096, "nn"),
+                            (most["k"] + 1, 4096, 4097, "nt"),
                             (8, 4096, 4097, "tt"), (1, 4096, 4104, "nt")):
         work = _half_plan(m, n, k, layout, "bfloat16")
         assert isinstance(work, launch.Launch) and work.key.family == "sm90", (m, n, k, work)

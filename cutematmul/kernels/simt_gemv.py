@@ -7,8 +7,9 @@ What it computes
     is at most a handful: a CTA computes ``tile_m`` (1, 2, 4 or 8) rows of C, so no FMA is spent
     on padding rows.  A and B are fp32, fp16 or bf16 (each element converted to fp32 as it is
     loaded); C is fp32 partial sums where ``Config.partials`` (a split or C^T, added by
-    ``kernels/splitk_reduce.py``), else the inputs' dtype.  The tiled SGEMM's narrowest tile has 16 rows: at M = 1 it computes 16
-    times the product and ran 1x4096x4096 at 0.54-0.63x cuBLAS's GEMV.  The scheduler
+    ``kernels/splitk_reduce.py``), else the inputs' dtype.  The tiled SGEMM's narrowest tile
+    has 16 rows: at M = 1 it computes 16 times the product and ran 1x4096x4096 at 0.54-0.63x
+    cuBLAS's GEMV.  The scheduler
     (``configs/simt.py``) picks this kernel for M <= 8, and for N <= 8 as C^T = B^T A^T, except
     where A would be M-major and B K-major (``configs.simt.gemv_reads``): lanes along K would
     then load A one element at a time, a row of A apart.  The dispatcher runs 16-bit products
@@ -23,11 +24,12 @@ How
     split's run of K.  Two variants, by B's major:
 
     * N-major B (``a @ b`` with b row-major): lane i of every warp owns columns 4i .. 4i+3 of
-      the CTA's 128 and reads them as one 128-bit load per k-row (a warp: one 512-byte run);
-      the warps of the CTA take consecutive chunks of the split's K.  Each step loads
-      ``_UNROLL`` k-rows of B and the matching A values (warp-uniform addresses: one broadcast
-      each) before its FMAs, so every thread keeps 64 bytes of B in flight.  At the end the
-      warps' partial sums meet in shared memory and are added in warp order.
+      the CTA's 128 and reads them as one vector load per k-row (fp32: a warp reads one
+      512-byte run), or, read by scalar loads, columns i, i + 32, i + 64 and i + 96; the
+      warps of the CTA take consecutive chunks of the split's K.  Each step loads ``_UNROLL``
+      k-rows of B and the matching A values (warp-uniform addresses: one broadcast each)
+      before its FMAs, so every thread keeps 64 bytes of fp32 B (32 of 16-bit B) in flight.
+      At the end the warps' partial sums meet in shared memory and are added in warp order.
     * K-major B (``a @ w.T``, a linear layer): each warp owns 128 / warps columns, in groups of
       ``_COLS`` whose rows of B it reads along K, lane i taking k = 4i .. 4i+3 of every 128 (one
       512-byte run per column and step; A's rows likewise when A is K-major).  The lanes' sums
@@ -40,10 +42,11 @@ How
     Loads are vectors of four elements (128 bits of fp32, 64 of a 16-bit type) where the
     operand's alignment allows and the four elements lie inside the array, else four scalar
     loads; where B is read by scalar loads, a lane's four elements lie a warp's width apart
-    (``_SPREAD``), so each load instruction of a warp reads 32 consecutive elements.  Rows of A past M and columns of B past N are read at
-    M - 1 and N - 1 instead (in bounds, their results never stored), so the main loops carry no
-    row or column predicates; only the last, partial step along K is predicated.  C is written
-    with one scalar store per element, row by row (a warp writes 32 consecutive columns).
+    (``_SPREAD``), so each load instruction of a warp reads 32 consecutive elements.  Rows of A
+    past M and columns of B past N are read at M - 1 and N - 1 instead (in bounds, their
+    results never stored), so the main loops carry no row or column predicates; only the
+    last, partial step along K is predicated.  C is written with one scalar store per
+    element, row by row (a warp writes 32 consecutive columns).
 
 Constraints
     fp32, fp16 or bf16 inputs.  ``align_*`` in elements: a vector (4 of fp32, 8 of a 16-bit
