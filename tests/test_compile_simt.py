@@ -192,15 +192,19 @@ PATTERNS = {
     "local": r"\.local\b",
     "pdl_wait": r"\bgriddepcontrol\.wait\b",
     "pdl_launch": r"\bgriddepcontrol\.launch_dependents\b",
+    "cvt": r"\bcvt\.f32\.b?f16\b",
+    "ld16": r"\bld\.global(\.[a-z0-9]+)*\.b16\b",
+    "ld_vec16": r"\bld\.global(\.[a-z0-9]+)*\.v4\.b16\b",
+    "st16": r"\bst\.global(\.[a-z0-9]+)*\.b16\b",
+    "st32": r"\bst\.global(\.[a-z0-9]+)*\.(f32|b32)\b",
 }
-out = {}
-for rows, a_major, b_major, align, pdl in json.loads(sys.argv[1]):
-    config = dataclasses.replace(simt.gemv_config(rows), pdl=pdl)
-    kernel = Kernel(config, "float32", a_major, b_major, align, align, align, 132)
+out = []
+for rows, dtype, a_major, b_major, align, align_c, pdl, partials in json.loads(sys.argv[1]):
+    config = dataclasses.replace(simt.gemv_config(rows), pdl=pdl, partials=partials)
+    kernel = Kernel(config, dtype, a_major, b_major, align, align, align_c, 132)
     assert isinstance(kernel, SimtGemv)
     ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
-    out[f"{rows}{a_major}{b_major}{align}{'p' if pdl else ''}"] = {
-        k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
+    out.append({k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()})
 print("COUNTS=" + json.dumps(out))
 """
 
@@ -213,49 +217,22 @@ def test_simt_gemv_compiles_every_variant(tmp_path):
     ``griddepcontrol.wait`` and one ``launch_dependents``, and none without."""
     combos = [[1, "k", "n", 4, True], [2, "m", "n", 1, True], [4, "k", "k", 4, True],
               [8, "m", "k", 1, True], [8, "k", "n", 4, False], [1, "k", "k", 1, False]]
-    counts = compile_in_child("sm_90a", _CHILD_GEMV, combos, tmp_path)
+    counts = compile_in_child(
+        "sm_90a", _CHILD_GEMV,
+        [[rows, "float32", am, bm, align, align, pdl, False] for rows, am, bm, align, pdl in combos],
+        tmp_path)
     assert len(counts) == len(combos)
-    for name, c in counts.items():
-        b_major, align = name[2], int(name[3])
+    for (rows, a_major, b_major, align, pdl), c in zip(combos, counts):
+        name = f"{rows}{a_major}{b_major}{align}{'p' if pdl else ''}"
         assert c["fma"] > 0 and c["tf32"] == 0 and c["mma"] == 0, (name, c)
         assert c["cp_async"] == 0 and c["local"] == 0, (name, c)
-        want = 1 if name.endswith("p") else 0
+        want = 1 if pdl else 0
         assert c["pdl_wait"] == c["pdl_launch"] == want, (name, c)
         assert (c["ld_global_v4"] > 0) == (align == 4), (name, c)
         if b_major == "n":
             assert c["bar"] > 0 and c["ld_shared"] > 0 and c["shfl"] == 0, (name, c)
         else:
             assert c["shfl"] > 0 and c["bar"] == 0, (name, c)
-
-
-# Runs in the child: the row-streaming kernel over 16-bit inputs for each (rows, dtype,
-# a_major, b_major, align, partials); C is fp32 partials (its rows 16-byte aligned, as the
-# workspace's are) or the inputs' dtype.
-_CHILD_GEMV16 = r"""
-import dataclasses, json, re, sys
-from cutematmul.configs import simt
-from cutematmul.kernels.compile import compile_gemm
-from cutematmul.kernels.simt_sgemm import Kernel
-
-PATTERNS = {
-    "fma": r"\bfma\.rn\.f32\b",
-    "cvt": r"\bcvt\.f32\.b?f16\b",
-    "ld16": r"\bld\.global(\.[a-z0-9]+)*\.b16\b",
-    "ld_vec": r"\bld\.global(\.[a-z0-9]+)*\.v4\.b16\b",
-    "st16": r"\bst\.global(\.[a-z0-9]+)*\.b16\b",
-    "st32": r"\bst\.global(\.[a-z0-9]+)*\.(f32|b32)\b",
-    "mma": r"\b(wg)?mma\.",
-    "local": r"\.local\b",
-}
-out = {}
-for rows, dtype, a_major, b_major, align, partials in json.loads(sys.argv[1]):
-    config = dataclasses.replace(simt.gemv_config(rows), partials=partials)
-    kernel = Kernel(config, dtype, a_major, b_major, align, align, 8 if partials else align, 132)
-    ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
-    out[f"{rows}_{dtype}_{a_major}{b_major}{align}{'p' if partials else ''}"] = {
-        k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
-print("COUNTS=" + json.dumps(out))
-"""
 
 
 def test_simt_gemv_compiles_for_16_bit_inputs(tmp_path):
@@ -266,11 +243,16 @@ def test_simt_gemv_compiles_for_16_bit_inputs(tmp_path):
     combos = [[1, "float16", "k", "n", 1, True], [8, "bfloat16", "m", "n", 1, True],
               [8, "bfloat16", "k", "n", 1, False], [4, "float16", "k", "k", 1, True],
               [8, "float16", "m", "n", 8, True], [2, "bfloat16", "k", "k", 8, False]]
-    counts = compile_in_child("sm_90a", _CHILD_GEMV16, combos, tmp_path)
+    # C is fp32 partials (its rows 16-byte aligned, as the workspace's are) or the inputs'
+    # dtype.
+    counts = compile_in_child(
+        "sm_90a", _CHILD_GEMV,
+        [[rows, dtype, am, bm, align, 8 if partials else align, True, partials]
+         for rows, dtype, am, bm, align, partials in combos], tmp_path)
     assert len(counts) == len(combos)
-    for name, c in counts.items():
-        aligned, partials = name.rstrip("p").endswith("8"), name.endswith("p")
+    for name, c in zip(combos, counts):
+        aligned, partials = name[4] == 8, name[5]
         assert c["fma"] > 0 and c["cvt"] > 0 and c["ld16"] > 0, (name, c)
         assert c["mma"] == 0 and c["local"] == 0, (name, c)
-        assert (c["ld_vec"] > 0) == aligned, (name, c)
+        assert (c["ld_vec16"] > 0) == aligned, (name, c)
         assert (c["st32"] > 0, c["st16"] > 0) == (partials, not partials), (name, c)
