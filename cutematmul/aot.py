@@ -17,7 +17,8 @@ before it imports the DSL, so this runs on a machine without a GPU.  The directo
 shipped (baked into a container image) and used read-only.
 
 Imports: ``cache``, ``classes`` (the default set's shape draws), ``dispatch`` (and ``configs``
-through it), ``launch`` (what a call on contiguous operands launches: its own planner); lazily
+through it), ``launch`` (what a call on contiguous operands launches: its own planner), ``plan`` (the
+operands' unit-stride extents); lazily
 ``xla`` (with ``jax``: the objects jitted calls embed, ``Selection.jax``); ``device`` only to
 read the GPU's SM count when one is present; ``tqdm`` when installed.  The parent process never
 imports the DSL.
@@ -43,6 +44,7 @@ from .dispatch import (
     choose_family, itemsize, math_type, copied_c, copies_c, operand_copy, output_dtype,
     operand_copies, paired, prep_key, reduce_key, schedule, through_workspace,
 )
+from .plan import unit_extents
 
 #: SM counts of the usual GPU of each target, for machines without one (``--num-sms`` overrides).
 DEFAULT_NUM_SMS = {"sm_80": 108, "sm_86": 84, "sm_89": 128, "sm_90a": 132, "sm_100a": 148}
@@ -309,8 +311,8 @@ def _vectors(majors: tuple[str, str], aligns: tuple[int, int, int], m: int, n: i
     """Whether A's and B's rows are whole 16-byte vectors at these byte ``aligns``, as the
     launch tells its family order (``dispatch.problem_order``)."""
     vector = 16 // itemsize(math)
-    extents = (m if majors[0] == "m" else k, n if majors[1] == "n" else k)
-    return tuple(align >= 16 and extent % vector == 0 for align, extent in zip(aligns, extents))
+    return tuple(align >= 16 and extent % vector == 0
+                 for align, extent in zip(aligns, unit_extents(*majors, m, n, k)))
 
 
 def _pairs(a_copies, b_copies) -> list:

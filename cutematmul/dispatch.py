@@ -389,8 +389,9 @@ def schedule(family: Family, capability: tuple[int, int], num_sms: int, dtype: s
     vector = 16 // itemsize(dtype)
     aligns = [vector if a >= 16 else 1 for a in align_bytes]
     if family.scalar_tails:
-        unit_extents = (m if a_major == "m" else k, n if b_major == "n" else k)
-        for i, extent in enumerate(unit_extents):
+        from .plan import unit_extents
+
+        for i, extent in enumerate(unit_extents(a_major, b_major, m, n, k)):
             if extent % vector:
                 aligns[i] = 1
     configs = family.configs()

@@ -44,6 +44,7 @@ from .dispatch import problem as dispatch_problem
 from .operand import Operand, result_dtype
 from .plan import (
     Gemm, MatrixLayout, alignment, pieces, plan_gemm, problem_size, round_up, row_major_strides,
+    unit_extents,
 )
 from .streams import explicit_handle, resolve_stream
 from .validate import (
@@ -575,9 +576,8 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
         align = _layout_alignment(layout, itemsize, [o[j] for o in gemm.offsets])
         aligns.append(align if ptr_ok else min(align, itemsize))
     vector = 16 // itemsize
-    unit_extents = (gemm.m if gemm.a.major == "m" else gemm.k,
-                    gemm.n if gemm.b.major == "n" else gemm.k, gemm.n)
-    whole = [pad or extent % vector == 0 for pad, extent in zip(padded, unit_extents)]
+    extents = (*unit_extents(gemm.a.major, gemm.b.major, gemm.m, gemm.n, gemm.k), gemm.n)
+    whole = [pad or extent % vector == 0 for pad, extent in zip(padded, extents)]
     order = problem_order(family_names, gemm.m, gemm.n, gemm.k, gemm.batch,
                           (gemm.a.major, gemm.b.major),
                           tuple(aligns[j] >= 16 and whole[j] for j in (0, 1)))

@@ -28,6 +28,12 @@ Shape = tuple[int, ...]
 _TRANSPOSED_MAJOR = {"k": "k", "n": "m", "m": "n", "strided": "strided"}
 
 
+def unit_extents(a_major: str, b_major: str, m: int, n: int, k: int) -> tuple[int, int]:
+    """The extents of A's and B's unit-stride modes (the length of their rows): M for an
+    M-major A, N for an N-major B, else K."""
+    return (m if a_major == "m" else k), (n if b_major == "n" else k)
+
+
 def transposed_majors(a_major: str, b_major: str) -> tuple[str, str]:
     """The (A, B) majors of C^T = B^T A^T for an A of ``a_major`` and a B of ``b_major``: B^T
     takes A's place (an N-major B is an M-major B^T), A^T takes B's."""
