@@ -17,8 +17,8 @@ before it imports the DSL, so this runs on a machine without a GPU.  The directo
 shipped (baked into a container image) and used read-only.
 
 Imports: ``cache``, ``classes`` (the default set's shape draws), ``dispatch`` (and ``configs``
-through it), ``launch`` (what a call on contiguous operands launches: its own planner), ``plan`` (the
-operands' unit-stride extents); lazily
+through it), ``launch`` (what a call on contiguous operands launches: its own planner), ``plan`` (whether
+operands' rows are whole vectors); lazily
 ``xla`` (with ``jax``: the objects jitted calls embed, ``Selection.jax``); ``device`` only to
 read the GPU's SM count when one is present; ``tqdm`` when installed.  The parent process never
 imports the DSL.
@@ -44,7 +44,7 @@ from .dispatch import (
     choose_family, itemsize, math_type, copied_c, copies_c, operand_copy, output_dtype,
     operand_copies, paired, prep_key, reduce_key, schedule, through_workspace,
 )
-from .plan import unit_extents
+from .plan import vector_rows
 
 #: SM counts of the usual GPU of each target, for machines without one (``--num-sms`` overrides).
 DEFAULT_NUM_SMS = {"sm_80": 108, "sm_86": 84, "sm_89": 128, "sm_90a": 132, "sm_100a": 148}
@@ -265,8 +265,8 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
                 runs = (family if selection.families is not None
                         else choose_family(math, capability, shape=(m, n, k, count),
                                            majors=LAYOUTS[layout],
-                                           vectors=_vectors(LAYOUTS[layout], aligns, m, n, k,
-                                                            math)))
+                                           vectors=vector_rows(LAYOUTS[layout], aligns[:2], m, n,
+                                                               k, itemsize(math))))
                 # The majors the kernel reads once the prep has copied what it copies, and
                 # the copies' prep kernels (TF32's are all in _prep_keys already).
                 copies = operand_copies(runs, math, *LAYOUTS[layout], m, n, k, count, num_sms)
@@ -304,15 +304,6 @@ def _contiguous_keys(selection: Selection, family, capability, num_sms: int, mat
             if isinstance(plan, Launch):
                 keys += plan.kernels
     return list(dict.fromkeys(keys))
-
-
-def _vectors(majors: tuple[str, str], aligns: tuple[int, int, int], m: int, n: int, k: int,
-             math: str) -> tuple[bool, bool]:
-    """Whether A's and B's rows are whole 16-byte vectors at these byte ``aligns``, as the
-    launch tells its family order (``dispatch.problem_order``)."""
-    vector = 16 // itemsize(math)
-    return tuple(align >= 16 and extent % vector == 0
-                 for align, extent in zip(aligns, unit_extents(*majors, m, n, k)))
 
 
 def _pairs(a_copies, b_copies) -> list:

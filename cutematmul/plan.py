@@ -34,6 +34,14 @@ def unit_extents(a_major: str, b_major: str, m: int, n: int, k: int) -> tuple[in
     return (m if a_major == "m" else k), (n if b_major == "n" else k)
 
 
+def vector_rows(majors: tuple[str, str], aligns: tuple[int, int], m: int, n: int, k: int,
+                size: int) -> tuple[bool, bool]:
+    """Whether A's and B's rows (of these ``majors``, elements of ``size`` bytes) are whole
+    16-byte vectors at byte ``aligns``: what ``dispatch.problem_order`` is told."""
+    return tuple(align >= 16 and extent * size % 16 == 0
+                 for align, extent in zip(aligns, unit_extents(*majors, m, n, k)))
+
+
 def transposed_majors(a_major: str, b_major: str) -> tuple[str, str]:
     """The (A, B) majors of C^T = B^T A^T for an A of ``a_major`` and a B of ``b_major``: B^T
     takes A's place (an N-major B is an M-major B^T), A^T takes B's."""

@@ -49,7 +49,7 @@ from .dispatch import (
 )
 from .dispatch import problem as dispatch_problem
 from .operand import check_dtypes, result_dtype
-from .plan import broadcast_shapes, dims_equal, round_up
+from .plan import broadcast_shapes, dims_equal, round_up, vector_rows
 
 not_mapped = None  # how JAX marks an operand that vmap does not map
 
@@ -429,11 +429,14 @@ def xla_plan(capability, num_sms: int, dtype: str, precision: str, kernel: str, 
     product on contiguous operands of another library) replaces the model's pick, but for a
     stream-K one; ``aot`` lists the model's picks (``tuned=False``)."""
     arithmetic = math_type(dtype, precision, capability, (m, n, k, batch), kernel)
-    family = choose_family(arithmetic, capability, kernel, (m, n, k, batch))
+    # XLA's buffers are aligned: the rows' lengths decide whether they are whole vectors, so
+    # 16-bit rows of few lines over an odd N read in place on SIMT (``dispatch.problem_order``).
+    stored = ("m" if trans_a else "k", "k" if trans_b else "n")
+    family = choose_family(arithmetic, capability, kernel, (m, n, k, batch), stored,
+                           vector_rows(stored, (16, 16), m, n, k, itemsize(dtype)))
     if arithmetic == "tf32x3":
         check_tf32x3_k(k)
-    copies = operand_copies(family, arithmetic, "m" if trans_a else "k", "k" if trans_b else "n",
-                            m, n, k, batch, num_sms,
+    copies = operand_copies(family, arithmetic, *stored, m, n, k, batch, num_sms,
                             counts=(1 if bcast_a else batch, 1 if bcast_b else batch))
     # The unit-stride extent of each operand as the kernel reads it (``_lowered``'s copies).
     tf32_k = 2 * round_up(k, TF32_TILE_K) if arithmetic == "tf32x3" else k

@@ -363,6 +363,45 @@ def test_m_of_17_to_32_with_a_m_major_inside_jit(dtype, k, n):
     _check(got, _ref(x.T, y), dtype)
 
 
+#: (layout, M, N, K, batch): 16-bit products of few rows whose B rows are no whole 16-byte
+#: vectors (odd N under an N-major B, odd K under a K-major one).
+ODD_ROWS = [("nn", 1, 3001, 777, ()), ("tn", 4, 1027, 4097, ()), ("nn", 8, 2053, 3001, (2,)),
+            ("nt", 3, 515, 1025, ())]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("case", ODD_ROWS, ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}x{c[3]}b{c[4]}")
+def test_few_rows_over_odd_b_rows_read_in_place_inside_jit(dtype, case):
+    """``x @ W`` of up to 8 rows with W's rows no whole 16-byte vectors inside jit: the XLA
+    route runs SIMT's row-streaming kernel with no padded copy (``xla.xla_plan`` passes the
+    rows' vector test to ``dispatch.problem_order``), its partial sums added up by XLA where it
+    splits K; within the 16-bit bound, with its gradient."""
+    from cutematmul import device, xla
+
+    layout, m, n, k, batch = case
+    info = device.device_info(0)
+    plan = xla.xla_plan(info.capability, info.num_sms, dtype, "highest", "auto", m, n, k,
+                        int(np.prod(batch)), layout[0] == "t", layout[1] == "t", not batch, True)
+    if info.capability == (9, 0):
+        assert plan.family.name == "simt" and plan.need == 1, plan
+    x = _randn(batch + ((k, m) if layout[0] == "t" else (m, k)), dtype, 44)
+    w = _randn((n, k) if layout[1] == "t" else (k, n), dtype, 45)
+
+    def f(x, w):
+        return cutematmul.matmul(x.mT if layout[0] == "t" else x, w.T if layout[1] == "t" else w)
+
+    x_logical = x.mT if layout[0] == "t" else x
+    w_logical = w.T if layout[1] == "t" else w
+    _check(jax.jit(f)(x, w), _ref(x_logical, w_logical), dtype)
+    g = _randn(batch + (m, n), dtype, 46)
+    dx, dw = jax.jit(jax.grad(lambda x, w: jnp.sum(f(x, w).astype(jnp.float32)
+                                                   * g.astype(jnp.float32)), (0, 1)))(x, w)
+    ref_dx = _ref(g, w_logical.T)
+    ref_dw = _ref(x_logical.reshape(-1, k).T, g.reshape(-1, n))  # summed over the batch
+    _check(dx.mT if layout[0] == "t" else dx, ref_dx, dtype)
+    _check(dw.T if layout[1] == "t" else dw, ref_dw, dtype)
+
+
 @pytest.mark.parametrize("layout", ["nt", "tt"])
 def test_tf32_small_n_inside_jit_runs_on_the_narrow_tiles(layout):
     """One-pass "tf32" of N = 24 with B K-major inside jit: the XLA route runs the narrow

@@ -113,6 +113,9 @@ LOWERED = [
     ("float16", "highest", (100, 64), (37, 64), False, True),  # sm80: C as wide as B's 37 rows
     ("float16", "highest", (100, 37), (37, 64), False, False),  # sm80: B's K rows padded as A's
     ("bfloat16", "highest", (12288, 24), (12288, 4096), True, False),  # A copied K-major
+    # 16-bit rows of no whole vectors, read in place by SIMT's row-streaming kernel:
+    ("float16", "highest", (1, 768), (768, 50257), False, False),  # C itself, odd N
+    ("bfloat16", "highest", (4097, 4), (4097, 3001), True, False),  # split, odd K and N
 ]
 
 _LOWER = r"""
@@ -166,6 +169,7 @@ def test_lowering_for_cuda_makes_what_the_plan_assumed(tmp_path):
     # The list covers each kind of lowering: split, transposed, unsplit partials, sm80.
     assert any(r[2] > 1 and not r[3] for r in results) and any(r[2] > 1 and r[3] for r in results)
     assert any(r[1] == "simt" and r[4] for r in results) and any(r[1] == "sm80" for r in results)
+    assert any(r[1] == "simt" and not r[4] for r in results), results
 
 
 #: (A stored transposed, B stored transposed, A's shape, B's, what ``_same_k`` pads): K-major

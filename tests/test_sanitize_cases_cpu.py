@@ -128,7 +128,8 @@ def test_sanitize_driver_runs_a_split_tool_one_group_at_a_time(tmp_path):
 
 def test_jax_cases_reach_what_they_are_meant_to():
     """Each jitted product of the "jax" family is planned (``xla.xla_plan``, an H200) as its
-    row says: sm80 over padded rows, split, C^T, or rows XLA pads; every sm80 one hands the
+    row says: sm80 over padded rows, split, C^T, rows XLA pads, or 16-bit rows of no whole
+    vectors read in place (SIMT's row-streaming kernel); every sm80 one hands the
     kernel B as the caller stored it (rows of whole 16-byte vectors: no copy), so a read past B
     leaves B's own allocation."""
     import pytest
@@ -142,7 +143,8 @@ def test_jax_cases_reach_what_they_are_meant_to():
         assert (b_shape[1] if tb else b_shape[0]) == k, (a_shape, b_shape, "K differs")
         plan = xla.xla_plan((9, 0), 132, dtype, precision, "auto", m, n, k, 1, ta, tb, True, True)
         got = {"sm80": plan.key.family == "sm80", "split": plan.splits > 1 and not plan.transposed,
-               "transposed": plan.transposed, "padded": plan.need > 1}[kind]
+               "transposed": plan.transposed, "padded": plan.need > 1,
+               "in place": plan.key.family == "simt" and plan.need == 1}[kind]
         assert got, (a_shape, b_shape, kind, plan)
         if kind == "sm80":
             assert b_shape[-1] % plan.need == 0, (b_shape, "B would be a padded copy")

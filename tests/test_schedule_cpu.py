@@ -960,6 +960,31 @@ def test_16_bit_few_columns_over_an_a_of_no_whole_vectors_stream_c_transposed(la
     assert _half_plan(4096, 3, 4097, "nn").key.family == "sm90"
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_the_xla_route_streams_16_bit_rows_in_place_as_the_pointer_route_does(dtype):
+    """Inside jit (``xla.xla_plan``: XLA's buffers are aligned, so the rows' lengths decide)
+    a 16-bit product of few rows over B rows of no whole vectors, or of few columns over such
+    A rows, runs what the pointer route runs on contiguous operands: the same family,
+    configuration, split and orientation, with no padded copy (``need`` 1).  The products the pointer
+    route keeps on tensor cores stay there in both (their schedules may differ: no stream-K
+    inside jit)."""
+    from cutematmul import xla
+
+    shapes = [(m, 4099, 4096, "nn") for m in (1, 3, 8, 9)] + [
+        (4, 2053, 3001, "tn"), (2, 4096, 4097, "nt"), (5, 4096, 4097, "nt"),
+        (4097, 3, 4096, "tn"), (4096, 3, 4097, "nt"), (4096, 3, 4097, "nn"),
+        (8, 4096, 4096, "nn"), (1, 4096, 4104, "nt")]
+    for m, n, k, layout in shapes:
+        work = _half_plan(m, n, k, layout, dtype)
+        plan = xla.xla_plan((9, 0), 132, dtype, "highest", "auto", m, n, k, 1,
+                            layout[0] == "t", layout[1] == "t", True, True)
+        assert plan.family.name == work.key.family, (m, n, k, layout, plan, work.key)
+        if plan.family.name == "simt":
+            assert (plan.key.config, plan.splits, plan.transposed) == (
+                work.key.config, work.splits, work.transposed), (m, n, k, layout)
+            assert plan.need == 1 and plan.copies == (None, None), plan
+
+
 def test_simt_partials_flag_marks_exactly_the_schedules_through_the_workspace():
     """``Config.partials`` (fp32 partial sums into the workspace) is set on every SIMT schedule
     that splits K or runs transposed, and only there, fp32 or 16-bit."""

@@ -286,6 +286,9 @@ JAX_CASES = [
     ("float32", "highest", (256, 512), (6, 512), False, True, "transposed"),  # SIMT C^T
     ("float32", "tf32", (8, 3000), (3000, 1000), False, False, "transposed"),  # TF32 C^T
     ("float16", "highest", (33, 45), (45, 31), False, False, "padded"),  # rows XLA pads
+    # SIMT's row-streaming kernel on 16-bit rows of no whole vectors, as they are:
+    ("bfloat16", "highest", (4, 201), (201, 20001), False, False, "in place"),  # C itself
+    ("float16", "highest", (2049, 4), (2049, 1027), True, False, "in place"),  # partials
 ]
 
 
