@@ -29,6 +29,10 @@ from .plan import result_shape
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
+#: The longest K a product may have.  The kernels index K with int32 positions, and a split's
+#: end rounded up to whole granules (up to 512 splits of 128), a shared-memory chunk or a
+#: lane's last element past it, must not wrap: 2**31 - 2**20 leaves them a million of room.
+MAX_K = 2**31 - 2**20
 ADDRESS_END = 2**64
 #: Largest number of offsets enumerated to decide exactly whether an unusual ``out`` overlaps itself.
 _EXACT_OVERLAP_LIMIT = 1 << 20
@@ -196,12 +200,26 @@ def check_same_device(a_device: int, b_device: int) -> None:
 
 
 def check_contraction(k: int) -> None:
-    """K must fit the kernels' int32 index (M, N and the batch are split into launches instead)."""
-    if k > INT32_MAX:
+    """K must fit the kernels' int32 index with room to spare (``MAX_K``); M, N and the batch
+    are split into launches instead (inside ``jax.jit``: ``check_jit_extents``)."""
+    if k > MAX_K:
         raise ValueError(
-            f"matmul: the contracted dimension K = {k} exceeds 2**31 - 1, the longest the kernels "
-            "index; split the product along K and add the parts."
+            f"matmul: the contracted dimension K = {k} exceeds {MAX_K} (2**31 - 2**20), the "
+            "longest the kernels index; split the product along K and add the parts."
         )
+
+
+def check_jit_extents(m: int, n: int, batch: int) -> None:
+    """Inside ``jax.jit`` a product is one kernel launch (no splitting into launches): M, N and
+    the batch (the product of the batch dimensions) must each fit int32, as the kernel sees
+    them (``cutlass.jax`` truncates every extent to 32 bits)."""
+    for name, extent in (("M", m), ("N", n), ("the batch", batch)):
+        if extent > INT32_MAX:
+            raise ValueError(
+                f"matmul: inside jax.jit, {name} = {extent} exceeds 2**31 - 1, the longest "
+                "extent one kernel launch indexes; outside jit cutematmul splits such a product "
+                "into launches, so call it eagerly or split it along that dimension."
+            )
 
 
 def check_launches(calls, spans, itemsize: int) -> None:

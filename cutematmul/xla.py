@@ -22,7 +22,8 @@ against placeholder shapes with explicit divisibility hints, so a new size never
 cache hit never regenerates IR.  The compiled objects live in ``cache`` (its JAX tier: memory, then
 disk, so a new process embeds them without compiling; see ``cache.cache_info()["jax"]``).
 
-Imports: ``configs.sm90`` (a constant), ``device``, ``dispatch``, ``operand``, ``plan``; lazily
+Imports: ``configs.sm90`` (a constant), ``device``, ``dispatch``, ``operand``, ``plan``,
+``validate`` (the extents a launch takes); lazily
 ``cache`` (its JAX tier, tuned schedules); ``jax`` and ``numpy``; the DSL's ``cutlass.jax``
 only to compile.
 """
@@ -50,6 +51,7 @@ from .dispatch import (
 from .dispatch import problem as dispatch_problem
 from .operand import check_dtypes, result_dtype
 from .plan import broadcast_shapes, dims_equal, round_up, vector_rows
+from .validate import check_contraction, check_jit_extents
 
 not_mapped = None  # how JAX marks an operand that vmap does not map
 
@@ -536,6 +538,8 @@ def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
     out_shape = tuple(batch) + (m, n)
     if m == 0 or n == 0 or k == 0 or any(_concrete(d) == 0 for d in batch):
         return jnp.zeros(out_shape, a.dtype)
+    check_contraction(k)
+    check_jit_extents(m, n, math.prod(_concrete(d) or 1 for d in batch))
 
     info = _device.device_info(0)
     concrete_batch = math.prod(_concrete(d) or 1024 for d in batch)

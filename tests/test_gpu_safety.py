@@ -138,7 +138,7 @@ def test_sizes_beyond_64_bit_or_memory(case):
     one = torch.ones(1, 1, device="cuda")
     if case == "K=2**62 stride 0":
         a, b = one.expand(1, 2**62), one.expand(2**62, 1)
-        with pytest.raises(ValueError, match="exceeds 2\\*\\*31 - 1"):
+        with pytest.raises(ValueError, match="K = [0-9]+ exceeds"):
             cutematmul.matmul(a, b)
     elif case == "batch 2**40 broadcast":
         a = torch.ones(1, 4, 5, device="cuda").expand(2**40, 4, 5)

@@ -92,6 +92,22 @@ def test_nested_vmap_is_one_primitive():
     assert jax.eval_shape(f, _s((5, 3, 4, 8)), _s((8, 6))).shape == (5, 3, 4, 6)
 
 
+@pytest.mark.parametrize("a_shape, b_shape, name", [
+    ((2, 2**31 - 2**20 + 1), (2**31 - 2**20 + 1, 4), "K"),  # past validate.MAX_K
+    ((2**31 + 3, 8), (8, 4), "M"),
+    ((4, 8), (8, 2**31 + 7), "N"),
+    ((2**16, 2**15 + 1, 1, 8), (8, 4), "the batch"),
+], ids=["K", "M", "N", "batch"])
+def test_extents_one_launch_cannot_index_are_refused_inside_jit(a_shape, b_shape, name):
+    """Inside jit a product is one launch and ``cutlass.jax`` hands the kernel 32-bit extents:
+    M, N or the batch past 2**31 - 1, or K past ``validate.MAX_K``, is refused when the
+    product is lowered, with the extent named (a truncated extent would index wrongly)."""
+    f = jax.jit(cutematmul.matmul)
+    with pytest.raises(ValueError, match=f"{name} = [0-9]+ exceeds"):
+        f.trace(jax.ShapeDtypeStruct(a_shape, F16), jax.ShapeDtypeStruct(b_shape, F16)).lower(
+            lowering_platforms=("cuda",))
+
+
 #: Lowered in ``test_lowering_for_cuda_makes_what_the_plan_assumed``: (dtype, precision, A's
 #: stored shape, B's, A stored transposed, B stored transposed).
 LOWERED = [
