@@ -44,7 +44,7 @@ from .dispatch import problem as dispatch_problem
 from .operand import Operand, result_dtype
 from .plan import (
     Gemm, MatrixLayout, alignment, pieces, plan_gemm, problem_size, round_up, row_major_strides,
-    unit_extents,
+    unit_extents, vector_rows, whole_vectors,
 )
 from .streams import explicit_handle, resolve_stream
 from .validate import (
@@ -575,12 +575,12 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     for j, (layout, ptr_ok) in enumerate(zip(layouts, pointers_aligned)):
         align = _layout_alignment(layout, itemsize, [o[j] for o in gemm.offsets])
         aligns.append(align if ptr_ok else min(align, itemsize))
-    vector = 16 // itemsize
-    extents = (*unit_extents(gemm.a.major, gemm.b.major, gemm.m, gemm.n, gemm.k), gemm.n)
-    whole = [pad or extent % vector == 0 for pad, extent in zip(padded, extents)]
-    order = problem_order(family_names, gemm.m, gemm.n, gemm.k, gemm.batch,
-                          (gemm.a.major, gemm.b.major),
-                          tuple(aligns[j] >= 16 and whole[j] for j in (0, 1)))
+    majors = (gemm.a.major, gemm.b.major)
+    whole = whole_vectors((*unit_extents(*majors, gemm.m, gemm.n, gemm.k), gemm.n), itemsize,
+                          tuple(padded))
+    order = problem_order(family_names, gemm.m, gemm.n, gemm.k, gemm.batch, majors,
+                          vector_rows(majors, tuple(aligns[:2]), gemm.m, gemm.n, gemm.k,
+                                      itemsize, tuple(padded[:2])))
     if order != family_names:  # another family first, where it needs no staging
         plan = _resolve(order, capability, num_sms, gemm, math, itemsize, pointers_aligned,
                         spans, padded, tuned)

@@ -34,12 +34,21 @@ def unit_extents(a_major: str, b_major: str, m: int, n: int, k: int) -> tuple[in
     return (m if a_major == "m" else k), (n if b_major == "n" else k)
 
 
+def whole_vectors(extents: tuple[int, ...], size: int,
+                  padded: tuple[bool, ...] | None = None) -> tuple[bool, ...]:
+    """Whether rows of these ``extents`` (elements of ``size`` bytes) end on whole 16-byte
+    vectors: their length is a multiple of 16 bytes, or they end in ``padded`` rows of ours."""
+    padded = padded or (False,) * len(extents)
+    return tuple(pad or extent * size % 16 == 0 for pad, extent in zip(padded, extents))
+
+
 def vector_rows(majors: tuple[str, str], aligns: tuple[int, int], m: int, n: int, k: int,
-                size: int) -> tuple[bool, bool]:
-    """Whether A's and B's rows (of these ``majors``, elements of ``size`` bytes) are whole
-    16-byte vectors at byte ``aligns``: what ``dispatch.problem_order`` is told."""
-    return tuple(align >= 16 and extent * size % 16 == 0
-                 for align, extent in zip(aligns, unit_extents(*majors, m, n, k)))
+                size: int, padded: tuple[bool, bool] = (False, False)) -> tuple[bool, bool]:
+    """Whether A's and B's rows (of these ``majors``, elements of ``size`` bytes, ``padded``
+    as in ``whole_vectors``) are whole 16-byte vectors at byte ``aligns``: what
+    ``dispatch.problem_order`` is told."""
+    whole = whole_vectors(unit_extents(*majors, m, n, k), size, padded)
+    return tuple(align >= 16 and ok for align, ok in zip(aligns, whole))
 
 
 def transposed_majors(a_major: str, b_major: str) -> tuple[str, str]:
