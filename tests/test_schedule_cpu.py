@@ -960,6 +960,30 @@ def test_16_bit_few_columns_over_an_a_of_no_whole_vectors_stream_c_transposed(la
     assert _half_plan(4096, 3, 4097, "nn").key.family == "sm90"
 
 
+@pytest.mark.parametrize("case", ["rows", "columns"])
+def test_16_bit_row_streaming_in_pieces_keeps_the_row_streaming_kernel(case):
+    """A 16-bit product dispatch puts on the row-streaming kernel whose batch cannot be merged
+    (A a slice of a larger stack) runs in pieces, unsplit: every piece still gets a row-streaming
+    configuration of 16-bit rows (the tiled SIMT kernel computes only fp32, and refused it at
+    build time), untransposed where C^T would need a workspace (N <= 8 over an A of odd M)."""
+    m, n, k = (4, 4099, 4097) if case == "rows" else (4097, 3, 64)
+    stack = (3, 3, m, k) if case == "rows" else (3, 3, k, m)
+    outer = (stack[1] * stack[2] * stack[3], stack[2] * stack[3])
+    a_strides = outer + ((k, 1) if case == "rows" else (1, m))  # A[:, :2], A M-major if columns
+    c_shape = (3, 2, m, n)
+    swapped, work = launch._plan_launch(
+        ("sm90", "sm80", "simt"), *H200, (3, 2, m, k), a_strides, (k, n), (n, 1), c_shape,
+        launch.row_major_strides(c_shape), "float16", 2, (True, True, True),
+        (False, False, False))
+    assert isinstance(work, launch.Launch) and len(work.calls) == 3, work
+    config = work.key.config
+    assert work.key.family == "simt" and config.gemv and not config.partials, work.key
+    assert not swapped and not work.transposed and work.reduce is None and work.splits == 1
+    assert config.tile_m == (4 if case == "rows" else simt.GEMV_ROWS[-1])
+    assert simt.choose_config(m, n, k, 1, 132, math="bfloat16", majors=(work.key.a_major,
+                                                                          work.key.b_major)).gemv
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_the_xla_route_streams_16_bit_rows_in_place_as_the_pointer_route_does(dtype):
     """Inside jit (``xla.xla_plan``: XLA's buffers are aligned, so the rows' lengths decide)

@@ -603,5 +603,5 @@ def choose_config(m: int, n: int, k: int, batch: int, num_sms: int,
                   math: str = "float32", majors: tuple[str, str] = ("k", "n")) -> Config:
     """The configuration of an unsplit product (no workspace: a launch in pieces,
     ``dispatch.schedule`` with ``split_k`` False)."""
-    return choose_schedule(m, n, k, batch, num_sms, max_splits=1, transposable=False,
-                           majors=majors)[0]
+    return choose_schedule(m, n, k, batch, num_sms, max_splits=1, math=math,
+                           transposable=False, majors=majors)[0]
