@@ -256,3 +256,55 @@ def test_simt_gemv_compiles_for_16_bit_inputs(tmp_path):
         assert c["mma"] == 0 and c["local"] == 0, (name, c)
         assert (c["ld_vec16"] > 0) == aligned, (name, c)
         assert (c["st32"] > 0, c["st16"] > 0) == (partials, not partials), (name, c)
+
+
+_CHILD_GEMV_MMA = r"""
+import dataclasses, json, re, sys
+from cutematmul.configs import simt
+from cutematmul.kernels.compile import compile_gemm
+from cutematmul.kernels.simt_sgemm import Kernel
+from cutematmul.kernels.simt_gemv_mma import SimtGemvMma
+
+PATTERNS = {
+    "mma": r"\bmma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.(f16|bf16)\.(f16|bf16)\.f32\b",
+    "wgmma": r"\bwgmma\.", "fma": r"\bfma\.rn\.f32\b", "cp_async": r"\bcp\.async\b",
+    "ld_shared": r"\bld\.shared\.", "local": r"\.local\b",
+    "ld16": r"\bld\.global(\.[a-z0-9]+)*\.[bu]16\b", "ld_wide": r"\bld\.global(\.[a-z0-9]+)*\.(v[24]|[bu](32|64))\b",
+    "st16": r"\bst\.global(\.[a-z0-9]+)*\.b16\b",
+    "st32": r"\bst\.global(\.[a-z0-9]+)*\.(f32|b32)\b",
+    "pdl_wait": r"\bgriddepcontrol\.wait\b",
+}
+out = []
+for arch_rows, dtype, a_major, b_major, pdl, partials in json.loads(sys.argv[1]):
+    config = dataclasses.replace(simt.mma_config(arch_rows), pdl=pdl, partials=partials)
+    kernel = Kernel(config, dtype, a_major, b_major, 1, 1, 4 if partials else 1, 132)
+    assert isinstance(kernel, SimtGemvMma)
+    ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
+    out.append({k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()})
+print("COUNTS=" + json.dumps(out))
+"""
+
+
+def test_simt_gemv_on_tensor_cores_compiles_with_mma_sync_and_2_byte_loads(tmp_path):
+    """The row-streaming kernel on tensor cores (``Config.mma``: 16-bit products of 9 to 32
+    rows, ``kernels/simt_gemv_mma.py``) for each of its row counts, both dtypes and every
+    major: ``mma.sync.m16n8k16`` with fp32 accumulators and no FMA, B and A read one 2-byte
+    element per load (no wider load, no cp.async, no shared memory), no local memory; C
+    stored as fp32 partials or 16-bit values; one ``griddepcontrol.wait`` as a programmatic
+    dependent launch, none without."""
+    combos = [[8, "float16", "k", "k", True, True], [16, "bfloat16", "k", "n", True, False],
+              [32, "float16", "m", "n", True, True], [32, "bfloat16", "k", "k", False, False],
+              [16, "float16", "m", "n", False, True]]
+    counts = compile_in_child("sm_90a", _CHILD_GEMV_MMA, combos, tmp_path)
+    # mma.sync is sm_80's: the family's kernels build for Ampere too (no PDL there).
+    ampere = [[16, "bfloat16", "m", "n", False, True]]
+    counts += compile_in_child("sm_80", _CHILD_GEMV_MMA, ampere, tmp_path)
+    combos += ampere
+    assert len(counts) == len(combos)
+    for name, c in zip(combos, counts):
+        pdl, partials = name[4], name[5]
+        assert c["mma"] > 0 and c["ld16"] > 0, (name, c)
+        assert c["wgmma"] == c["fma"] == c["cp_async"] == c["ld_shared"] == 0, (name, c)
+        assert c["ld_wide"] == 0 and c["local"] == 0, (name, c)
+        assert (c["st32"] > 0, c["st16"] > 0) == (partials, not partials), (name, c)
+        assert c["pdl_wait"] == (1 if pdl else 0), (name, c)

@@ -1,11 +1,12 @@
 """16-bit products of few rows over a long operand of no whole 16-byte rows, on the GPU: SIMT's
-row-streaming kernel reads every operand as it is (``configs.simt.streams_in_place``).
+row-streaming kernel reads every operand as it is (``configs.simt.streams_in_place``), on FMA
+for the fewest rows and on tensor cores (``Config.mma``) for more.
 
 Each case first asserts that the planned launch is that kernel (so a case never silently tests
 another), then checks the result against float64 on fresh Gaussian data into a NaN-poisoned
 ``out``, and a second run for bitwise equality (the split-K reduction adds in a fixed order).
 Covered: both 16-bit dtypes, B N-major (odd N) and K-major (odd K), A K- or M-major, every row
-count of the CTA, tails in N and K, C^T for few columns, a batch with a
+count of either kernel's CTA, tails in M, N and K, C^T for few columns, a batch with a
 broadcast operand, B at an unaligned base, and C a view inside a wider buffer whose other
 elements must keep their poison.
 """
@@ -21,9 +22,11 @@ from helpers import Maker, check_matmul, layout_operands
 pytestmark = pytest.mark.gpu
 
 #: (M, N, K): N and K odd, so that in every layout the long operand's rows are no whole
-#: 16-byte vectors; M of every CTA row count (1, 2, 4, 8) and inside one (3, 7).
+#: 16-byte vectors; M of every CTA row count of the FMA kernel (1, 2, 4, 8) and of the
+#: tensor-core one (8, 16, 32), and inside one (3, 7, 12, 17, 20, 30); the last unsplit.
 SHAPES = [(1, 3001, 4097), (2, 515, 777), (3, 1027, 9001), (7, 4099, 2049), (8, 2053, 3001),
-          (4, 8191, 1025)]
+          (4, 8191, 1025), (12, 2051, 3001), (16, 1027, 4097), (17, 4099, 1025),
+          (30, 515, 777), (32, 3001, 2049), (20, 8001, 100)]
 #: (layout, shape) pairs the dispatcher runs on the row-streaming kernel: M within the limit
 #: of B's major (``HALF_GEMV_MAX_M``: N-major in "nn" and "tn", K-major in "nt").
 CASES = [(layout, shape) for layout in ("nn", "tn", "nt") for shape in SHAPES
@@ -82,9 +85,17 @@ def test_few_columns_over_an_unaligned_a_run_transposed(mk, dtype, layout):
 
 @pytest.mark.parametrize("shared", ["a", "b", "neither"])
 def test_batches_with_a_broadcast_operand(mk, shared):
+    _batched(mk, shared, 6, 1031, 2063, 3)
+
+
+@pytest.mark.parametrize("shared", ["a", "b", "neither"])
+def test_batches_of_more_rows_on_tensor_cores_with_a_broadcast_operand(mk, shared):
+    _batched(mk, shared, 20, 1031, 2063, 3)
+
+
+def _batched(mk, shared, m, n, k, batch):
     import torch
 
-    m, n, k, batch = 6, 1031, 2063, 3
     a = mk.randn((m, k) if shared == "a" else (batch, m, k), "bfloat16")
     b = mk.randn((k, n) if shared == "b" else (batch, k, n), "bfloat16")
     _planned(a, b)
@@ -92,14 +103,15 @@ def test_batches_with_a_broadcast_operand(mk, shared):
     assert torch.isfinite(a).all() and torch.isfinite(b).all()
 
 
-def test_unaligned_base_and_c_view_stay_inside_their_arrays(mk):
+@pytest.mark.parametrize("m", [8, 24])
+def test_unaligned_base_and_c_view_stay_inside_their_arrays(mk, m):
     """B starts 2 bytes past a 16-byte boundary (a column slice) and C is a column slice of a
     NaN-poisoned buffer: the product is right and no element around C's view is written."""
     import torch
 
     import cutematmul
 
-    m, n, k = 8, 2047, 3000
+    n, k = 2047, 3000
     wide = mk.randn((k, n + 3), "float16")
     b = wide[:, 1:1 + n]
     a = mk.randn((m, k), "float16")

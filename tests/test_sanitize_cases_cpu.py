@@ -187,7 +187,9 @@ def test_gemv16_cases_run_on_the_row_streaming_kernel():
                                       (layout[0] == "t", layout[1] == "t"))
         assert work.key.family == "simt" and work.key.config.gemv and work.prep is None, (
             m, n, k, layout, work)
-        seen.add((work.key.config.tile_m, work.splits > 1, work.transposed))
-    assert {rows for rows, _, _ in seen} == {1, 2, 4, 8}
-    assert {split for _, split, _ in seen} == {True, False}
-    assert any(transposed for _, _, transposed in seen)
+        config = work.key.config
+        seen.add((config.mma, config.tile_m, work.splits > 1, work.transposed))
+    assert {rows for mma, rows, _, _ in seen if not mma} == {1, 2, 4, 8}
+    assert {rows for mma, rows, _, _ in seen if mma} == {8, 16, 32}
+    assert {split for _, _, split, _ in seen} == {True, False}
+    assert {mma for mma, _, _, transposed in seen if transposed} == {True, False}

@@ -906,6 +906,13 @@ def test_simt_gemv_configs_refuse_what_the_kernel_cannot_run():
         with pytest.raises(ValueError, match=r"gemv|min_blocks|threads"):
             bad.validate()
     assert good.name == "simtv_4x128_t256_b2_pdl"
+    mma = simt.mma_config(16)
+    mma.validate()
+    for bad in (replace(mma, tile_m=24), replace(mma, threads=256), replace(mma, tile_n=64),
+                replace(mma, gemv=False)):
+        with pytest.raises(ValueError, match=r"mma"):
+            bad.validate()
+    assert mma.name == "simtm_16x128_t128_b3_pdl"
 
 
 def _half_plan(m, n, k, layout, dtype="float16", batch=1):
@@ -916,22 +923,27 @@ def _half_plan(m, n, k, layout, dtype="float16", batch=1):
 
 
 @pytest.mark.parametrize("layout", ["nn", "tn", "nt"])
-@pytest.mark.parametrize("m", [1, 3, 4, 5, 8])
+@pytest.mark.parametrize("m", [1, 3, 4, 5, 8, 9, 16, 17, 32, 33])
 def test_16_bit_few_rows_over_a_b_of_no_whole_vectors_stream_it_in_place(m, layout):
-    """A 16-bit product of at most ``HALF_GEMV_MAX_M`` rows (8 over an N-major B, 4 over a
-    K-major one) whose B's rows are no whole 16-byte vectors (odd N with B N-major, odd K with
-    B K-major) runs on SIMT's row-streaming kernel, reading every operand as it is (no copy,
-    nothing staged): the fewest rows that hold M, fp32 partials exactly where it splits (the
-    reduction then writes C).  More rows stay on sm90."""
+    """A 16-bit product of at most ``HALF_GEMV_MAX_M`` rows whose B's rows are no whole
+    16-byte vectors (odd N with B N-major, odd K with B K-major) runs on SIMT's row-streaming
+    kernel, reading every operand as it is (no copy, nothing staged): on FMA up to
+    ``HALF_FMA_MAX_M`` rows (8 over an N-major B, 4 over a K-major one), on tensor cores
+    (``Config.mma``) past them, in the fewest rows of either that hold M, fp32 partials
+    exactly where it splits (the reduction then writes C).  More rows stay on sm90."""
     n, k = (4099, 4096) if layout[1] == "n" else (4096, 4097)
     work = _half_plan(m, n, k, layout)
-    if m > simt.HALF_GEMV_MAX_M["n" if layout[1] == "n" else "k"]:
+    major = "n" if layout[1] == "n" else "k"
+    if m > simt.HALF_GEMV_MAX_M[major]:
         assert work.key.family == "sm90", work.key
         return
     assert isinstance(work, launch.Launch), work
     config = work.key.config
     assert work.key.family == "simt" and config.gemv and work.prep is None, work.key
-    assert config.tile_m == next(r for r in simt.GEMV_ROWS if r >= m) and not work.transposed
+    mma = m > simt.HALF_FMA_MAX_M[major]
+    rows = simt.MMA_ROWS if mma else simt.GEMV_ROWS
+    assert config.mma == mma and config.tile_m == next(r for r in rows if r >= m), config
+    assert not work.transposed
     assert config.partials == (work.splits > 1) == (work.reduce is not None), work
     assert work.key.dtype == "float16" and work.key.align_b == 1
 

@@ -484,7 +484,11 @@ def _simt_gemv(gen, quick: bool, poison: bool) -> int:
 GEMV16_CASES = [(1, 3001, 2049, "float16", "nn"), (3, 1027, 129, "bfloat16", "tn"),
                 (4, 515, 3001, "float16", "nt"), (7, 2053, 1025, "bfloat16", "nn"),
                 (2, 1031, 77, "float16", "tn"), (3, 8191, 9001, "bfloat16", "nt"),
-                (3001, 7, 1024, "float16", "tn"), (2048, 3, 1025, "bfloat16", "nt")]
+                (3001, 7, 1024, "float16", "tn"), (2048, 3, 1025, "bfloat16", "nt"),
+                # On tensor cores (``Config.mma``): 8 rows over a K-major B, 16, 32, C^T, unsplit.
+                (7, 2053, 2049, "bfloat16", "nt"), (12, 2051, 1025, "float16", "nn"),
+                (24, 1027, 777, "bfloat16", "tn"), (32, 515, 3001, "float16", "nt"),
+                (3001, 20, 1024, "float16", "tn"), (24, 8001, 100, "bfloat16", "nn")]
 
 
 def _simt_gemv16(gen, quick: bool, poison: bool) -> int:

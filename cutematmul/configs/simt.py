@@ -1,7 +1,8 @@
 """Tunables and the tile heuristic of the SIMT family: the tiled fp32 SGEMM
 (``kernels/simt_sgemm.py``) and, for products of few rows, the row-streaming kernel
 (``kernels/simt_gemv.py``; ``Config.gemv``), which also computes 16-bit products of a few rows
-whose long operand TMA cannot read (``streams_in_place``).
+whose long operand TMA cannot read (``streams_in_place``), of 9 to 32 rows (and of 5 to 8 over a
+K-major B) on tensor cores (``kernels/simt_gemv_mma.py``; ``Config.mma``).
 
 DSL-free, so a configuration is chosen (and a cached kernel found) without importing the CuTe DSL.
 
@@ -44,6 +45,17 @@ _GEMV_TILE_N = 128
 _GEMV_THREADS = 256
 _GEMV_GRANULE = 128
 _GEMV_UNROLL = 4
+#: The row-streaming kernel on tensor cores (``Config.mma``, 16 bits only): its rows per CTA
+#: (the MMA's N: 8 per ``mma.sync``), the columns of C one warp owns (two MMA rows of 16) and
+#: its threads (four warps: 128 columns per CTA, as the FMA kernel).
+MMA_ROWS = (8, 16, 32)
+MMA_WARP_N = 32
+_MMA_THREADS = 128
+#: CTAs per SM of each row count, as many as the registers ptxas gives its threads allow
+#: without spills (CUDA 13.0, sm_90a: up to 126 of 128 at 8 rows, 168 of 168 at 16 and 32;
+#: 16 rows over an M-major A spilled at 128).  32 rows hold 32 accumulators, two steps' 16
+#: values of B and of A, and their addresses.
+_MMA_BLOCKS = {8: 4, 16: 3, 32: 3}
 #: Bytes per element of each input dtype the family reads.
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -67,6 +79,8 @@ class Config:
     ``gemv`` selects the row-streaming kernel: ``tile_m`` rows (``GEMV_ROWS``) by ``tile_n``
     (128) columns per CTA of ``threads`` threads, ``min_blocks`` CTAs per SM; it has no shared
     k-tile ring, so ``tile_k``, ``stages`` and ``raster_group`` keep their defaults there.
+    ``mma`` (with ``gemv``, 16-bit inputs only) computes its sums on tensor cores
+    (``kernels/simt_gemv_mma.py``): ``tile_m`` of ``MMA_ROWS`` over 128 threads.
     ``pdl``: launched as a programmatic dependent launch (sm_90 and newer; ``for_capability``).
     """
 
@@ -83,12 +97,15 @@ class Config:
     #: adds into C (``dispatch.through_workspace``); else C itself, of the inputs' dtype.  Set by
     #: the schedule exactly where it splits or transposes.
     partials: bool = False
+    #: The row-streaming kernel on tensor cores (with ``gemv``; see above).
+    mma: bool = False
 
     @property
     def name(self) -> str:
         pdl = ("_p" if self.partials else "") + ("_pdl" if self.pdl else "")
         if self.gemv:
-            return f"simtv_{self.tile_m}x{self.tile_n}_t{self.threads}_b{self.min_blocks}{pdl}"
+            kind = "simtm" if self.mma else "simtv"
+            return f"{kind}_{self.tile_m}x{self.tile_n}_t{self.threads}_b{self.min_blocks}{pdl}"
         return (
             f"simt_{self.tile_m}x{self.tile_n}x{self.tile_k}_s{self.stages}"
             f"_t{self.threads}_g{self.raster_group}_b{self.min_blocks}{pdl}"
@@ -137,6 +154,8 @@ class Config:
                 f"min_blocks must be in [1, {_MAX_CTAS_PER_SM}] with min_blocks * threads <="
                 f" {_MAX_THREADS_PER_SM}, got {self.min_blocks} blocks of {t} threads."
             )
+        if self.mma and not self.gemv:
+            raise ValueError("mma is a variant of the row-streaming kernel: it needs gemv.")
         if self.gemv:
             self._validate_gemv()
             return
@@ -181,6 +200,14 @@ class Config:
 
     def _validate_gemv(self) -> None:
         warps = self.threads // 32
+        if self.mma:
+            if (self.tile_m not in MMA_ROWS or self.tile_n != MMA_WARP_N * warps
+                    or self.threads != _MMA_THREADS):
+                raise ValueError(
+                    f"a gemv mma CTA computes one of {MMA_ROWS} rows by {_GEMV_TILE_N} columns"
+                    f" on {_MMA_THREADS} threads, got {self.tile_m}x{self.tile_n} on"
+                    f" {self.threads}.")
+            return
         if self.tile_m not in GEMV_ROWS:
             raise ValueError(f"a gemv tile_m must be one of {GEMV_ROWS}, got {self.tile_m}.")
         if self.tile_n != _GEMV_TILE_N:
@@ -348,13 +375,28 @@ def gemv_config(rows: int) -> Config:
     return replace(cfg, pdl=_pdl(cfg))
 
 
-def _gemv_rows(extent: int, math: str = "float32") -> int | None:
-    """The fewest ``GEMV_ROWS`` that hold ``extent`` rows; past the most, None for fp32 (the
-    ladder's tiles), the most for 16 bits (row tiles of it)."""
-    rows = next((r for r in GEMV_ROWS if r >= extent), None)
-    if rows is None and math != "float32":
-        return GEMV_ROWS[-1]
-    return rows
+def mma_config(rows: int) -> Config:
+    """The row-streaming configuration on tensor cores for ``rows`` (``MMA_ROWS``) rows: 128
+    threads, and as many CTAs per SM as their registers allow (``_MMA_BLOCKS``)."""
+    cfg = Config(tile_m=rows, tile_n=_GEMV_TILE_N, threads=_MMA_THREADS,
+                 min_blocks=_MMA_BLOCKS[rows], gemv=True, mma=True)
+    return replace(cfg, pdl=_pdl(cfg))
+
+
+def _gemv_rows(extent: int) -> int | None:
+    """The fewest ``GEMV_ROWS`` that hold ``extent`` rows; None past the most (fp32 takes the
+    ladder's tiles)."""
+    return next((r for r in GEMV_ROWS if r >= extent), None)
+
+
+def _half_gemv_config(extent: int, b_major: str) -> Config:
+    """The row-streaming configuration of a 16-bit product of ``extent`` rows over a B of
+    ``b_major`` (kernel orientation): the FMA kernel's fewest rows up to
+    ``HALF_FMA_MAX_M``, else the tensor-core kernel's fewest ``MMA_ROWS`` (row tiles of the
+    most past it)."""
+    if extent <= HALF_FMA_MAX_M.get(b_major, 0):
+        return gemv_config(_gemv_rows(extent))
+    return mma_config(next((r for r in MMA_ROWS if r >= extent), MMA_ROWS[-1]))
 
 
 #: A 16-bit product runs on the row-streaming kernel (reading its long operand as it is) where
@@ -374,7 +416,12 @@ def _gemv_rows(extent: int, math: str = "float32") -> int | None:
 #: tn 12x3316x10476 82.1 / 139.4, fp16 nn 16x11007x4096 93.8 / 181.9; 16-row CTAs slower
 #: still).  B K-major (``x @ w.T``, odd K): bf16 nt 1x4096x4095 34.7 / 17.4 (19.9), fp16 nt
 #: 4x14336x4097 162.0 / 64.4 (73.9), but bf16 nt 8x4096x4095 35.0 / 46.8 (32.6).
-HALF_GEMV_MAX_M = {"n": 8, "k": 4}
+HALF_GEMV_MAX_M = {"n": 32, "k": 32}
+#: The rows up to which a 16-bit product streams on the FMA kernel (``GEMV_ROWS``); more, up to
+#: ``HALF_GEMV_MAX_M``, stream on the tensor-core kernel (``mma_config``).  UNMEASURED on a
+#: GPU (branch mma-rows): the FMA kernel's bounds above are measured, the tensor-core kernel's
+#: are not.
+HALF_FMA_MAX_M = {"n": 8, "k": 4}
 
 
 def streams_in_place(m: int, n: int, majors: tuple[str, str],
@@ -526,8 +573,9 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     flipped = transposed_majors(a_major, b_major)
     if math != "float32":
         if transposable and gemv_reads(*flipped) and (n < m or not gemv_reads(*majors)):
-            return _gemv_ranked(n, m, k, batch, num_sms, max_splits, True, limit, math)
-        return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit, math)
+            return _gemv_ranked(n, m, k, batch, num_sms, max_splits, True, limit, math,
+                                flipped[1])
+        return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit, math, b_major)
     if _gemv_rows(m) and gemv_reads(a_major, b_major):
         return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit)
     if transposable and _gemv_rows(n) and gemv_reads(*flipped):
@@ -551,8 +599,8 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
 
 
 def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_splits: int,
-                 transposed: bool, limit: int,
-                 math: str = "float32") -> list[tuple[Config, int, bool]]:
+                 transposed: bool, limit: int, math: str = "float32",
+                 b_major: str = "n") -> list[tuple[Config, int, bool]]:
     """The row-streaming kernel on a ``rows`` x ``cols`` product: the most K-splits whose CTAs
     all fit one wave (each keeps only a few loads of B in flight, so device memory is saturated
     only when every CTA slot is busy, and a second wave costs more than its CTAs bring), then the
@@ -560,9 +608,12 @@ def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_spl
     split (within 1%) on 10 of the 11 products swept: 1x4096x4096 16 splits (512 CTAs) 20.9 us
     against 22.1 at 9; 8x4096x14336 8 (256 CTAs of 2 slots) 76.7 against 108.0 at 5;
     1x14336x4096 4 (448) 56.8 against 58.5 at 8 and 61.0 at 16.  The exception, 1x4096x4096
-    with a K-major B: 24.8 at 16 splits against 23.4 at 8.  ``rows`` past the CTA's (16-bit
-    products only) take several row tiles."""
-    config = gemv_config(_gemv_rows(rows, math))
+    with a K-major B: 24.8 at 16 splits against 23.4 at 8.  A 16-bit product's CTA is the
+    FMA or the tensor-core kernel's by its rows and ``b_major`` (the kernel's,
+    ``_half_gemv_config``); ``rows`` past the CTA's (16-bit products only) take several row
+    tiles."""
+    config = (gemv_config(_gemv_rows(rows)) if math == "float32"
+              else _half_gemv_config(rows, b_major))
     tiles = -(-rows // config.tile_m) * -(-cols // config.tile_n) * batch
     rate = waves.Rate(_FLOPS_PER_SM, config.min_blocks, 4, 4, _GEMV_GRANULE // Config.tile_k)
     choices = waves.split_choices(rows, cols, k, batch, Config.tile_k, rate, max_splits,
