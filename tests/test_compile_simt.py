@@ -270,6 +270,9 @@ PATTERNS = {
     "wgmma": r"\bwgmma\.", "fma": r"\bfma\.rn\.f32\b", "cp_async": r"\bcp\.async\b",
     "ld_shared": r"\bld\.shared\.", "local": r"\.local\b",
     "ld16": r"\bld\.global(\.[a-z0-9]+)*\.[bu]16\b", "ld_wide": r"\bld\.global(\.[a-z0-9]+)*\.(v[24]|[bu](32|64))\b",
+    "ldmatrix": r"\bldmatrix\.sync\.aligned\.m8n8\.x[24](\.trans)?\.shared\.b16\b",
+    "ldmatrix_trans": r"\bldmatrix\.sync\.aligned\.m8n8\.x[24]\.trans\b",
+    "st_shared32": r"\bst\.shared\.(b32|v2\.b16)\b", "bar": r"\bbar(rier)?\.sync\b",
     "st16": r"\bst\.global(\.[a-z0-9]+)*\.b16\b",
     "st32": r"\bst\.global(\.[a-z0-9]+)*\.(f32|b32)\b",
     "pdl_wait": r"\bgriddepcontrol\.wait\b",
@@ -286,12 +289,13 @@ print("COUNTS=" + json.dumps(out))
 
 
 def test_simt_gemv_on_tensor_cores_compiles_with_mma_sync_and_2_byte_loads(tmp_path):
-    """The row-streaming kernel on tensor cores (``Config.mma``: 16-bit products of 9 to 32
+    """The row-streaming kernel on tensor cores (``Config.mma``: 16-bit products of up to 32
     rows, ``kernels/simt_gemv_mma.py``) for each of its row counts, both dtypes and every
-    major: ``mma.sync.m16n8k16`` with fp32 accumulators and no FMA, B and A read one 2-byte
-    element per load (no wider load, no cp.async, no shared memory), no local memory; C
-    stored as fp32 partials or 16-bit values; one ``griddepcontrol.wait`` as a programmatic
-    dependent launch, none without."""
+    major: ``mma.sync.m16n8k16`` with fp32 accumulators and no FMA; B and A read one 2-byte
+    element per global load (no wider load, no cp.async), stored to shared memory as 32-bit
+    pairs behind barriers and read with ``ldmatrix`` (transposing exactly for an N-major B or
+    an M-major A); no local memory; C stored as fp32 partials or 16-bit values; one
+    ``griddepcontrol.wait`` as a programmatic dependent launch, none without."""
     combos = [[8, "float16", "k", "k", True, True], [16, "bfloat16", "k", "n", True, False],
               [32, "float16", "m", "n", True, True], [32, "bfloat16", "k", "k", False, False],
               [16, "float16", "m", "n", False, True]]
@@ -303,7 +307,10 @@ def test_simt_gemv_on_tensor_cores_compiles_with_mma_sync_and_2_byte_loads(tmp_p
     assert len(counts) == len(combos)
     for name, c in zip(combos, counts):
         pdl, partials = name[4], name[5]
-        assert c["mma"] > 0 and c["ld16"] > 0, (name, c)
+        a_major, b_major = name[2], name[3]
+        assert c["mma"] > 0 and c["ld16"] > 0 and c["ldmatrix"] > 0, (name, c)
+        assert c["st_shared32"] > 0 and c["bar"] > 0, (name, c)
+        assert (c["ldmatrix_trans"] > 0) == (a_major == "m" or b_major == "n"), (name, c)
         assert c["wgmma"] == c["fma"] == c["cp_async"] == c["ld_shared"] == 0, (name, c)
         assert c["ld_wide"] == 0 and c["local"] == 0, (name, c)
         assert (c["st32"] > 0, c["st16"] > 0) == (partials, not partials), (name, c)

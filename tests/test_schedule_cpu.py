@@ -908,11 +908,11 @@ def test_simt_gemv_configs_refuse_what_the_kernel_cannot_run():
     assert good.name == "simtv_4x128_t256_b2_pdl"
     mma = simt.mma_config(16)
     mma.validate()
-    for bad in (replace(mma, tile_m=24), replace(mma, threads=256), replace(mma, tile_n=64),
+    for bad in (replace(mma, tile_m=24), replace(mma, threads=128), replace(mma, tile_n=64),
                 replace(mma, gemv=False)):
         with pytest.raises(ValueError, match=r"mma"):
             bad.validate()
-    assert mma.name == "simtm_16x128_t128_b3_pdl"
+    assert mma.name == "simtm_16x128_t256_b2_pdl"
 
 
 def _half_plan(m, n, k, layout, dtype="float16", batch=1):

@@ -46,16 +46,14 @@ _GEMV_THREADS = 256
 _GEMV_GRANULE = 128
 _GEMV_UNROLL = 4
 #: The row-streaming kernel on tensor cores (``Config.mma``, 16 bits only): its rows per CTA
-#: (the MMA's N: 8 per ``mma.sync``), the columns of C one warp owns (two MMA rows of 16) and
-#: its threads (four warps: 128 columns per CTA, as the FMA kernel).
+#: (the MMA's N: 8 per ``mma.sync``), the columns of C one warp owns (one MMA row of 16) and
+#: its threads (eight warps: 128 columns per CTA, as the FMA kernel).
 MMA_ROWS = (8, 16, 32)
-MMA_WARP_N = 32
-_MMA_THREADS = 128
-#: CTAs per SM of each row count, as many as the registers ptxas gives its threads allow
-#: without spills (CUDA 13.0, sm_90a: up to 126 of 128 at 8 rows, 168 of 168 at 16 and 32;
-#: 16 rows over an M-major A spilled at 128).  32 rows hold 32 accumulators, two steps' 16
-#: values of B and of A, and their addresses.
-_MMA_BLOCKS = {8: 4, 16: 3, 32: 3}
+MMA_WARP_N = 16
+_MMA_THREADS = 256
+#: CTAs per SM of each row count: two, 128 registers per thread, which ptxas (CUDA 13.0,
+#: sm_90a) fills without spills at every row count and major (90-128 used).
+_MMA_BLOCKS = {8: 2, 16: 2, 32: 2}
 #: Bytes per element of each input dtype the family reads.
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 

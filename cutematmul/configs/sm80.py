@@ -23,6 +23,20 @@ _SMEM_ALIGN = 1024
 _MAX_ACC_PER_THREAD = 128
 
 
+
+def chunk_swizzle(row_bytes: int) -> tuple[int, int, int]:
+    """(bits, base, shift) of the XOR swizzle on byte addresses for shared-memory rows of
+    ``row_bytes`` that ``ldmatrix`` reads (this family's rings, and the SIMT family's
+    tensor-core row-streaming kernel).
+
+    The 16-byte chunk index (address bits 4..6) is XORed with row-index bits of the address
+    taken from bit 7 upwards (above one 128-byte bank line), so eight consecutive rows read at
+    the same column land on eight different 16-byte bank groups.
+    """
+    bits = min(3, max(0, (row_bytes // _VEC_BYTES).bit_length() - 1))
+    shift = max(3, row_bytes.bit_length() - 1 - 4)
+    return bits, 4, shift
+
 @dataclass(frozen=True)
 class Config:
     """Tunables of the kernel: CTA tile, pipeline depth, warp grid and CTA rasterization."""

@@ -44,30 +44,18 @@ Imports: ``configs.sm80`` (its configuration); the CuTe DSL and ``cuda.bindings`
 
 from __future__ import annotations
 
-import math
-
 import cuda.bindings.driver as cuda
 
 import cutlass
 import cutlass.cute as cute
 from cutlass._mlir.dialects import nvvm
 
-from ..configs.sm80 import _SMEM_ALIGN, _VEC, _VEC_BYTES, Config, choose_config, supports  # noqa: F401
+from ..configs.sm80 import (  # noqa: F401
+    _SMEM_ALIGN, _VEC, _VEC_BYTES, Config, choose_config, chunk_swizzle, supports,
+)
 
 Sm80Config = Config  # the name the tests and docs use
 _DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16}
-
-
-def _chunk_swizzle(row_bytes: int) -> tuple[int, int, int]:
-    """(bits, base, shift) of the XOR swizzle on byte addresses for rows of ``row_bytes``.
-
-    The 16-byte chunk index (address bits 4..6) is XORed with row-index bits of the address
-    taken from bit 7 upwards (above one 128-byte bank line), so eight consecutive rows read at
-    the same column land on eight different 16-byte bank groups.
-    """
-    bits = min(3, int(math.log2(row_bytes // _VEC_BYTES)))
-    shift = max(3, int(math.log2(row_bytes)) - 4)
-    return bits, 4, shift
 
 
 class Sm80Hgemm:
@@ -142,7 +130,7 @@ class Sm80Hgemm:
         else:
             layout = cute.make_layout((rows, tk, cfg.stages), stride=(tk, 1, stage))
             row_bytes = tk * 2
-        swizzle = _chunk_swizzle(row_bytes)
+        swizzle = chunk_swizzle(row_bytes)
         linear = cute.make_tensor(base, layout)
         swizzled_ptr = cute.recast_ptr(base, swizzle_=cute.make_swizzle(*swizzle))
         swizzled = cute.make_tensor(swizzled_ptr, layout)
@@ -372,7 +360,7 @@ class Sm80Hgemm:
         # ---- epilogue: registers -> shared (swizzled) -> global ----------------------------------
         cute.arch.cp_async_wait_group(0)
         cute.arch.sync_threads()
-        c_swizzle = cute.make_swizzle(*_chunk_swizzle(tn * 2))
+        c_swizzle = cute.make_swizzle(*chunk_swizzle(tn * 2))
         sC = cute.make_tensor(
             cute.recast_ptr(base, swizzle_=c_swizzle), cute.make_layout((tm, tn), stride=(tn, 1))
         )
