@@ -120,7 +120,8 @@ class SimtGemvMma:
         reads) and as 32-bit words (pairs of elements along the unit stride: what the
         threads store).  K-major: each row's chunk of K is contiguous; MN-major: runs of up
         to 64 rows are, stacked k by k, then run by run.  The swizzle acts on byte addresses,
-        so both views place every byte alike."""
+        so both views place every byte alike (each is made from the swizzled pointer:
+        ``cute.recast_tensor`` of a swizzled tensor drops the swizzle, DSL 4.8.1)."""
         width = min(64, rows) if mn_major else _CHUNK_K  # elements of one contiguous line
         swizzle = cute.make_swizzle(*chunk_swizzle(width * 2))
         views = []
