@@ -87,6 +87,31 @@ _SPREAD = 32
 _ELEMENT = {"float32": cutlass.Float32, "float16": cutlass.Float16, "bfloat16": cutlass.BFloat16}
 
 
+@cute.jit
+def cta_work(mA: cute.Tensor, mC: cute.Tensor, rows: cutlass.Constexpr, cols: cutlass.Constexpr,
+             tiles_n: cutlass.Int32):
+    """What this CTA of a row-streaming kernel computes (this module's and
+    ``simt_gemv_mma``'s): (first row, first column, batch of A and B, matrix of C, k_lo, k_hi,
+    per_split).  The grid is one CTA per ``rows`` x ``cols`` tile of C and matrix of C (``splits``
+    per batch entry); the row tiles of one block of columns are neighbours, so they read the same
+    run of B, all but the first from L2.  A split's K is an equal run of whole granules
+    (``_GRANULE``), [k_lo, k_hi) inside K."""
+    pid, _, _ = cute.arch.block_idx()
+    m_size, k_size = mC.shape[0], mA.shape[1]
+    tiles_m = cute.ceil_div(m_size, rows)
+    per_batch = tiles_m * tiles_n
+    batch_split = pid // per_batch
+    rest = pid - batch_split * per_batch
+    tile_col = rest // tiles_m
+    tile_row = rest - tile_col * tiles_m
+    splits = mC.shape[2] // mA.shape[2]
+    batch = batch_split // splits
+    per_split = cute.ceil_div(cute.ceil_div(k_size, _GRANULE), splits) * _GRANULE
+    k_lo = (batch_split - batch * splits) * per_split
+    k_hi = cutlass.min(k_size, k_lo + per_split)
+    return tile_row * rows, tile_col * cols, batch, batch_split, k_lo, k_hi, per_split
+
+
 class SimtGemv:
     """One member of the family: a ``gemv`` config, the operand majors and alignments."""
 
@@ -132,14 +157,6 @@ class SimtGemv:
     # ---------------------------------------------------------------- device-side helpers
 
     @cute.jit
-    def _k_range(self, k_size: cutlass.Int32, splits: cutlass.Int32, split: cutlass.Int32):
-        """[k_lo, k_hi) of this split: equal runs of whole 128-k granules."""
-        per_split = cute.ceil_div(cute.ceil_div(k_size, _GRANULE), splits) * _GRANULE
-        k_lo = split * per_split
-        k_hi = cutlass.min(k_size, k_lo + per_split)
-        return k_lo, k_hi, per_split
-
-    @cute.jit
     def _load4(self, g: cute.Tensor, start: cutlass.Int32, extent: cutlass.Int32,
                vectorized: cutlass.Constexpr, predicated: cutlass.Constexpr, regs: cute.Tensor,
                spread: cutlass.Constexpr = 1):
@@ -180,21 +197,10 @@ class SimtGemv:
         cfg = self.config
         rows, cols = cfg.tile_m, cfg.tile_n
         tid, _, _ = cute.arch.thread_idx()
-        pid, _, _ = cute.arch.block_idx()
         warp = tid // 32
         lane = tid - warp * 32
-        m_size, n_size, k_size = mC.shape[0], mC.shape[1], mA.shape[1]
-        tiles_m = cute.ceil_div(m_size, rows)
-        per_batch = tiles_m * tiles_n
-        batch_split = pid // per_batch
-        rest = pid - batch_split * per_batch
-        # The row tiles of one block of columns are neighbours: they read the same run of B,
-        # all but the first from L2.
-        tile_col = rest // tiles_m
-        tile_row = rest - tile_col * tiles_m
-        splits = mC.shape[2] // mA.shape[2]
-        batch = batch_split // splits
-        k_lo, k_hi, per_split = self._k_range(k_size, splits, batch_split - batch * splits)
+        m_size, n_size = mC.shape[0], mC.shape[1]
+        m0, n0, batch, batch_split, k_lo, k_hi, per_split = cta_work(mA, mC, rows, cols, tiles_n)
 
         if cutlass.const_expr(cfg.pdl):
             # Launched early (programmatic dependent launch): no global access before the
@@ -207,8 +213,6 @@ class SimtGemv:
         gA = mA[None, None, batch]  # (M, K)
         gB = mB[None, None, batch]  # (N, K)
         gC = mC[None, None, batch_split]  # (M, N)
-        m0 = tile_row * rows
-        n0 = tile_col * cols
         if cutlass.const_expr(self.b_major == "n"):
             self._n_major(gA, gB, gC, m0, n0, m_size, n_size, k_lo, k_hi, per_split, warp, lane,
                           tid)

@@ -48,7 +48,8 @@ Benchmark
     python -m cutematmul.bench --classes skinnyOdd
 
 Imports: ``configs.simt`` (its configuration), ``configs.sm80`` (the shared-memory swizzle of
-``ldmatrix`` reads); the CuTe DSL and ``cuda.bindings``.
+``ldmatrix`` reads), ``simt_gemv`` (the CTA's work, as the FMA kernel divides it); the CuTe
+DSL and ``cuda.bindings``.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ import cutlass.cute as cute
 
 from ..configs.simt import _GEMV_GRANULE, Config, supports
 from ..configs.sm80 import _SMEM_ALIGN, chunk_swizzle
+from .simt_gemv import cta_work
 
 #: K of one chunk (a shared-memory stage); the family's split granule is a multiple of it.
 _CHUNK_K = 32
@@ -233,24 +235,8 @@ class SimtGemvMma:
         cfg = self.config
         rows, cols, threads = cfg.tile_m, cfg.tile_n, cfg.threads
         tid, _, _ = cute.arch.thread_idx()
-        pid, _, _ = cute.arch.block_idx()
-        m_size, n_size, k_size = mC.shape[0], mC.shape[1], mA.shape[1]
-        tiles_m = cute.ceil_div(m_size, rows)
-        per_batch = tiles_m * tiles_n
-        batch_split = pid // per_batch
-        rest = pid - batch_split * per_batch
-        # The row tiles of one block of columns are neighbours: they read the same run of B,
-        # all but the first from L2.
-        tile_col = rest // tiles_m
-        tile_row = rest - tile_col * tiles_m
-        splits = mC.shape[2] // mA.shape[2]
-        batch = batch_split // splits
-        split = batch_split - batch * splits
-        per_split = cute.ceil_div(cute.ceil_div(k_size, _GEMV_GRANULE), splits) * _GEMV_GRANULE
-        k_lo = split * per_split
-        k_hi = cutlass.min(k_size, k_lo + per_split)
-        m0 = tile_row * rows
-        n0 = tile_col * cols
+        m_size, n_size = mC.shape[0], mC.shape[1]
+        m0, n0, batch, batch_split, k_lo, k_hi, _ = cta_work(mA, mC, rows, cols, tiles_n)
 
         if cutlass.const_expr(cfg.pdl):
             # As the FMA kernel: no global access before the kernel ahead on the stream has
