@@ -273,6 +273,7 @@ PATTERNS = {
     "ldmatrix": r"\bldmatrix\.sync\.aligned\.m8n8\.x[24](\.trans)?\.shared\.b16\b",
     "ldmatrix_trans": r"\bldmatrix\.sync\.aligned\.m8n8\.x[24]\.trans\b",
     "st_shared32": r"\bst\.shared\.(b32|v2\.b16)\b", "bar": r"\bbar(rier)?\.sync\b",
+    "prefetch": r"\bprefetch\.global\.L2\b",
     "st16": r"\bst\.global(\.[a-z0-9]+)*\.b16\b",
     "st32": r"\bst\.global(\.[a-z0-9]+)*\.(f32|b32)\b",
     "pdl_wait": r"\bgriddepcontrol\.wait\b",
@@ -294,7 +295,8 @@ def test_simt_gemv_on_tensor_cores_compiles_with_mma_sync_and_2_byte_loads(tmp_p
     major: ``mma.sync.m16n8k16`` with fp32 accumulators and no FMA; B and A read one 2-byte
     element per global load (no wider load, no cp.async), stored to shared memory as 32-bit
     pairs behind barriers and read with ``ldmatrix`` (transposing exactly for an N-major B or
-    an M-major A); no local memory; C stored as fp32 partials or 16-bit values; one
+    an M-major A), B's chunks ahead prefetched into L2; no local memory; C stored as fp32
+    partials or 16-bit values; one
     ``griddepcontrol.wait`` as a programmatic dependent launch, none without."""
     combos = [[8, "float16", "k", "k", True, True], [16, "bfloat16", "k", "n", True, False],
               [32, "float16", "m", "n", True, True], [32, "bfloat16", "k", "k", False, False],
@@ -309,7 +311,7 @@ def test_simt_gemv_on_tensor_cores_compiles_with_mma_sync_and_2_byte_loads(tmp_p
         pdl, partials = name[4], name[5]
         a_major, b_major = name[2], name[3]
         assert c["mma"] > 0 and c["ld16"] > 0 and c["ldmatrix"] > 0, (name, c)
-        assert c["st_shared32"] > 0 and c["bar"] > 0, (name, c)
+        assert c["st_shared32"] > 0 and c["bar"] > 0 and c["prefetch"] > 0, (name, c)
         assert (c["ldmatrix_trans"] > 0) == (a_major == "m" or b_major == "n"), (name, c)
         assert c["wgmma"] == c["fma"] == c["cp_async"] == c["ld_shared"] == 0, (name, c)
         assert c["ld_wide"] == 0 and c["local"] == 0, (name, c)

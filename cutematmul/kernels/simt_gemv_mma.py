@@ -22,7 +22,8 @@ How
       operand's unit stride with 2-byte loads, a warp's 32 lanes on 64 consecutive elements
       (one or two 128-byte lines per load instruction).  A's few rows are read the same way.
       The next chunk's loads are issued before the MMAs of this one, so they are in flight
-      while it computes.
+      while it computes, and the CTA asks L2 for B's lines ``_PREFETCH`` chunks further on
+      (``prefetch.global.L2``: more bytes in flight than registers could hold).
     * Registers to shared memory, a pair per 32-bit store, in the operand's own major,
       16-byte chunks XOR-swizzled (``configs.sm80.chunk_swizzle``); two stages, one barrier
       per chunk.  Only the CTA of the last columns clamps B's columns (see below): the
@@ -58,6 +59,7 @@ import cuda.bindings.driver as cuda
 
 import cutlass
 import cutlass.cute as cute
+from cutlass._mlir.dialects import llvm
 
 from ..configs.simt import _GEMV_GRANULE, Config, supports
 from ..configs.sm80 import _SMEM_ALIGN, chunk_swizzle
@@ -70,6 +72,10 @@ _STAGES = 2
 _STEP_K = 16
 #: Elements one thread loads and stores together (neighbours along the unit stride).
 _PAIR = 2
+#: Chunks of B ahead of the loads that the CTA asks L2 to fetch (``prefetch.global.L2``, no
+#: registers held): the loads in flight hold only ~16 KB per SM, fewer than device memory's
+#: latency needs at full bandwidth.  UNMEASURED (branch mma-rows).
+_PREFETCH = 2
 #: Shared memory holds both operands' stages; what is left of the unified L1 is little used
 #: (A's rows are read once per chunk).  Passed explicitly so compiling needs no device query.
 _SMEM_CARVEOUT = 100
@@ -306,6 +312,8 @@ class SimtGemvMma:
         gB, gA, wB, wA, rB, rA, n0, m0, n_size, m_size, k_lo, k_hi, tid = operands
         span = cutlass.max(k_hi - k_lo, 0)
         whole = span // _CHUNK_K
+        for ahead in cutlass.range_constexpr(1, _PREFETCH + 1):
+            self._prefetch(gB, n0, n_size, k_lo + ahead * _CHUNK_K, k_hi, tid)
         if whole > 0:
             self._chunk_to_regs(gB, gA, rB, rA, n0, m0, n_size, m_size, k_lo, k_hi, tid,
                                 False, b_clamped)
@@ -314,6 +322,7 @@ class SimtGemvMma:
             cute.arch.barrier()
             for c in range(whole - 1):
                 stage = c % _STAGES
+                self._prefetch(gB, n0, n_size, k_lo + (c + 1 + _PREFETCH) * _CHUNK_K, k_hi, tid)
                 self._chunk_to_regs(gB, gA, rB, rA, n0, m0, n_size, m_size,
                                     k_lo + (c + 1) * _CHUNK_K, k_hi, tid, False, b_clamped)
                 self._mma(copies, stage)
@@ -331,6 +340,35 @@ class SimtGemvMma:
             self._put(wA, rA, stage, rows, self.a_mn_major, tid)
             cute.arch.barrier()
             self._mma(copies, stage)
+
+    @cute.jit
+    def _prefetch(self, gB: cute.Tensor, n0: cutlass.Int32, n_size: cutlass.Int32,
+                  k0: cutlass.Int32, k_hi: cutlass.Int32, tid: cutlass.Int32):
+        """Ask L2 for the lines of B's chunk at ``k0`` (none past ``k_hi``): an N-major B's
+        k-rows each span at most 3 lines of 128 bytes (256 bytes of the CTA's columns), so 3
+        threads a row touch its first, middle and last element; a K-major B's rows (64 bytes
+        of the chunk) 2 lines, first and last.  Addresses are clamped inside B."""
+        cols = self.config.tile_n
+        if k0 < k_hi:
+            if cutlass.const_expr(self.b_mn_major):
+                if tid < 3 * _CHUNK_K:
+                    line = tid // 3
+                    n = n0 + cutlass.min((tid - line * 3) * (cols // 2), cols - 1)
+                    k = k0 + line
+                    self._prefetch_at(gB, n, k, n_size, k_hi)
+            else:
+                n = n0 + tid // 2
+                k = k0 + (tid % 2) * (_CHUNK_K - 1)
+                self._prefetch_at(gB, n, k, n_size, k_hi)
+
+    @cute.jit
+    def _prefetch_at(self, g: cute.Tensor, n: cutlass.Int32, k: cutlass.Int32,
+                     n_size: cutlass.Int32, k_hi: cutlass.Int32):
+        at = cute.domain_offset((cutlass.min(n, n_size - 1), cutlass.min(k, k_hi - 1)), g)
+        # Inline PTX: the DSL's prefetch does not build for sm_80 (libNVVM, DSL 4.8.1).
+        llvm.inline_asm(None, [at.iterator.toint().ir_value()], "prefetch.global.L2 [$0];",
+                        "l", has_side_effects=True, is_align_stack=False,
+                        asm_dialect=llvm.AsmDialect.AD_ATT)
 
     @cute.jit
     def _mma(self, copies, stage: cutlass.Int32):
