@@ -78,7 +78,7 @@ class Config:
     (128) columns per CTA of ``threads`` threads, ``min_blocks`` CTAs per SM; it has no shared
     k-tile ring, so ``tile_k``, ``stages`` and ``raster_group`` keep their defaults there.
     ``mma`` (with ``gemv``, 16-bit inputs only) computes its sums on tensor cores
-    (``kernels/simt_gemv_mma.py``): ``tile_m`` of ``MMA_ROWS`` over 128 threads.
+    (``kernels/simt_gemv_mma.py``): ``tile_m`` of ``MMA_ROWS`` over 256 threads.
     ``pdl``: launched as a programmatic dependent launch (sm_90 and newer; ``for_capability``).
     """
 
@@ -374,8 +374,9 @@ def gemv_config(rows: int) -> Config:
 
 
 def mma_config(rows: int) -> Config:
-    """The row-streaming configuration on tensor cores for ``rows`` (``MMA_ROWS``) rows: 128
-    threads, and as many CTAs per SM as their registers allow (``_MMA_BLOCKS``)."""
+    """The row-streaming configuration on tensor cores for ``rows`` (``MMA_ROWS``) rows:
+    ``_MMA_THREADS`` threads, and as many CTAs per SM as their registers allow
+    (``_MMA_BLOCKS``)."""
     cfg = Config(tile_m=rows, tile_n=_GEMV_TILE_N, threads=_MMA_THREADS,
                  min_blocks=_MMA_BLOCKS[rows], gemv=True, mma=True)
     return replace(cfg, pdl=_pdl(cfg))
