@@ -1,0 +1,452 @@
+"""A small PTX interpreter for CPU tests of kernels no GPU here can run.
+
+It executes the PTX that the CuTe DSL builds for a kernel (``compile_gemm(...).__ptx__``), one
+CTA at a time: every thread steps through the instructions on its own; the warp collectives
+(``ldmatrix``, ``mma.sync``, ``shfl.sync.idx``) execute when all 32 lanes of a warp reach
+them, ``bar.sync`` when every thread of the CTA does.  It raises ``SimError`` on
+
+* a global load, store or prefetch outside the ``Region``s it was given, or inside one but
+  not on an element (``Region.valid``: row and batch padding), a store outside a writable
+  region, or one element of it stored twice (across the CTAs run);
+* a shared-memory access outside the CTA's bytes or misaligned, a race (a byte written by one
+  thread and read or written by another between two barriers), a misaligned ``ldmatrix`` row;
+* a warp reaching a collective at different instructions, a deadlock, an instruction it does
+  not model.
+
+What it models: the integer, predicate, conversion and memory instructions of the SIMT
+family's tensor-core row-streaming kernel (``kernels/simt_gemv_mma.py``) and the collectives
+above; ``mma.sync.m16n8k16`` with fp16 or bf16 inputs and fp32 accumulators, computed in
+float64 and rounded to fp32 (exact for the small integers the tests feed it, so a result
+compares exactly with a float64 reference).  What it does not: CTAs running concurrently
+(they run one after another), memory ordering beyond barriers, timing.
+
+Imports: nothing of ours (NumPy only).
+"""
+
+import re
+
+import numpy as np
+
+def f16_to_f(b):
+    return float(np.array([b], dtype=np.uint16).view(np.float16)[0])
+
+
+def bf16_to_f(b):
+    return float(np.array([b << 16], dtype=np.uint32).view(np.float32)[0])
+
+
+def f_to_bits32(f):
+    return int(np.array([f], dtype=np.float32).view(np.uint32)[0])
+
+
+def bits32_to_f(b):
+    return float(np.array([b], dtype=np.uint32).view(np.float32)[0])
+
+
+class SimError(Exception):
+    pass
+
+
+def parse(ptx):
+    body = ptx[ptx.index("{", ptx.index(".entry")) + 1: ptx.rindex("}")]
+    body = re.sub(r"//[^\n]*", "", body)
+    insts, labels = [], {}
+    for stmt in body.split(";"):
+        stmt = " ".join(stmt.split())
+        while True:
+            m = re.match(r"^(\$[\w]+):\s*(.*)$", stmt)
+            if not m:
+                break
+            labels[m.group(1)] = len(insts)
+            stmt = m.group(2)
+        if not stmt or stmt.startswith(".reg"):
+            continue
+        pred = None
+        m = re.match(r"^@(!?)(%p\d+) (.*)$", stmt)
+        if m:
+            pred = (m.group(1) == "!", m.group(2))
+            stmt = m.group(3)
+        op, _, rest = stmt.partition(" ")
+        args = split_args(rest)
+        insts.append((pred, op, args))
+    return insts, labels
+
+
+def split_args(rest):
+    out, depth, cur = [], 0, ""
+    for ch in rest:
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+class Region:
+    """One global allocation at ``base`` of ``nbytes``: ``valid`` the byte offsets of its
+    elements (None: every byte), ``writable`` whether the kernel may store into it;
+    ``writes`` maps each stored offset to the CTA that stored it."""
+
+    def __init__(self, name, base, nbytes, valid=None, writable=False):
+        self.name, self.base, self.data = name, base, bytearray(nbytes)
+        self.valid = valid
+        self.writable = writable
+        self.writes = {}
+
+
+class Sim:
+    """The kernel of ``ptx`` with its parameters (``params``: index -> bytes, as the launch
+    passes them), global ``regions``, ``smem_bytes`` of shared memory per CTA, ``threads``
+    per CTA and the 16-bit input type (``dtype``: "f16" or "bf16")."""
+
+    def __init__(self, ptx, params, regions, smem_bytes, threads=256, dtype="f16"):
+        self.insts, self.labels = parse(ptx)
+        self.params = params  # param index -> bytes
+        self.regions = regions
+        self.smem_bytes = smem_bytes
+        self.threads = threads
+        self.to_f = f16_to_f if dtype == "f16" else bf16_to_f
+        self.prefetches = {}  # region name -> prefetches into it
+
+    # ------------------------------------------------------------ memory
+    def region_of(self, addr, size, kind):
+        for r in self.regions:
+            if r.base <= addr and addr + size <= r.base + len(r.data):
+                off = addr - r.base
+                if r.valid is not None and kind != "prefetch" and off not in r.valid:
+                    raise SimError(f"{kind} at {r.name}+{off}: inside the allocation but not "
+                                   "on an element")
+                return r, off
+        raise SimError(f"{kind} out of bounds: addr {addr:#x} size {size}")
+
+    def gload(self, addr, size):
+        if addr % size:
+            raise SimError("misaligned global load")
+        r, off = self.region_of(addr, size, "load")
+        return int.from_bytes(r.data[off:off + size], "little")
+
+    def gstore(self, addr, size, val, tid):
+        if addr % size:
+            raise SimError("misaligned global store")
+        r, off = self.region_of(addr, size, "store")
+        if not r.writable:
+            raise SimError(f"store into {r.name}, which is read-only")
+        if off in r.writes:
+            raise SimError(f"double store at C+{off} (ctas {r.writes[off]} and {self.ctaid})")
+        r.writes[off] = self.ctaid
+        r.data[off:off + size] = (val & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+
+    def sacc(self, addr, size, tid, write):
+        if addr < 0 or addr + size > self.smem_bytes or addr % size:
+            raise SimError(f"shared access out of bounds/misaligned: {addr} size {size}")
+        for b in range(addr, addr + size, 2):
+            w, rds = self.epoch.get(b, (None, set()))
+            if write:
+                if (w is not None and w != tid) or (rds - {tid}):
+                    raise SimError(f"shared race: write by {tid} at {b}, writer {w}, readers {sorted(rds)[:4]}")
+                self.epoch[b] = (tid, rds)
+            else:
+                if w is not None and (isinstance(tid, tuple) or w != tid):
+                    raise SimError(f"shared race: read by {tid if not isinstance(tid, tuple) else 'warp'} at {b} written by {w} in the same epoch")
+                rds = set(rds)
+                rds.update(tid if isinstance(tid, tuple) else (tid,))
+                self.epoch[b] = (w, rds)
+
+    # ------------------------------------------------------------ run one CTA
+    def run_cta(self, ctaid):
+        self.ctaid = ctaid
+        self.smem = bytearray(self.smem_bytes)
+        self.epoch = {}
+        T = self.threads
+        regs = [dict() for _ in range(T)]
+        pc = [0] * T
+        state = ["run"] * T  # run / wait / done
+        insts, labels = self.insts, self.labels
+        for t in range(T):
+            regs[t]["%tid.x"] = t
+            regs[t]["%ctaid.x"] = ctaid
+        while True:
+            progressed = False
+            for t in range(T):
+                if state[t] != "run":
+                    continue
+                progressed = True
+                self.step_thread(t, regs[t], pc, state, insts, labels)
+            # collectives
+            waiting = [t for t in range(T) if state[t] == "wait"]
+            if not waiting:
+                if all(s == "done" for s in state):
+                    return
+                if not progressed:
+                    raise SimError("deadlock")
+                continue
+            released = False
+            # barrier
+            alive = [t for t in range(T) if state[t] != "done"]
+            # (Threads may wait at different bar.sync instructions: all name barrier 0.)
+            if all(state[t] == "wait" for t in alive) and {insts[pc[t]][1] for t in alive} == {"bar.sync"}:
+                if len(alive) != T:
+                    raise SimError("bar.sync with exited threads")
+                self.epoch = {}
+                for t in alive:
+                    pc[t] += 1
+                    state[t] = "run"
+                continue
+            for w in range(T // 32):
+                lanes = list(range(32 * w, 32 * w + 32))
+                if not all(state[t] == "wait" for t in lanes):
+                    continue
+                pcs = {pc[t] for t in lanes}
+                if len(pcs) != 1:
+                    if {insts[pc[t]][1] for t in lanes} == {"bar.sync"}:
+                        continue
+                    raise SimError(f"warp {w} diverged at collectives: {pcs}")
+                p = pcs.pop()
+                op = insts[p][1]
+                if op == "bar.sync":
+                    continue
+                self.collective(insts[p], [regs[t] for t in lanes], lanes)
+                for t in lanes:
+                    pc[t] += 1
+                    state[t] = "run"
+                released = True
+            if not released:
+                bad = {(t // 32, insts[pc[t]][1]) for t in waiting}
+                raise SimError(f"stuck: {sorted(bad)[:6]}")
+
+    COLLECTIVE = ("ldmatrix", "mma.sync", "bar.sync", "shfl.sync")
+
+    def step_thread(self, t, R, pc, state, insts, labels):
+        while True:
+            p = pc[t]
+            pred, op, args = insts[p]
+            if pred is not None:
+                v = R[pred[1]]
+                if pred[0]:
+                    v = not v
+                if not v:
+                    pc[t] = p + 1
+                    continue
+            if op.startswith(self.COLLECTIVE):
+                state[t] = "wait"
+                return
+            if op == "ret":
+                state[t] = "done"
+                return
+            if op.startswith("bra"):
+                pc[t] = labels[args[0]]
+                continue
+            self.execute(t, R, op, args)
+            pc[t] = p + 1
+
+    def val(self, R, a, width=32):
+        if a.startswith("%"):
+            return R[a]
+        if a.startswith("0f"):
+            return int(a[2:], 16)
+        if a.startswith("0d"):
+            return int(a[2:], 16)
+        return int(a, 0) & ((1 << width) - 1)
+
+    def addr(self, R, a):
+        m = re.match(r"^\[([%\w.]+)(?:\+(-?\d+))?\]$", a)
+        base, off = m.group(1), int(m.group(2) or 0)
+        return base, off
+
+    def execute(self, t, R, op, args):
+        parts = op.split(".")
+        name = parts[0]
+        typ = parts[-1]
+        width = {"b16": 16, "u16": 16, "s16": 16, "b32": 32, "u32": 32, "s32": 32, "f32": 32,
+                 "b64": 64, "u64": 64, "s64": 64, "pred": 1, "f16": 16, "bf16": 16}.get(typ, 32)
+        mask = (1 << width) - 1
+        signed = typ.startswith("s")
+
+        def sv(x):
+            if not signed:
+                return x & mask
+            x &= mask
+            return x - (1 << width) if x >> (width - 1) else x
+
+        V = lambda a: self.val(R, a, width)
+        if name == "mov":
+            src = args[1]
+            if src == "__dynamic_shmem__0":
+                R[args[0]] = 0
+            elif src.startswith("{"):
+                hs = [R[x.strip()] for x in src.strip("{}").split(",")]
+                R[args[0]] = hs[0] | (hs[1] << 16)
+            elif src in ("%tid.x", "%ctaid.x"):
+                R[args[0]] = R[src]
+            else:
+                R[args[0]] = V(src)
+        elif name == "ld" and parts[1] == "param":
+            pm = re.match(r"^\[\w+_param_(\d+)(?:\+(\d+))?\]$", args[1])
+            blob = self.params[int(pm.group(1))]
+            off = int(pm.group(2) or 0)
+            if parts[2] == "v2":
+                outs = [x.strip() for x in args[0].strip("{}").split(",")]
+                for i, o in enumerate(outs):
+                    R[o] = int.from_bytes(blob[off + 4 * i: off + 4 * i + 4], "little")
+            else:
+                n = width // 8
+                R[args[0]] = int.from_bytes(blob[off:off + n], "little")
+        elif name == "ld" and parts[1] == "global":
+            base, off = self.addr(R, args[1])
+            R[args[0]] = self.gload(R[base] + off, width // 8)
+        elif name == "st" and parts[1] == "global":
+            base, off = self.addr(R, args[0])
+            self.gstore(R[base] + off, width // 8, V(args[1]), t)
+        elif name == "st" and parts[1] == "shared":
+            base, off = self.addr(R, args[0])
+            a = R[base] + off
+            vals = [x.strip() for x in args[1].strip("{}").split(",")] if parts[2].startswith("v") else [args[1]]
+            n = width // 8
+            for i, x in enumerate(vals):
+                self.sacc(a + n * i, n, t, True)
+                self.smem[a + n * i: a + n * i + n] = (V(x) & mask).to_bytes(n, "little")
+        elif name == "prefetch":
+            base, off = self.addr(R, args[0])
+            r, _ = self.region_of(R[base] + off, 1, "prefetch")
+            self.prefetches[r.name] = self.prefetches.get(r.name, 0) + 1
+        elif name == "griddepcontrol":
+            pass
+        elif name == "setp":
+            cmp = parts[1]
+            a, b = sv(V(args[1])), sv(V(args[2]))
+            R[args[0]] = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[cmp]
+        elif name == "selp":
+            R[args[0]] = V(args[1]) if R[args[3]] else V(args[2])
+        elif name in ("and", "or", "xor") and typ == "pred":
+            a, b = R[args[1]], R[args[2]]
+            R[args[0]] = {"and": a and b, "or": a or b, "xor": a != b}[name]
+        elif name == "not":
+            R[args[0]] = ~V(args[1]) & mask
+        elif name == "neg":
+            R[args[0]] = (-V(args[1])) & mask
+        elif name == "cvt":
+            dt, st = parts[-2], parts[-1]
+            if parts[1] in ("rn", "rz", "rm", "rp"):
+                dt, st = parts[2], parts[3]
+                x = bits32_to_f(R[args[1]]) if st == "f32" else None
+                if dt == "f16":
+                    R[args[0]] = int(np.array([x], dtype=np.float16).view(np.uint16)[0])
+                elif dt == "bf16":  # round to nearest even on the fp32 bits
+                    bits = R[args[1]] & 0xFFFFFFFF
+                    if (bits & 0x7FFFFFFF) > 0x7F800000:
+                        R[args[0]] = 0x7FC0
+                    else:
+                        R[args[0]] = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+                else:
+                    raise SimError("cvt " + op)
+            else:
+                sw = int(st[1:])
+                x = R[args[1]] & ((1 << sw) - 1)
+                if st[0] == "s" and x >> (sw - 1):
+                    x -= 1 << sw
+                R[args[0]] = x & ((1 << int(dt[1:])) - 1)
+        else:
+            a = sv(V(args[1]))
+            b = sv(V(args[2])) if len(args) > 2 else None
+            if name == "add":
+                r = a + b
+            elif name == "sub":
+                r = a - b
+            elif name == "mul":
+                r = a * b
+            elif name == "mad":
+                r = a * b + sv(V(args[3]))
+            elif name == "div":
+                if b == 0:
+                    raise SimError("division by zero")
+                q = abs(a) // abs(b)
+                r = q if (a >= 0) == (b >= 0) else -q
+            elif name == "rem":
+                r = a - b * int(a / b)
+            elif name == "and":
+                r = a & b
+            elif name == "or":
+                r = a | b
+            elif name == "xor":
+                r = a ^ b
+            elif name == "shl":
+                r = (V(args[1]) << V(args[2])) if V(args[2]) < width else 0
+            elif name == "shr":
+                sh = min(V(args[2]), width)
+                r = (a >> sh) if signed else ((V(args[1]) & mask) >> sh)
+            elif name == "min":
+                r = min(a, b)
+            elif name == "max":
+                r = max(a, b)
+            else:
+                raise SimError("unknown op " + op)
+            R[args[0]] = r & mask
+
+    # ------------------------------------------------------------ warp collectives
+    def collective(self, inst, Rs, lanes):
+        _, op, args = inst
+        if op.startswith("shfl.sync.idx"):
+            src = int(args[2])
+            v = Rs[src][args[1]]
+            for R in Rs:
+                R[args[0]] = v
+        elif op.startswith("ldmatrix"):
+            num = int(re.search(r"\.x(\d)", op).group(1))
+            trans = ".trans" in op
+            outs = [x.strip() for x in args[0].strip("{}").split(",")]
+            addrs = []
+            for R in Rs:
+                base, off = self.addr(R, args[1])
+                addrs.append(R[base] + off)
+            for q in range(num):
+                for r in range(8):
+                    a = addrs[8 * q + r]
+                    if a % 16:
+                        raise SimError("ldmatrix row misaligned")
+                    self.sacc(a, 16, tuple(lanes), False)
+            for l, R in enumerate(Rs):
+                for q in range(num):
+                    if trans:
+                        hs = []
+                        for h in range(2):
+                            a = addrs[8 * q + 2 * (l % 4) + h] + 2 * (l // 4)
+                            hs.append(int.from_bytes(self.smem[a:a + 2], "little"))
+                    else:
+                        a = addrs[8 * q + l // 4] + 4 * (l % 4)
+                        hs = [int.from_bytes(self.smem[a:a + 2], "little"),
+                              int.from_bytes(self.smem[a + 2:a + 4], "little")]
+                    R[outs[q]] = hs[0] | (hs[1] << 16)
+        elif op.startswith("mma.sync"):
+            d, a, b, c = ([x.strip() for x in g.strip("{}").split(",")] for g in args)
+            A = np.zeros((16, 16)); B = np.zeros((16, 8)); C = np.zeros((16, 8))
+            cv = lambda R, x: R[x] if x.startswith("%") else int(x[2:], 16)
+            for l, R in enumerate(Rs):
+                g, tq = l // 4, l % 4
+                for j in range(4):
+                    w = R[a[j]]
+                    row = g + 8 * (j % 2)
+                    k = 2 * tq + 8 * (j // 2)
+                    A[row, k] = self.to_f(w & 0xFFFF)
+                    A[row, k + 1] = self.to_f(w >> 16)
+                for j in range(2):
+                    w = R[b[j]]
+                    k = 2 * tq + 8 * j
+                    B[k, g] = self.to_f(w & 0xFFFF)
+                    B[k + 1, g] = self.to_f(w >> 16)
+                for j in range(4):
+                    C[g + 8 * (j // 2), 2 * tq + (j % 2)] = bits32_to_f(cv(R, c[j]))
+            with np.errstate(invalid="ignore", over="ignore"):
+                D = (A.astype(np.float64) @ B.astype(np.float64) + C).astype(np.float32)
+            for l, R in enumerate(Rs):
+                g, tq = l // 4, l % 4
+                for j in range(4):
+                    R[d[j]] = f_to_bits32(D[g + 8 * (j // 2), 2 * tq + (j % 2)])
+        else:
+            raise SimError("collective " + op)

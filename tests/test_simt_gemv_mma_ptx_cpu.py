@@ -1,0 +1,192 @@
+"""The tensor-core row-streaming kernel (``kernels/simt_gemv_mma.py``) run on this CPU: its PTX,
+as the DSL builds it for sm_90a, executed by ``tests/ptxsim.py`` CTA by CTA over small products.
+
+Each product checks, exactly, that every output of every split equals the float64 product of
+its run of K (the inputs are small integers, so fp32 sums are exact), that every element of C
+is stored once and nothing else is, and (``ptxsim.SimError``) that no load, prefetch or store
+leaves its array or lands on padding, and that shared memory has no race between barriers.
+The products cover every row count and operand major, fp16 and bf16, fp32 partials and C
+itself, tails in M, N and K, splits with an empty last one, batches with a broadcast operand,
+padded leading dimensions, B at an odd element, and inf and NaN past the products' ends (in
+rows past M and columns past N that the kernel reads but must not store, and at K's end).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import compile_in_child, needs_dsl
+
+pytestmark = needs_dsl()
+
+#: (rows, dtype, A major, B major, fp32 partials): the compiled variants (PDL on).
+VARIANTS = [(8, "float16", "k", "k", True), (8, "bfloat16", "m", "n", True),
+            (16, "float16", "k", "n", False), (16, "bfloat16", "m", "k", True),
+            (32, "float16", "m", "n", True), (32, "bfloat16", "k", "n", False)]
+
+_CHILD = r"""
+import dataclasses, json, sys
+from cutematmul.configs import simt
+from cutematmul.kernels.compile import compile_gemm
+from cutematmul.kernels.simt_sgemm import Kernel
+names = []
+for rows, dtype, a_major, b_major, partials in json.loads(sys.argv[1]):
+    config = dataclasses.replace(simt.mma_config(rows), pdl=True, partials=partials)
+    kernel = Kernel(config, dtype, a_major, b_major, 1, 1, 4 if partials else 1, 132)
+    name = f"{rows}{dtype}{a_major}{b_major}{int(partials)}.ptx"
+    open(name, "w").write(compile_gemm(kernel, keep_ptx=True).__ptx__)
+    names.append(name)
+print("NAMES=" + json.dumps(names))
+"""
+
+def _param(ptr: int, shape, strides) -> bytes:
+    """A (rows, K, batch) tensor parameter as the DSL passes it: the pointer, three int32
+    extents (then 4 bytes of padding), the two dynamic int64 strides."""
+    out = bytearray(40)
+    out[0:8] = ptr.to_bytes(8, "little")
+    for i, s in enumerate(shape):
+        out[8 + 4 * i:12 + 4 * i] = int(s).to_bytes(4, "little", signed=True)
+    for i, s in enumerate(strides):
+        out[24 + 8 * i:32 + 8 * i] = int(s).to_bytes(8, "little", signed=True)
+    return bytes(out)
+
+
+def _operand(ptxsim, name, base, rows, k, batch, rows_major, pad, shared, rng, dtype, at=0,
+             poison=None):
+    """A Region holding a (rows, K, batch) operand of small integers: unit stride along rows
+    (``rows_major``) or K, ``pad`` elements of padding per line, batch stride 0 (``shared``),
+    its first element ``at`` elements past ``base``; ``poison`` edits the values first."""
+    ld = (rows if rows_major else k) + pad
+    matrix = (k if rows_major else rows) * ld
+    batch_stride = 0 if shared else matrix + 3
+
+    def offset(r, kk, entry):
+        return (r + kk * ld if rows_major else r * ld + kk) + entry * batch_stride
+
+    stored = 1 if shared else batch
+    values = rng.integers(-2, 3, size=(rows, k, stored)).astype(np.float32)
+    if poison is not None:
+        poison(values)
+    count = offset(rows - 1, k - 1, stored - 1) + 1
+    flat = np.zeros(count, np.float32)
+    valid = set()
+    for entry in range(stored):
+        for r in range(rows):
+            for kk in range(k):
+                flat[offset(r, kk, entry)] = values[r, kk, entry]
+                valid.add(2 * offset(r, kk, entry))
+    if dtype == "float16":
+        raw = flat.astype(np.float16).view(np.uint16)
+    else:  # bf16: the top half of fp32 (small integers and inf/NaN are exact)
+        raw = (flat.view(np.uint32) >> 16).astype(np.uint16)
+    region = ptxsim.Region(name, base + 2 * at, 2 * count, valid)
+    region.data[:] = raw.tobytes()
+    full = np.repeat(values, batch, axis=2) if shared else values
+    strides = (ld, batch_stride)
+    return region, full, strides
+
+
+def _run(ptxsim, ptx, variant, m, n, k, batch, splits, pad=(0, 0, 0), shared=(False, False),
+         at=0, poison_a=None, poison_b=None, seed=0):
+    """Every CTA of one product; returns the number of wrong or missing outputs."""
+    rows, dtype, a_major, b_major, partials = variant
+    rng = np.random.default_rng(seed)
+    reg_a, full_a, st_a = _operand(ptxsim, "A", 0x10000000, m, k, batch, a_major == "m",
+                                   pad[0], shared[0], rng, dtype, 0, poison_a)
+    reg_b, full_b, st_b = _operand(ptxsim, "B", 0x20000000, n, k, batch, b_major == "n",
+                                   pad[1], shared[1], rng, dtype, at, poison_b)
+    ldc = n + pad[2]
+    c_stride = m * ldc + 5
+    size = 4 if partials else 2
+    count = (batch * splits - 1) * c_stride + (m - 1) * ldc + n
+    reg_c = ptxsim.Region("C", 0x30000000, size * count, writable=True,
+                          valid={size * (e * c_stride + r * ldc + c) for e in range(batch * splits)
+                                 for r in range(m) for c in range(n)})
+    params = {0: _param(reg_a.base, (m, k, batch), st_a),
+              1: _param(reg_b.base, (n, k, batch), st_b),
+              2: _param(reg_c.base, (m, n, batch * splits), (ldc, c_stride)),
+              3: (-(-n // 128)).to_bytes(4, "little")}
+    smem = (128 + rows) * 32 * 2 * 2
+    sim = ptxsim.Sim(ptx, params, [reg_a, reg_b, reg_c], smem,
+                     dtype="f16" if dtype == "float16" else "bf16")
+    for cta in range(-(-m // rows) * -(-n // 128) * batch * splits):
+        sim.run_cta(cta)
+    assert set(sim.prefetches) <= {"B"}, sim.prefetches
+    got = np.frombuffer(bytes(reg_c.data), np.float32 if partials else np.uint16)
+    per_split = -(-(-(-k // 128)) // splits) * 128
+    wrong = len(reg_c.valid) - len(reg_c.writes)
+    for entry in range(batch):
+        for s in range(splits):
+            lo, hi = s * per_split, min(k, (s + 1) * per_split)
+            with np.errstate(invalid="ignore", over="ignore"):
+                want = (full_a[:, lo:hi, entry].astype(np.float64)
+                        @ full_b[:, lo:hi, entry].astype(np.float64).T)
+            for r in range(m):
+                for c in range(n):
+                    value = got[(entry * splits + s) * c_stride + r * ldc + c]
+                    if not partials:  # a 16-bit C: the wanted value rounded to it
+                        value = _from_bits(value, dtype)
+                        expect = _from_bits(_to_bits(want[r, c], dtype), dtype)
+                    else:
+                        expect = np.float32(want[r, c])
+                    if not (value == expect or (np.isnan(value) and np.isnan(expect))):
+                        wrong += 1
+    return wrong
+
+
+def _to_bits(x, dtype):
+    """``x`` (an fp32 sum) rounded to nearest even in ``dtype``, as ``cvt.rn`` does."""
+    if dtype == "float16":
+        return np.array([np.float32(x)], np.float16).view(np.uint16)[0]
+    bits = int(np.array([x], np.float32).view(np.uint32)[0])
+    if np.isnan(x):
+        return 0x7FC0
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def _from_bits(bits, dtype):
+    if dtype == "float16":
+        return np.float64(np.array([bits], np.uint16).view(np.float16)[0])
+    return np.float64(np.array([np.uint32(bits) << 16], np.uint32).view(np.float32)[0])
+
+
+def _inf_at_k_end(values):
+    values[0, -1, :] = np.inf
+
+
+def _nan_in_last_line(values):
+    values[-1, 0, :] = np.nan
+
+
+def _products(rows):
+    """(M, N, K, batch, splits, keyword arguments) for a CTA of ``rows`` rows; each product
+    runs at most a few CTAs (the interpreter runs ~1 s of Python per CTA)."""
+    return [
+        (max(1, rows - 3), 37, 45, 1, 1, dict(at=1)),  # tails in M, N and K; B at an odd element
+        (rows + 3, 130, 40, 1, 1, dict(pad=(1, 3, 2))),  # two row and two column tiles
+        (rows, 20, 33, 2, 1, dict(shared=(True, False), pad=(3, 5, 2), at=1)),
+        (2, 20, 260, 1, 3, dict(poison_a=_inf_at_k_end, poison_b=_inf_at_k_end)),
+        # 4 splits of K = 129, the last empty; NaN in A's last row and B's last column, which
+        # the clamped reads repeat into the rows past M and columns past N (never stored).
+        (rows - 1, 9, 129, 1, 4, dict(poison_a=_nan_in_last_line,
+                                      poison_b=_nan_in_last_line)),
+    ]
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ptx")
+    names = compile_in_child("sm_90a", _CHILD, [list(v) for v in VARIANTS], tmp,
+                             prefix="NAMES=")
+    return {v: (tmp / name).read_text() for v, name in zip(VARIANTS, names)}
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v[0]}{v[1][:2]}{v[2]}{v[3]}"
+                         f"{'-partials' if v[4] else '-c'}")
+def test_every_output_exact_and_every_access_inside_its_array(compiled, variant):
+    import ptxsim
+
+    for i, (m, n, k, batch, splits, extra) in enumerate(_products(variant[0])):
+        wrong = _run(ptxsim, compiled[variant], variant, m, n, k, batch, splits, seed=i, **extra)
+        assert wrong == 0, (variant, (m, n, k, batch, splits), wrong)
