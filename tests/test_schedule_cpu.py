@@ -991,7 +991,9 @@ def test_16_bit_row_streaming_in_pieces_keeps_the_row_streaming_kernel(case):
     config = work.key.config
     assert work.key.family == "simt" and config.gemv and not config.partials, work.key
     assert not swapped and not work.transposed and work.reduce is None and work.splits == 1
-    assert config.tile_m == (4 if case == "rows" else simt.GEMV_ROWS[-1])
+    # M 4097 over N 3: row tiles of the tensor-core kernel's most rows
+    assert (config.tile_m, config.mma) == ((4, False) if case == "rows"
+                                           else (simt.MMA_ROWS[-1], True))
     assert simt.choose_config(m, n, k, 1, 132, math="bfloat16", majors=(work.key.a_major,
                                                                           work.key.b_major)).gemv
 
