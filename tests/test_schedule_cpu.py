@@ -928,7 +928,7 @@ def test_16_bit_few_rows_over_a_b_of_no_whole_vectors_stream_it_in_place(m, layo
     """A 16-bit product of at most ``HALF_GEMV_MAX_M`` rows whose B's rows are no whole
     16-byte vectors (odd N with B N-major, odd K with B K-major) runs on SIMT's row-streaming
     kernel, reading every operand as it is (no copy, nothing staged): on FMA up to
-    ``HALF_FMA_MAX_M`` rows (8 over an N-major B, 4 over a K-major one), on tensor cores
+    ``HALF_FMA_MAX_M`` rows (1 over an N-major B, 4 over a K-major one), on tensor cores
     (``Config.mma``) past them, in the fewest rows of either that hold M, fp32 partials
     exactly where it splits (the reduction then writes C).  More rows stay on sm90."""
     n, k = (4099, 4096) if layout[1] == "n" else (4096, 4097)
@@ -991,9 +991,9 @@ def test_16_bit_row_streaming_in_pieces_keeps_the_row_streaming_kernel(case):
     config = work.key.config
     assert work.key.family == "simt" and config.gemv and not config.partials, work.key
     assert not swapped and not work.transposed and work.reduce is None and work.splits == 1
-    # M 4097 over N 3: row tiles of the tensor-core kernel's most rows
-    assert (config.tile_m, config.mma) == ((4, False) if case == "rows"
-                                           else (simt.MMA_ROWS[-1], True))
+    # (M 4097 over N 3: row tiles of the tensor-core kernel's most rows)
+    expected = simt._half_gemv_config(m, work.key.b_major)
+    assert (config.tile_m, config.mma) == (expected.tile_m, expected.mma), config
     assert simt.choose_config(m, n, k, 1, 132, math="bfloat16", majors=(work.key.a_major,
                                                                           work.key.b_major)).gemv
 

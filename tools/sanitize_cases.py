@@ -483,7 +483,7 @@ def _simt_gemv(gen, quick: bool, poison: bool) -> int:
 #: then few columns over such an A (C^T through the workspace).
 GEMV16_CASES = [(1, 3001, 2049, "float16", "nn"), (3, 1027, 129, "bfloat16", "tn"),
                 (4, 515, 3001, "float16", "nt"), (7, 2053, 1025, "bfloat16", "nn"),
-                (2, 1031, 77, "float16", "tn"), (3, 8191, 9001, "bfloat16", "nt"),
+                (2, 1031, 77, "float16", "nt"), (3, 8191, 9001, "bfloat16", "nt"),
                 (3001, 7, 1024, "float16", "tn"), (2048, 3, 1025, "bfloat16", "nt"),
                 # On tensor cores (``Config.mma``): 8 rows over a K-major B, 16, 32, C^T, unsplit.
                 (7, 2053, 2049, "bfloat16", "nt"), (12, 2051, 1025, "float16", "nn"),

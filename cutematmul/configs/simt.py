@@ -417,10 +417,18 @@ def _half_gemv_config(extent: int, b_major: str) -> Config:
 #: 4x14336x4097 162.0 / 64.4 (73.9), but bf16 nt 8x4096x4095 35.0 / 46.8 (32.6).
 HALF_GEMV_MAX_M = {"n": 32, "k": 32}
 #: The rows up to which a 16-bit product streams on the FMA kernel (``GEMV_ROWS``); more, up to
-#: ``HALF_GEMV_MAX_M``, stream on the tensor-core kernel (``mma_config``).  UNMEASURED on a
-#: GPU (branch mma-rows): the FMA kernel's bounds above are measured, the tensor-core kernel's
-#: are not.
-HALF_FMA_MAX_M = {"n": 8, "k": 4}
+#: ``HALF_GEMV_MAX_M``, stream on the tensor-core kernel (``mma_config``).  H100, 2026-12-05,
+#: L2-cold rotated inputs, us, sm90 route / tensor-core row streaming (cuBLAS), every result
+#: checked against float64: M 9-32 over an odd N (nn, tn; 24 products of N x K 3316 x 10476,
+#: 4164 x 15203, 50257 x 768, 11007 x 4096) 2.40x faster than the sm90 route (geometric mean,
+#: least 1.72x) and 1.48x cuBLAS (0.80-2.34x), e.g. fp16 tn 9x11007x4096 112.4 / 46.3 (97.8),
+#: bf16 nn 32x3316x10476 96.3 / 46.5 (37.4); over an odd K (nt) bf16 16x4096x4095 39.3 / 25.9
+#: (45.0), fp16 24x14336x4097 173.9 / 77.9 (119.7).  FMA / tensor-core kernel at M <= 8:
+#: N-major B, bf16 nn 1x4164x15203 65.3 / 55.6, fp16 tn 1x50257x768 38.6 / 41.3, M 4 70.8 /
+#: 56.7 and 53.5 / 42.5, M 8 70.8 / 57.9 and 53.7 / 44.3 (so FMA keeps M 1 only, where the
+#: two tie); K-major B, bf16 nt 1x4096x4095 19.6 / 24.4 (FMA faster; M 2-4 not compared, kept
+#: on FMA, which beat cuBLAS there: fp16 nt 4x14336x4097 64.4 against 73.9 above).
+HALF_FMA_MAX_M = {"n": 1, "k": 4}
 
 
 def streams_in_place(m: int, n: int, majors: tuple[str, str],

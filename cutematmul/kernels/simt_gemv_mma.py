@@ -74,7 +74,8 @@ _STEP_K = 16
 _PAIR = 2
 #: Chunks of B ahead of the loads that the CTA asks L2 to fetch (``prefetch.global.L2``, no
 #: registers held): the loads in flight hold only ~16 KB per SM, fewer than device memory's
-#: latency needs at full bandwidth.  UNMEASURED (branch mma-rows).
+#: latency needs at full bandwidth.  Not timed without it (the kernel's figures,
+#: ``configs.simt.HALF_FMA_MAX_M``, are with it).
 _PREFETCH = 2
 #: Shared memory holds both operands' stages; what is left of the unified L1 is little used
 #: (A's rows are read once per chunk).  Passed explicitly so compiling needs no device query.
