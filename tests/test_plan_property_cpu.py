@@ -122,3 +122,23 @@ def test_every_planned_kernel_is_one_its_family_builds(case):
         if isinstance(work, launch.Launch):
             _buildable(work)
     launch.clear_plans()
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(dtype=st.sampled_from(["float32", "float16", "bfloat16"]),
+       precision=st.sampled_from(["highest", "high", "tf32"]),
+       mnk=st.tuples(*(st.sampled_from(SIZES + [1000, 4097]) for _ in range(3))),
+       batch=st.sampled_from([1, 2, 5]), trans=st.tuples(st.booleans(), st.booleans()),
+       bcast=st.tuples(st.booleans(), st.booleans()), gpu=st.sampled_from(sorted(GPUS)))
+def test_every_jitted_kernel_is_one_its_family_builds(dtype, precision, mnk, batch, trans, bcast,
+                                                      gpu):
+    """The XLA route's plan (``xla.xla_plan``: what a jitted product lowers to) likewise."""
+    xla = pytest.importorskip("cutematmul.xla", reason="the XLA route needs jax")
+    info = GPUS[gpu]
+    if batch == 1:
+        bcast = (True, True)
+    plan = xla.xla_plan(info.capability, info.num_sms, dtype,
+                        precision if dtype == "float32" else "highest", "auto", *mnk, batch,
+                        *trans, *bcast, tuned=False)
+    dispatch.build_kernel(plan.key)
