@@ -23,7 +23,6 @@ _SMEM_ALIGN = 1024
 _MAX_ACC_PER_THREAD = 128
 
 
-
 def chunk_swizzle(row_bytes: int) -> tuple[int, int, int]:
     """(bits, base, shift) of the XOR swizzle on byte addresses for shared-memory rows of
     ``row_bytes`` that ``ldmatrix`` reads (this family's rings, and the SIMT family's
@@ -36,6 +35,7 @@ def chunk_swizzle(row_bytes: int) -> tuple[int, int, int]:
     bits = min(3, max(0, (row_bytes // _VEC_BYTES).bit_length() - 1))
     shift = max(3, row_bytes.bit_length() - 1 - 4)
     return bits, 4, shift
+
 
 @dataclass(frozen=True)
 class Config:

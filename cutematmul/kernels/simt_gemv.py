@@ -88,14 +88,20 @@ _ELEMENT = {"float32": cutlass.Float32, "float16": cutlass.Float16, "bfloat16": 
 
 
 @cute.jit
-def cta_work(mA: cute.Tensor, mC: cute.Tensor, rows: cutlass.Constexpr, cols: cutlass.Constexpr,
-             tiles_n: cutlass.Int32):
+def cta_work(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, rows: cutlass.Constexpr,
+             cols: cutlass.Constexpr, tiles_n: cutlass.Int32, pdl: cutlass.Constexpr):
     """What this CTA of a row-streaming kernel computes (this module's and
-    ``simt_gemv_mma``'s): (first row, first column, batch of A and B, matrix of C, k_lo, k_hi,
-    per_split).  The grid is one CTA per ``rows`` x ``cols`` tile of C and matrix of C (``splits``
-    per batch entry); the row tiles of one block of columns are neighbours, so they read the same
-    run of B, all but the first from L2.  A split's K is an equal run of whole granules
-    (``_GRANULE``), [k_lo, k_hi) inside K."""
+    ``simt_gemv_mma``'s): (first row, first column, k_lo, k_hi, per_split, and its matrices of
+    A (M, K), B (N, K) and C (M, N)).  The grid is one CTA per ``rows`` x ``cols`` tile of C and
+    matrix of C (``splits`` per batch entry); the row tiles of one block of columns are
+    neighbours, so they read the same run of B, all but the first from L2.  A split's K is an
+    equal run of whole granules (``_GRANULE``), [k_lo, k_hi) inside K.
+
+    With ``pdl`` the kernel was launched early (programmatic dependent launch): no global
+    access before the kernel ahead on the stream has finished, so the wait comes before the
+    matrices are handed out.  Then the next kernel (the split-K reduction) may launch at once:
+    its threads wait for this grid to finish, and it launches only once every CTA of this grid
+    has started, so it takes no slot one of ours still needs."""
     pid, _, _ = cute.arch.block_idx()
     m_size, k_size = mC.shape[0], mA.shape[1]
     tiles_m = cute.ceil_div(m_size, rows)
@@ -109,7 +115,12 @@ def cta_work(mA: cute.Tensor, mC: cute.Tensor, rows: cutlass.Constexpr, cols: cu
     per_split = cute.ceil_div(cute.ceil_div(k_size, _GRANULE), splits) * _GRANULE
     k_lo = (batch_split - batch * splits) * per_split
     k_hi = cutlass.min(k_size, k_lo + per_split)
-    return tile_row * rows, tile_col * cols, batch, batch_split, k_lo, k_hi, per_split
+    m0, n0 = tile_row * rows, tile_col * cols
+    if cutlass.const_expr(pdl):
+        cute.arch.griddepcontrol_wait()
+        cute.arch.griddepcontrol_launch_dependents()
+    return (m0, n0, k_lo, k_hi, per_split,
+            mA[None, None, batch], mB[None, None, batch], mC[None, None, batch_split])
 
 
 class SimtGemv:
@@ -200,19 +211,8 @@ class SimtGemv:
         warp = tid // 32
         lane = tid - warp * 32
         m_size, n_size = mC.shape[0], mC.shape[1]
-        m0, n0, batch, batch_split, k_lo, k_hi, per_split = cta_work(mA, mC, rows, cols, tiles_n)
-
-        if cutlass.const_expr(cfg.pdl):
-            # Launched early (programmatic dependent launch): no global access before the
-            # kernel ahead on the stream has finished.  Then the next kernel (the split-K
-            # reduction) may launch at once: its threads wait for this grid to finish, and it
-            # launches only once every CTA of this grid has started, so it takes no slot one
-            # of ours still needs.
-            cute.arch.griddepcontrol_wait()
-            cute.arch.griddepcontrol_launch_dependents()
-        gA = mA[None, None, batch]  # (M, K)
-        gB = mB[None, None, batch]  # (N, K)
-        gC = mC[None, None, batch_split]  # (M, N)
+        m0, n0, k_lo, k_hi, per_split, gA, gB, gC = cta_work(mA, mB, mC, rows, cols, tiles_n,
+                                                             cfg.pdl)
         if cutlass.const_expr(self.b_major == "n"):
             self._n_major(gA, gB, gC, m0, n0, m_size, n_size, k_lo, k_hi, per_split, warp, lane,
                           tid)

@@ -243,16 +243,8 @@ class SimtGemvMma:
         rows, cols, threads = cfg.tile_m, cfg.tile_n, cfg.threads
         tid, _, _ = cute.arch.thread_idx()
         m_size, n_size = mC.shape[0], mC.shape[1]
-        m0, n0, batch, batch_split, k_lo, k_hi, _ = cta_work(mA, mC, rows, cols, tiles_n)
-
-        if cutlass.const_expr(cfg.pdl):
-            # As the FMA kernel: no global access before the kernel ahead on the stream has
-            # finished; the next one (the split-K reduction) may launch at once.
-            cute.arch.griddepcontrol_wait()
-            cute.arch.griddepcontrol_launch_dependents()
-        gA = mA[None, None, batch]  # (M, K)
-        gB = mB[None, None, batch]  # (N, K)
-        gC = mC[None, None, batch_split]  # (M, N)
+        # (With PDL, cta_work waits for the kernel ahead before any global access.)
+        m0, n0, k_lo, k_hi, _, gA, gB, gC = cta_work(mA, mB, mC, rows, cols, tiles_n, cfg.pdl)
 
         smem = cutlass.memory.SmemAllocator()
         b_elems = cols * _CHUNK_K * _STAGES
