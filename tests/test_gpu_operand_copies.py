@@ -22,9 +22,11 @@ from helpers import Maker, check_matmul, layout_operands
 pytestmark = pytest.mark.gpu
 
 LAYOUTS = ["nn", "tn", "nt", "tt"]
-# (M, N, K): a long K over a few rows and columns (split, C by the reduction), a 9 x 9 result,
-# a few columns over many rows, and a mid-size product whose C is copied (unsplit, 333 columns).
-SHAPES = [(60, 98, 15985), (9, 9, 29473), (1000, 12, 3000), (301, 333, 1001)]
+# (M, N, K): a long K over a few rows and columns (split, C by the reduction), a 40 x 36 result
+# (past the 32 rows or columns that SIMT's row-streaming kernel reads in place instead:
+# tests/test_gpu_row_streaming16.py), a few columns over many rows, and a mid-size product
+# whose C is copied (unsplit, 333 columns).
+SHAPES = [(60, 98, 15985), (40, 36, 29473), (1000, 12, 3000), (301, 333, 1001)]
 
 
 @pytest.fixture

@@ -459,9 +459,11 @@ PARTIAL_SUMS = [
     ("float16", "highest", (24, 8192), (8192, 2048), False, False, "transposed"),
     ("bfloat16", "highest", (40000, 64), (40000, 96), True, False, "split"),
     ("float16", "highest", (3, 16, 20000), (20000, 40), False, False, "split"),
-    ("bfloat16", "highest", (2, 9, 6000), (2, 6000, 100), False, False, "transposed"),
+    ("bfloat16", "highest", (2, 9, 6000), (2, 6000, 104), False, False, "transposed"),
     ("float16", "highest", (16, 20000), (3, 20000, 40), False, False, "split"),  # A shared
-    ("bfloat16", "highest", (9, 6000), (2, 6000, 100), False, False, "transposed"),  # A shared
+    ("bfloat16", "highest", (9, 6000), (2, 6000, 104), False, False, "transposed"),  # A shared
+    # B's rows of 200 bytes: SIMT's row-streaming kernel (tensor cores) reads them in place.
+    ("bfloat16", "highest", (9, 6000), (2, 6000, 100), False, False, "rows"),  # A shared
     ("float32", "highest", (4096, 4096), (6, 4096), False, True, "transposed"),
     ("float32", "highest", (20, 50000), (50000, 30), False, False, "split"),
     ("float32", "high", (512, 20000), (20000, 512), False, False, "split"),
@@ -495,7 +497,9 @@ def test_split_and_transposed_products_inside_jit(case):
                         ta, tb, len(a_shape) == 2, len(b_shape) == 2)
     if info.capability == (9, 0):
         assert {"split": plan.splits > 1 and not plan.transposed, "transposed": plan.transposed,
-                "sm80": plan.key.family == "sm80"}[kind], plan
+                "sm80": plan.key.family == "sm80",
+                "rows": plan.key.family == "simt" and plan.key.config.mma and plan.splits > 1,
+                }[kind], plan
 
     def f(x, y):
         return cutematmul.matmul(jnp.swapaxes(x, -1, -2) if ta else x,
