@@ -928,7 +928,7 @@ def test_16_bit_few_rows_over_a_b_of_no_whole_vectors_stream_it_in_place(m, layo
     """A 16-bit product of at most ``HALF_GEMV_MAX_M`` rows whose B's rows are no whole
     16-byte vectors (odd N with B N-major, odd K with B K-major) runs on SIMT's row-streaming
     kernel, reading every operand as it is (no copy, nothing staged): on FMA up to
-    ``HALF_FMA_MAX_M`` rows (1 over an N-major B, 4 over a K-major one), on tensor cores
+    ``HALF_FMA_MAX_M`` rows (2 over a K-major B, none over an N-major one), on tensor cores
     (``Config.mma``) past them, in the fewest rows of either that hold M, fp32 partials
     exactly where it splits (the reduction then writes C).  More rows stay on sm90."""
     n, k = (4099, 4096) if layout[1] == "n" else (4096, 4097)

@@ -478,13 +478,14 @@ def _simt_gemv(gen, quick: bool, poison: bool) -> int:
 
 #: 16-bit products of few rows over a long operand of no whole 16-byte rows, which the
 #: dispatcher runs on the row-streaming kernel reading it as it is
-#: (``configs.simt.streams_in_place``): (M, N, K, dtype, layout).  Every CTA row count and
-#: tails; B N-major (odd N) and K-major (odd K), A K- and M-major; unsplit (K short) and split;
-#: then few columns over such an A (C^T through the workspace).
+#: (``configs.simt.streams_in_place``): (M, N, K, dtype, layout).  Every CTA row count of
+#: both kernels (FMA: 1-2 rows over a K-major B, ``configs.simt.HALF_FMA_MAX_M``; tensor
+#: cores: the rest) and tails; B N-major (odd N) and K-major (odd K), A K- and M-major;
+#: unsplit (K short) and split; then few columns over such an A (C^T through the workspace).
 GEMV16_CASES = [(1, 3001, 2049, "float16", "nn"), (3, 1027, 129, "bfloat16", "tn"),
-                (4, 515, 3001, "float16", "nt"), (7, 2053, 1025, "bfloat16", "nn"),
+                (1, 515, 3001, "float16", "nt"), (7, 2053, 1025, "bfloat16", "nn"),
                 (2, 1031, 77, "float16", "nt"), (3, 8191, 9001, "bfloat16", "nt"),
-                (3001, 7, 1024, "float16", "tn"), (2048, 3, 1025, "bfloat16", "nt"),
+                (3001, 7, 1024, "float16", "tn"), (2048, 2, 1025, "bfloat16", "nt"),
                 # On tensor cores (``Config.mma``): 8 rows over a K-major B, 16, 32, C^T, unsplit.
                 (7, 2053, 2049, "bfloat16", "nt"), (12, 2051, 1025, "float16", "nn"),
                 (24, 1027, 777, "bfloat16", "tn"), (32, 515, 3001, "float16", "nt"),

@@ -416,19 +416,23 @@ def _half_gemv_config(extent: int, b_major: str) -> Config:
 #: still).  B K-major (``x @ w.T``, odd K): bf16 nt 1x4096x4095 34.7 / 17.4 (19.9), fp16 nt
 #: 4x14336x4097 162.0 / 64.4 (73.9), but bf16 nt 8x4096x4095 35.0 / 46.8 (32.6).
 HALF_GEMV_MAX_M = {"n": 32, "k": 32}
-#: The rows up to which a 16-bit product streams on the FMA kernel (``GEMV_ROWS``); more, up to
-#: ``HALF_GEMV_MAX_M``, stream on the tensor-core kernel (``mma_config``).  H100, 2026-12-05,
-#: L2-cold rotated inputs, us, sm90 route / tensor-core row streaming (cuBLAS), every result
-#: checked against float64: M 9-32 over an odd N (nn, tn; 24 products of N x K 3316 x 10476,
-#: 4164 x 15203, 50257 x 768, 11007 x 4096) 2.40x faster than the sm90 route (geometric mean,
-#: least 1.72x) and 1.48x cuBLAS (0.80-2.34x), e.g. fp16 tn 9x11007x4096 112.4 / 46.3 (97.8),
-#: bf16 nn 32x3316x10476 96.3 / 46.5 (37.4); over an odd K (nt) bf16 16x4096x4095 39.3 / 25.9
-#: (45.0), fp16 24x14336x4097 173.9 / 77.9 (119.7).  FMA / tensor-core kernel at M <= 8:
-#: N-major B, bf16 nn 1x4164x15203 65.3 / 55.6, fp16 tn 1x50257x768 38.6 / 41.3, M 4 70.8 /
-#: 56.7 and 53.5 / 42.5, M 8 70.8 / 57.9 and 53.7 / 44.3 (so FMA keeps M 1 only, where the
-#: two tie); K-major B, bf16 nt 1x4096x4095 19.6 / 24.4 (FMA faster; M 2-4 not compared, kept
-#: on FMA, which beat cuBLAS there: fp16 nt 4x14336x4097 64.4 against 73.9 above).
-HALF_FMA_MAX_M = {"n": 1, "k": 4}
+#: The rows up to which a 16-bit product streams on the FMA kernel (``GEMV_ROWS``), by B's
+#: major; more, up to ``HALF_GEMV_MAX_M``, stream on the tensor-core kernel (``mma_config``).
+#: H100, 2026-12-05, L2-cold rotated inputs, us, sm90 route / tensor-core row streaming
+#: (cuBLAS), every result checked against float64: M 9-32 over an odd N (nn, tn; 24 products
+#: of N x K 3316 x 10476, 4164 x 15203, 50257 x 768, 11007 x 4096) 2.40x faster than the sm90
+#: route (geometric mean, least 1.72x) and 1.48x cuBLAS (0.80-2.34x), e.g. fp16 tn
+#: 9x11007x4096 112.4 / 46.3 (97.8), bf16 nn 32x3316x10476 96.3 / 46.5 (37.4); over an odd K
+#: (nt) bf16 16x4096x4095 39.3 / 25.9 (45.0), fp16 24x14336x4097 173.9 / 77.9 (119.7).
+#: FMA against tensor-core kernel at M 1-4, the time ratio's geometric mean over products
+#: drawn at random (N 2944-14000, K 1024-16384, odd N or K, fp16/bf16; 49 products; H100,
+#: 2026-12-05, ``.lab``, not committed): over an N-major B (nn, tn) M 1 1.16 (13 products,
+#: each faster on tensor cores, 1.02-1.36), M 2 1.01 (0.91-1.16), M 3 1.44, M 4 1.49; over a
+#: K-major B (nt) M 1 0.80 (0.76-0.82), M 2 0.81, M 3 0.95 (0.92-0.97), M 4 1.00.  So the FMA
+#: kernel keeps 1-2 rows over a K-major B and none over an N-major one.  (A fixed grid of 42
+#: products agreed but for a short K under a long N: fp16 tn 1x50257x768 38.7 / 41.2 and
+#: 1x2049x2048 8.4 / 10.5 favoured FMA at one row.)
+HALF_FMA_MAX_M = {"n": 0, "k": 2}
 
 
 def streams_in_place(m: int, n: int, majors: tuple[str, str],
