@@ -107,7 +107,10 @@ def _run(ptxsim, ptx, variant, m, n, k, batch, splits, pad=(0, 0, 0), shared=(Fa
               1: _param(reg_b.base, (n, k, batch), st_b),
               2: _param(reg_c.base, (m, n, batch * splits), (ldc, c_stride)),
               3: (-(-n // 128)).to_bytes(4, "little")}
-    smem = (128 + rows) * 32 * 2 * 2
+    from cutematmul.kernels import simt_gemv_mma as kernel
+
+    # Both operands' stages of one chunk of K, 2-byte elements (the kernel's allocation).
+    smem = (128 + rows) * kernel._CHUNK_K * kernel._STAGES * 2
     sim = ptxsim.Sim(ptx, params, [reg_a, reg_b, reg_c], smem,
                      dtype="f16" if dtype == "float16" else "bf16")
     for cta in range(-(-m // rows) * -(-n // 128) * batch * splits):
