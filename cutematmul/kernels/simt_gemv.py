@@ -76,15 +76,9 @@ from ..configs.simt import (
     _GEMV_GRANULE as _GRANULE, _GEMV_UNROLL as _UNROLL, _VEC, Config, _group_cols, supports,
 )
 
-# Percent of the unified L1 / shared memory to give shared memory: only the N-major variant's
-# final sums use it (at most 32 KB per CTA), and the rest is L1 for the rows of A that every
-# CTA re-reads.  Passed explicitly so compiling needs no device query.
-_SMEM_CARVEOUT = 25
 # Element stride between a lane's four elements of B when they are loaded one by one: the
 # warp's width, so each load instruction reads one run of 32 consecutive elements.
 _SPREAD = 32
-# The DSL's element type of each input dtype the kernel reads.
-_ELEMENT = {"float32": cutlass.Float32, "float16": cutlass.Float16, "bfloat16": cutlass.BFloat16}
 
 
 @cute.jit
@@ -123,32 +117,38 @@ def cta_work(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, rows: cutlass.Co
             mA[None, None, batch], mB[None, None, batch], mC[None, None, batch_split])
 
 
-class SimtGemv:
-    """One member of the family: a ``gemv`` config, the operand majors and alignments."""
+class RowStreaming:
+    """What both row-streaming kernels share (``SimtGemv`` here, ``SimtGemvMma`` on tensor
+    cores): a member's checks and fields, and the launch of one CTA per tile of C that
+    ``cta_work`` divides.  A kernel names the input dtypes it reads (``ELEMENTS``), the
+    shared-memory carveout it asks for (``SMEM_CARVEOUT``) and the configurations it refuses
+    (``refuses``)."""
+
+    #: The DSL's element type of each input dtype the kernel reads.
+    ELEMENTS: dict = {}
+    #: Percent of the unified L1 / shared memory to give shared memory; passed explicitly so
+    #: compiling needs no device query.
+    SMEM_CARVEOUT = 0
 
     def __init__(self, config: Config, dtype: str, a_major: str, b_major: str, align_a: int,
                  align_b: int, align_c: int, num_sms: int):
         config.validate()
-        if not config.gemv:
-            raise ValueError(f"SimtGemv runs gemv configurations, got {config.name}.")
-        reason = supports(1, 1, 1, 1, dtype, a_major, b_major, align_a, align_b, align_c)
+        reason = self.refuses(config, dtype)
+        if reason is None:
+            reason = supports(1, 1, 1, 1, dtype, a_major, b_major, align_a, align_b, align_c)
         if reason is not None:
             raise ValueError(reason)
         self.config = config
         # A and B as stored; C is fp32 partial sums where the configuration writes them
         # (``Config.partials``), else the inputs' dtype.  Every sum is fp32.
-        self.dtype = _ELEMENT[dtype]
+        self.dtype = self.ELEMENTS[dtype]
         self.c_dtype = cutlass.Float32 if config.partials else self.dtype
         self.a_major, self.b_major = a_major, b_major
         self.align_a, self.align_b, self.align_c = align_a, align_b, align_c
-        self._warps = config.threads // 32
-        # Vector loads of _VEC elements (128 bits of fp32, 64 of a 16-bit type): B along its
-        # unit stride; A along K (only the K-major-B variant reads runs of A's k).
-        self._b_vec = align_b >= _VEC
-        self._a_vec = a_major == "k" and align_a >= _VEC
-        # A B read by scalar loads is read one element per lane and load, the warp's 32 lanes
-        # on 32 consecutive elements (``_load4``'s spread).
-        self._spread = 1 if self._b_vec else _SPREAD
+
+    def refuses(self, config: Config, dtype: str) -> str | None:
+        """Why this kernel cannot run ``config`` over ``dtype`` inputs; None where it can."""
+        raise NotImplementedError
 
     @cute.jit
     def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, stream: cuda.CUstream):
@@ -161,9 +161,36 @@ class SimtGemv:
             block=[cfg.threads, 1, 1],
             stream=stream,
             min_blocks_per_mp=cfg.min_blocks,
-            preferred_smem_carveout=_SMEM_CARVEOUT,
+            preferred_smem_carveout=self.SMEM_CARVEOUT,
             use_pdl=cfg.pdl,
         )
+
+
+class SimtGemv(RowStreaming):
+    """One member of the family: a ``gemv`` config (FMA), the operand majors and alignments."""
+
+    ELEMENTS = {"float32": cutlass.Float32, "float16": cutlass.Float16,
+                "bfloat16": cutlass.BFloat16}
+    # Only the N-major variant's final sums use shared memory (at most 32 KB per CTA); the
+    # rest is L1 for the rows of A that every CTA re-reads.
+    SMEM_CARVEOUT = 25
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        config = self.config
+        self._warps = config.threads // 32
+        # Vector loads of _VEC elements (128 bits of fp32, 64 of a 16-bit type): B along its
+        # unit stride; A along K (only the K-major-B variant reads runs of A's k).
+        self._b_vec = self.align_b >= _VEC
+        self._a_vec = self.a_major == "k" and self.align_a >= _VEC
+        # A B read by scalar loads is read one element per lane and load, the warp's 32 lanes
+        # on 32 consecutive elements (``_load4``'s spread).
+        self._spread = 1 if self._b_vec else _SPREAD
+
+    def refuses(self, config: Config, dtype: str) -> str | None:
+        if not config.gemv or config.mma:
+            return f"SimtGemv runs gemv configurations on FMA, got {config.name}."
+        return None
 
     # ---------------------------------------------------------------- device-side helpers
 

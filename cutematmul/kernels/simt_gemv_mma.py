@@ -49,21 +49,19 @@ Benchmark
     python -m cutematmul.bench --classes skinnyOdd
 
 Imports: ``configs.simt`` (its configuration), ``configs.sm80`` (the shared-memory swizzle of
-``ldmatrix`` reads), ``simt_gemv`` (the CTA's work, as the FMA kernel divides it); the CuTe
-DSL and ``cuda.bindings``.
+``ldmatrix`` reads), ``simt_gemv`` (the checks and launch both row-streaming kernels share, and
+the CTA's work, as the FMA kernel divides it); the CuTe DSL.
 """
 
 from __future__ import annotations
-
-import cuda.bindings.driver as cuda
 
 import cutlass
 import cutlass.cute as cute
 from cutlass._mlir.dialects import llvm
 
-from ..configs.simt import _GEMV_GRANULE, Config, supports
+from ..configs.simt import _GEMV_GRANULE, Config
 from ..configs.sm80 import _SMEM_ALIGN, chunk_swizzle
-from .simt_gemv import cta_work
+from .simt_gemv import RowStreaming, cta_work
 
 #: K of one chunk (a shared-memory stage); the family's split granule is a multiple of it.
 _CHUNK_K = 32
@@ -77,50 +75,31 @@ _PAIR = 2
 #: latency needs at full bandwidth.  Not timed without it (the kernel's figures,
 #: ``configs.simt.HALF_FMA_MAX_M``, are with it).
 _PREFETCH = 2
-#: Shared memory holds both operands' stages; what is left of the unified L1 is little used
-#: (A's rows are read once per chunk).  Passed explicitly so compiling needs no device query.
-_SMEM_CARVEOUT = 100
-_ELEMENT = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16}
 assert _GEMV_GRANULE % _CHUNK_K == 0
 
 
-class SimtGemvMma:
+class SimtGemvMma(RowStreaming):
     """One member of the family: a ``gemv`` + ``mma`` config, the operand majors and
     alignments (any: every global load is one element)."""
 
-    def __init__(self, config: Config, dtype: str, a_major: str, b_major: str, align_a: int,
-                 align_b: int, align_c: int, num_sms: int):
-        config.validate()
-        if not (config.gemv and config.mma):
-            raise ValueError(f"SimtGemvMma runs gemv mma configurations, got {config.name}.")
-        if dtype not in _ELEMENT:
-            raise ValueError(f"SimtGemvMma computes float16 or bfloat16, got {dtype}.")
-        reason = supports(1, 1, 1, 1, dtype, a_major, b_major, align_a, align_b, align_c)
-        if reason is not None:
-            raise ValueError(reason)
-        self.config = config
-        self.dtype = _ELEMENT[dtype]
-        self.c_dtype = cutlass.Float32 if config.partials else self.dtype
-        self.a_major, self.b_major = a_major, b_major
-        self.align_a, self.align_b, self.align_c = align_a, align_b, align_c
+    ELEMENTS = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16}
+    # Shared memory holds both operands' stages; what is left of the unified L1 is little
+    # used (A's rows are read once per chunk).
+    SMEM_CARVEOUT = 100
+
+    def __init__(self, *args):
+        super().__init__(*args)
         # Shared tiles in the operands' own majors: B^T is (N, K) of the MMA's A, A (M, K) of
         # its B; an N-major B and an M-major A are read by transposing ldmatrix.
-        self.b_mn_major = b_major == "n"
-        self.a_mn_major = a_major == "m"
+        self.b_mn_major = self.b_major == "n"
+        self.a_mn_major = self.a_major == "m"
 
-    @cute.jit
-    def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, stream: cuda.CUstream):
-        cfg = self.config
-        tiles_m = cute.ceil_div(mC.shape[0], cfg.tile_m)
-        tiles_n = cute.ceil_div(mC.shape[1], cfg.tile_n)
-        self.kernel(mA, mB, mC, tiles_n).launch(
-            grid=[tiles_m * tiles_n * mC.shape[2], 1, 1],
-            block=[cfg.threads, 1, 1],
-            stream=stream,
-            min_blocks_per_mp=cfg.min_blocks,
-            preferred_smem_carveout=_SMEM_CARVEOUT,
-            use_pdl=cfg.pdl,
-        )
+    def refuses(self, config: Config, dtype: str) -> str | None:
+        if not (config.gemv and config.mma):
+            return f"SimtGemvMma runs gemv mma configurations, got {config.name}."
+        if dtype not in self.ELEMENTS:
+            return f"SimtGemvMma computes float16 or bfloat16, got {dtype}."
+        return None
 
     # ---------------------------------------------------------------- trace-time helpers
 
