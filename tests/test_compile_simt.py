@@ -317,3 +317,36 @@ def test_simt_gemv_on_tensor_cores_compiles_with_mma_sync_and_2_byte_loads(tmp_p
         assert c["ld_wide"] == 0 and c["local"] == 0, (name, c)
         assert (c["st32"] > 0, c["st16"] > 0) == (partials, not partials), (name, c)
         assert c["pdl_wait"] == (1 if pdl else 0), (name, c)
+
+
+
+_CHILD_REFUSALS = r"""
+import json
+from cutematmul.configs import simt
+from cutematmul.kernels.simt_gemv import SimtGemv
+from cutematmul.kernels.simt_gemv_mma import SimtGemvMma
+args = ("k", "n", 1, 1, 1, 132)
+mma, fma = simt.mma_config(8), simt.gemv_config(8)
+out = {"mma_name": mma.name, "fma_name": fma.name}
+for label, kernel, config, dtype in (("fma_of_mma", SimtGemv, mma, "float16"),
+                                     ("mma_of_fma", SimtGemvMma, fma, "float16"),
+                                     ("mma_of_fp32", SimtGemvMma, mma, "float32"),
+                                     ("mma", SimtGemvMma, mma, "bfloat16"),
+                                     ("fma", SimtGemv, fma, "float16")):
+    try:
+        out[label] = kernel(config, dtype, *args).SMEM_CARVEOUT
+    except ValueError as error:
+        out[label] = str(error)
+print("OUT=" + json.dumps(out))
+"""
+
+
+def test_row_streaming_kernels_refuse_each_others_configurations(tmp_path):
+    """Each row-streaming kernel says what it cannot run, naming the configuration: the FMA
+    kernel a tensor-core (mma) configuration, the tensor-core kernel an FMA one or fp32
+    inputs; each builds its own (no compile: the checks run in the constructor)."""
+    out = compile_in_child("sm_90a", _CHILD_REFUSALS, None, tmp_path, prefix="OUT=")
+    assert out["fma_of_mma"] == f"SimtGemv runs gemv configurations on FMA, got {out['mma_name']}."
+    assert out["mma_of_fma"] == f"SimtGemvMma runs gemv mma configurations, got {out['fma_name']}."
+    assert out["mma_of_fp32"] == "SimtGemvMma computes float16 or bfloat16, got float32."
+    assert (out["mma"], out["fma"]) == (100, 25)

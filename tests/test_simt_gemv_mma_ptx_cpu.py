@@ -37,7 +37,9 @@ for rows, dtype, a_major, b_major, partials in json.loads(sys.argv[1]):
     name = f"{rows}{dtype}{a_major}{b_major}{int(partials)}.ptx"
     open(name, "w").write(compile_gemm(kernel, keep_ptx=True).__ptx__)
     names.append(name)
-print("NAMES=" + json.dumps(names))
+from cutematmul.kernels import simt_gemv_mma as K
+# Shared bytes per row of a tile: the chunk's 2-byte elements in every stage.
+print("NAMES=" + json.dumps({"names": names, "row_bytes": K._CHUNK_K * K._STAGES * 2}))
 """
 
 def _param(ptr: int, shape, strides) -> bytes:
@@ -87,9 +89,10 @@ def _operand(ptxsim, name, base, rows, k, batch, rows_major, pad, shared, rng, d
     return region, full, strides
 
 
-def _run(ptxsim, ptx, variant, m, n, k, batch, splits, pad=(0, 0, 0), shared=(False, False),
-         at=0, poison_a=None, poison_b=None, seed=0):
-    """Every CTA of one product; returns the number of wrong or missing outputs."""
+def _run(ptxsim, ptx, row_bytes, variant, m, n, k, batch, splits, pad=(0, 0, 0),
+         shared=(False, False), at=0, poison_a=None, poison_b=None, seed=0):
+    """Every CTA of one product (``row_bytes`` of shared memory per row of the CTA's tiles);
+    returns the number of wrong or missing outputs."""
     rows, dtype, a_major, b_major, partials = variant
     rng = np.random.default_rng(seed)
     reg_a, full_a, st_a = _operand(ptxsim, "A", 0x10000000, m, k, batch, a_major == "m",
@@ -107,10 +110,8 @@ def _run(ptxsim, ptx, variant, m, n, k, batch, splits, pad=(0, 0, 0), shared=(Fa
               1: _param(reg_b.base, (n, k, batch), st_b),
               2: _param(reg_c.base, (m, n, batch * splits), (ldc, c_stride)),
               3: (-(-n // 128)).to_bytes(4, "little")}
-    from cutematmul.kernels import simt_gemv_mma as kernel
-
-    # Both operands' stages of one chunk of K, 2-byte elements (the kernel's allocation).
-    smem = (128 + rows) * kernel._CHUNK_K * kernel._STAGES * 2
+    # Both operands' stages (the kernel's allocation): 128 columns of B^T and the rows of A.
+    smem = (128 + rows) * row_bytes
     sim = ptxsim.Sim(ptx, params, [reg_a, reg_b, reg_c], smem,
                      dtype="f16" if dtype == "float16" else "bf16")
     for cta in range(-(-m // rows) * -(-n // 128) * batch * splits):
@@ -180,9 +181,9 @@ def _products(rows):
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ptx")
-    names = compile_in_child("sm_90a", _CHILD, [list(v) for v in VARIANTS], tmp,
-                             prefix="NAMES=")
-    return {v: (tmp / name).read_text() for v, name in zip(VARIANTS, names)}
+    out = compile_in_child("sm_90a", _CHILD, [list(v) for v in VARIANTS], tmp, prefix="NAMES=")
+    return ({v: (tmp / name).read_text() for v, name in zip(VARIANTS, out["names"])},
+            out["row_bytes"])
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v[0]}{v[1][:2]}{v[2]}{v[3]}"
@@ -190,6 +191,8 @@ def compiled(tmp_path_factory):
 def test_every_output_exact_and_every_access_inside_its_array(compiled, variant):
     import ptxsim
 
+    ptx, row_bytes = compiled
     for i, (m, n, k, batch, splits, extra) in enumerate(_products(variant[0])):
-        wrong = _run(ptxsim, compiled[variant], variant, m, n, k, batch, splits, seed=i, **extra)
+        wrong = _run(ptxsim, ptx[variant], row_bytes, variant, m, n, k, batch, splits, seed=i,
+                     **extra)
         assert wrong == 0, (variant, (m, n, k, batch, splits), wrong)

@@ -124,11 +124,11 @@ class RowStreaming:
     shared-memory carveout it asks for (``SMEM_CARVEOUT``) and the configurations it refuses
     (``refuses``)."""
 
-    #: The DSL's element type of each input dtype the kernel reads.
-    ELEMENTS: dict = {}
+    #: The DSL's element type of each input dtype the kernel reads (each kernel names its own).
+    ELEMENTS: dict
     #: Percent of the unified L1 / shared memory to give shared memory; passed explicitly so
     #: compiling needs no device query.
-    SMEM_CARVEOUT = 0
+    SMEM_CARVEOUT: int
 
     def __init__(self, config: Config, dtype: str, a_major: str, b_major: str, align_a: int,
                  align_b: int, align_c: int, num_sms: int):
