@@ -4,6 +4,8 @@ timing is the tool's own GPU job)."""
 
 from __future__ import annotations
 
+import pytest
+
 from helpers import load_tool
 
 
@@ -112,3 +114,17 @@ def test_ring_candidates_are_the_sm90_pick_at_each_depth_that_fits():
     assert found[-1][0].stages == max(d for d in tool.RING_DEPTHS
                                       if d <= pick[0].fitting_stages(2))
     assert tool.ring_candidates(tool.problem_of("float32", 16, 4096, 4096, "nn")) == []
+
+
+def test_batched_shapes_are_swept_as_one_batched_problem():
+    """``--shapes`` takes LxMxNxK for a batch of L products (the benchmark's spelling) beside
+    MxNxK; the problem is the batched one the planner makes, and a bad shape is refused with
+    the argument named."""
+    tool = _tool()
+    assert tool.parse_shapes("64x1024x1024x1024,1000x999x998") == [(64, 1024, 1024, 1024),
+                                                                    (1, 1000, 999, 998)]
+    p = tool.problem_of("float16", 1024, 1024, 1024, "nn", batch=64)
+    assert (p.batch, p.m, p.n, p.k) == (64, 1024, 1024, 1024)
+    for bad in ("10x20", "0x4x4", "1x2x3x4x5"):
+        with pytest.raises(ValueError, match="--shapes: expected MxNxK or LxMxNxK"):
+            tool.parse_shapes(bad)

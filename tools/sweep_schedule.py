@@ -1,7 +1,7 @@
 """Calibrate the wave model: time forced (tile, K-split) choices beside the model's pick and cuBLAS.
 
     python tools/sweep_schedule.py [fp16|bf16|fp32|both] [--clusters | --tuner | --occupancy | --ring]
-                                   [--shapes MxNxK,...] [--cold]
+                                   [--shapes MxNxK|LxMxNxK,...] [--cold]
                                    [--layout nt] [--precompile DIR [--jobs N]]
 
 For each shape, the model's pick (``configs/<family>.choose_schedule``) and every forced candidate
@@ -137,19 +137,40 @@ DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 
 
 def problem_of(dtype: str, m: int, n: int, k: int, layout: str = "nn",
-               capability: tuple[int, int] = (9, 0), num_sms: int = 132) -> dispatch.Problem:
-    """The ``dispatch.Problem`` of an M x N x K product of contiguous operands in ``layout``
-    (no GPU), as the launch planner makes it (``launch.contiguous_plan``) and the sweep's GPU
-    run finds it: an operand the kernel reads through a copy (rows of no whole 16-byte vectors)
-    counts in the copy's major and alignment.  A ValueError where the launch has no schedule to
-    sweep (staged, several launches, or a family without schedules such as sm80)."""
+               capability: tuple[int, int] = (9, 0), num_sms: int = 132,
+               batch: int = 1) -> dispatch.Problem:
+    """The ``dispatch.Problem`` of an M x N x K product (``batch`` of them, each operand a
+    stack) of contiguous operands in ``layout`` (no GPU), as the launch planner makes it
+    (``launch.contiguous_plan``) and the sweep's GPU run finds it: an operand the kernel reads
+    through a copy (rows of no whole 16-byte vectors) counts in the copy's major and alignment.
+    A ValueError where the launch has no schedule to sweep (staged, several launches, or a
+    family without schedules such as sm80)."""
     names = tuple(f.name for f in dispatch.choose_families(dtype, capability, "auto"))
-    work = launch.contiguous_plan(names, capability, num_sms, dtype, m, n, k, 1,
+    work = launch.contiguous_plan(names, capability, num_sms, dtype, m, n, k, batch,
                                   (layout[0] == "t", layout[1] == "t"))
     problem = getattr(work, "problem", None)
     if problem is None:
-        raise ValueError(f"{dtype} {layout} {m}x{n}x{k}: the launch has no schedule to sweep")
+        raise ValueError(f"{dtype} {layout} {_shape_name((batch, m, n, k))}: the launch has no "
+                         "schedule to sweep")
     return problem
+
+
+def parse_shapes(text: str) -> list[tuple[int, int, int, int]]:
+    """``--shapes``: comma-separated MxNxK, or LxMxNxK for a batch of L products (the
+    benchmark's spelling), as (batch, M, N, K)."""
+    shapes = []
+    for item in text.split(","):
+        dims = tuple(int(v) for v in item.split("x"))
+        if len(dims) not in (3, 4) or min(dims) < 1:
+            raise ValueError(f"--shapes: expected MxNxK or LxMxNxK of positive integers, "
+                             f"got {item!r}")
+        shapes.append(dims if len(dims) == 4 else (1, *dims))
+    return shapes
+
+
+def _shape_name(shape: tuple[int, int, int, int]) -> str:
+    batch, m, n, k = shape
+    return (f"{batch}x" if batch > 1 else "") + f"{m}x{n}x{k}"
 
 
 def tuner_candidates(problem: dispatch.Problem):
@@ -223,30 +244,33 @@ def precompile(dtypes, shapes, layout: str, tuner: bool, clusters: bool, directo
     """Build every kernel the sweep would launch into ``directory`` (no GPU)."""
     keys = []
     for dtype in dtypes:
-        for m, n, k in shapes:
-            problem = problem_of(dtype, m, n, k, layout)
+        for batch, m, n, k in shapes:
+            problem = problem_of(dtype, m, n, k, layout, batch=batch)
             keys += kernel_keys(problem, _choices(dtype, problem, tuner, clusters, occupancy,
                                                   ring))
     return aot.build_keys(keys, jobs=jobs, cache_dir=directory)
 
 
-def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
+def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = False,
           tuner: bool = False, occupancy: bool = False, cold: bool = False,
           ring: bool = False) -> None:
+    """Time the pick and each candidate of every (batch, M, N, K) of ``shapes``."""
     import torch
 
     import cutematmul
     from cutematmul import cache
     from cutematmul.adapters import adapter_for
 
-    for m, n, k in shapes:
+    for batch, m, n, k in shapes:
+        stack = (batch,) if batch > 1 else ()
+
         def operands():
-            a = torch.randn(m, k, device="cuda").to(getattr(torch, dtype))
-            b = torch.randn(k, n, device="cuda").to(getattr(torch, dtype))
+            a = torch.randn(*stack, m, k, device="cuda").to(getattr(torch, dtype))
+            b = torch.randn(*stack, k, n, device="cuda").to(getattr(torch, dtype))
             if layout[0] == "t":
-                a = a.t().contiguous().t()
+                a = a.mT.contiguous().mT
             if layout[1] == "t":
-                b = b.t().contiguous().t()
+                b = b.mT.contiguous().mT
             return a, b
 
         a, b = operands()
@@ -261,7 +285,7 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
             """``call(a, b)`` on the next pair of operands (all the same pair when warm)."""
             return lambda: call(*pairs[next(turn) % copies])
 
-        out = torch.empty(m, n, device="cuda", dtype=a.dtype)
+        out = torch.empty(*stack, m, n, device="cuda", dtype=a.dtype)
         cublas = time_us(rotated(lambda x, y: torch.matmul(x, y, out=out)))
         work = launch.planned_launch(adapter_for(a), a, b)  # the pick as the call plans it
         cfg, splits, transposed, problem = (work.key.config, work.splits, work.transposed,
@@ -276,7 +300,8 @@ def sweep(dtype: str, shapes=SHAPES, clusters: bool = False, layout: str = "nn",
             with cache.trial_tuned(problem, (config, s, tr)):  # clears the plans, then restores
                 seconds = time_us(rotated(lambda x, y: cutematmul.matmul(x, y, out=out)))
                 row.append(f"{label} {seconds:.1f}")
-        print(f"{dtype} {layout} {m}x{n}x{k}{' cold' if cold else ''}: cuBLAS {cublas:.1f}us | " + " | ".join(row), flush=True)
+        head = f"{dtype} {layout} {_shape_name((batch, m, n, k))}{' cold' if cold else ''}"
+        print(f"{head}: cuBLAS {cublas:.1f}us | " + " | ".join(row), flush=True)
 
 
 def main(argv=None) -> int:
@@ -292,15 +317,14 @@ def main(argv=None) -> int:
     p.add_argument("--precompile", metavar="DIR",
                    help="build the kernels the sweep launches into DIR (no GPU), then exit")
     p.add_argument("--jobs", type=int, help="worker processes of --precompile")
-    p.add_argument("--shapes", help="comma-separated MxNxK (default: the calibration set)")
+    p.add_argument("--shapes", help="comma-separated MxNxK or LxMxNxK (a batch of L; default: "
+                                    "the calibration set)")
     p.add_argument("--cold", action="store_true",
                    help="rotate over operand copies of twice the L2 (each product reads DRAM)")
     p.add_argument("--layout", default="nn", choices=("nn", "nt", "tn", "tt"),
                    help="t: that operand is a transposed view (nt: a @ w.T)")
     args = p.parse_args(argv)
-    shapes = SHAPES
-    if args.shapes:
-        shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    shapes = parse_shapes(args.shapes) if args.shapes else [(1, *s) for s in SHAPES]
     dtypes = [DTYPES[args.which]] if args.which in DTYPES else ["float16", "float32"]
     if args.precompile:
         report = precompile(dtypes, shapes, args.layout, args.tuner, args.clusters,
