@@ -425,7 +425,7 @@ HALF_GEMV_MAX_M = {"n": 32, "k": 32}
 #: 9x11007x4096 112.4 / 46.3 (97.8), bf16 nn 32x3316x10476 96.3 / 46.5 (37.4); over an odd K
 #: (nt) bf16 16x4096x4095 39.3 / 25.9 (45.0), fp16 24x14336x4097 173.9 / 77.9 (119.7).
 #: FMA against tensor-core kernel at M 1-4, the time ratio's geometric mean over products
-#: drawn at random (N 2944-14000, K 1024-16384, odd N or K, fp16/bf16; 49 products; H100,
+#: drawn at random (N 2944-14000, K 1024-16384, odd N or K, fp16/bf16; 50 products; H100,
 #: 2026-12-05, ``.lab``, not committed): over an N-major B (nn, tn) M 1 1.16 (13 products,
 #: each faster on tensor cores, 1.02-1.36), M 2 1.01 (0.91-1.16), M 3 1.44, M 4 1.49; over a
 #: K-major B (nt) M 1 0.80 (0.76-0.82), M 2 0.81, M 3 0.95 (0.92-0.97), M 4 1.00.  So the FMA
