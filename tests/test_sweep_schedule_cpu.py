@@ -128,3 +128,20 @@ def test_batched_shapes_are_swept_as_one_batched_problem():
     for bad in ("10x20", "0x4x4", "1x2x3x4x5"):
         with pytest.raises(ValueError, match="--shapes: expected MxNxK or LxMxNxK"):
             tool.parse_shapes(bad)
+
+
+def test_the_command_line_calls_the_gpu_sweep_with_arguments_it_takes(monkeypatch):
+    """Without ``--precompile`` the tool times on the GPU (``sweep``); its call, as ``main``
+    makes it, binds to ``sweep``'s own signature (the options reach their parameters)."""
+    import inspect
+
+    tool = _tool()
+    real = inspect.signature(tool.sweep)
+    calls = []
+    monkeypatch.setattr(tool, "sweep", lambda *a, **kw: calls.append(real.bind(*a, **kw)))
+    assert tool.main(["bf16", "--clusters", "--cold", "--layout", "nt",
+                      "--shapes", "64x1024x1024x1024"]) == 0
+    (bound,) = calls
+    assert bound.arguments["dtype"] == "bfloat16" and bound.arguments["layout"] == "nt"
+    assert bound.arguments["shapes"] == [(64, 1024, 1024, 1024)]
+    assert bound.arguments["clusters"] and bound.arguments["cold"]

@@ -252,7 +252,7 @@ def precompile(dtypes, shapes, layout: str, tuner: bool, clusters: bool, directo
 
 
 def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = False,
-          tuner: bool = False, occupancy: bool = False, cold: bool = False,
+          layout: str = "nn", tuner: bool = False, occupancy: bool = False, cold: bool = False,
           ring: bool = False) -> None:
     """Time the pick and each candidate of every (batch, M, N, K) of ``shapes``."""
     import torch
@@ -335,8 +335,8 @@ def main(argv=None) -> int:
             print(f"  failed: {key}\n    {error}", file=sys.stderr)
         return 1 if report.failed else 0
     for dtype in dtypes:
-        sweep(dtype, shapes, args.clusters, args.layout, args.tuner, args.occupancy, args.cold,
-              args.ring)
+        sweep(dtype, shapes, clusters=args.clusters, layout=args.layout, tuner=args.tuner,
+              occupancy=args.occupancy, cold=args.cold, ring=args.ring)
     return 0
 
 
