@@ -280,7 +280,6 @@ class SimtGemvMma(RowStreaming):
         """acc += the split's chunks of K: the whole ones with each one's loads in flight
         during the previous one's MMAs (two shared stages, one barrier per chunk), then the
         last, partial one (predicated loads)."""
-        cols, rows = self.config.tile_n, self.config.tile_m
         gB, gA, wB, wA, rB, rA, n0, m0, n_size, m_size, k_lo, k_hi, tid = operands
         span = cutlass.max(k_hi - k_lo, 0)
         whole = span // _CHUNK_K
@@ -289,9 +288,7 @@ class SimtGemvMma(RowStreaming):
         if whole > 0:
             self._chunk_to_regs(gB, gA, rB, rA, n0, m0, n_size, m_size, k_lo, k_hi, tid,
                                 False, b_clamped)
-            self._put(wB, rB, 0, cols, self.b_mn_major, tid)
-            self._put(wA, rA, 0, rows, self.a_mn_major, tid)
-            cute.arch.barrier()
+            self._stage(wB, wA, rB, rA, 0, tid)
             for c in range(whole - 1):
                 stage = c % _STAGES
                 self._prefetch(gB, n0, n_size, k_lo + (c + 1 + _PREFETCH) * _CHUNK_K, k_hi, tid)
@@ -299,19 +296,24 @@ class SimtGemvMma(RowStreaming):
                                     k_lo + (c + 1) * _CHUNK_K, k_hi, tid, False, b_clamped)
                 self._mma(copies, stage)
                 # The other stage was last read in the previous chunk, before its barrier.
-                self._put(wB, rB, 1 - stage, cols, self.b_mn_major, tid)
-                self._put(wA, rA, 1 - stage, rows, self.a_mn_major, tid)
-                cute.arch.barrier()
+                self._stage(wB, wA, rB, rA, 1 - stage, tid)
             self._mma(copies, (whole - 1) % _STAGES)
         if whole * _CHUNK_K < span:
             # Into the stage the last whole chunk did not read (read before a barrier).
             stage = whole % _STAGES
             self._chunk_to_regs(gB, gA, rB, rA, n0, m0, n_size, m_size,
                                 k_lo + whole * _CHUNK_K, k_hi, tid, True, b_clamped)
-            self._put(wB, rB, stage, cols, self.b_mn_major, tid)
-            self._put(wA, rA, stage, rows, self.a_mn_major, tid)
-            cute.arch.barrier()
+            self._stage(wB, wA, rB, rA, stage, tid)
             self._mma(copies, stage)
+
+    @cute.jit
+    def _stage(self, wB: cute.Tensor, wA: cute.Tensor, rB: cute.Tensor, rA: cute.Tensor,
+               stage: cutlass.Int32, tid: cutlass.Int32):
+        """Both operands' chunk from this thread's registers into shared stage ``stage``, then
+        the CTA's barrier (the chunk is whole in shared memory after it)."""
+        self._put(wB, rB, stage, self.config.tile_n, self.b_mn_major, tid)
+        self._put(wA, rA, stage, self.config.tile_m, self.a_mn_major, tid)
+        cute.arch.barrier()
 
     @cute.jit
     def _prefetch(self, gB: cute.Tensor, n0: cutlass.Int32, n_size: cutlass.Int32,
