@@ -105,8 +105,8 @@ FAMILIES = {
                ("float32", "float16", "bfloat16"), 1, (8, 0), False,
                None, True, False, False, False, True,
                "true-fp32 SIMT SGEMM with cp.async staging, and the row-streaming kernel of "
-               "products of few rows, fp32 or 16-bit (past 8 rows of 16 bits on mma.sync "
-               "tensor cores) (sm_80 and newer)"),
+               "products of few rows, fp32 or 16-bit (16 bits on mma.sync tensor cores past "
+               "configs.simt.HALF_FMA_MAX_M rows) (sm_80 and newer)"),
     )
 }
 

@@ -1,8 +1,8 @@
 """Tunables and the tile heuristic of the SIMT family: the tiled fp32 SGEMM
 (``kernels/simt_sgemm.py``) and, for products of few rows, the row-streaming kernel
 (``kernels/simt_gemv.py``; ``Config.gemv``), which also computes 16-bit products of a few rows
-whose long operand TMA cannot read (``streams_in_place``), of 9 to 32 rows (and of 5 to 8 over a
-K-major B) on tensor cores (``kernels/simt_gemv_mma.py``; ``Config.mma``).
+whose long operand TMA cannot read (``streams_in_place``), on tensor cores
+(``kernels/simt_gemv_mma.py``; ``Config.mma``) past ``HALF_FMA_MAX_M`` rows.
 
 DSL-free, so a configuration is chosen (and a cached kernel found) without importing the CuTe DSL.
 
