@@ -319,7 +319,6 @@ def test_simt_gemv_on_tensor_cores_compiles_with_mma_sync_and_2_byte_loads(tmp_p
         assert c["pdl_wait"] == (1 if pdl else 0), (name, c)
 
 
-
 _CHILD_REFUSALS = r"""
 import json
 from cutematmul.configs import simt
