@@ -431,7 +431,7 @@ def test_precompile_builds_the_kernels_of_an_unaligned_c_where_launches_take_the
 def test_16_bit_operands_tma_cannot_address_are_copied_in_their_own_major(dtype, layout):
     """A 16-bit operand whose rows are no whole 16-byte vectors (a long K over a few columns:
     M = 60, N = 98, K = 15985) is copied by the operand prep in its own major (the copy's rows
-    padded to 16 bytes), A and B alike, in every layout; the kernel reads the copies aligned,
+    padded to whole 128-byte lines), A and B alike, in every layout; the kernel reads the copies aligned,
     C (98 columns) goes through the workspace.  An operand of no unit stride is staged."""
     m, n, k = 60, 98, 15985
     a_strides = (k, 1) if layout[0] == "n" else (1, m)
@@ -462,6 +462,36 @@ def test_16_bit_operands_tma_cannot_address_are_copied_in_their_own_major(dtype,
                              (True, True, True), [(0, 4 * m * k), *spans[1:]],
                              (False, False, False))
     assert isinstance(staged, launch.Staging) and staged.a, staged
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
+@pytest.mark.parametrize("shape", [(4097, 4095, 4093), (60, 98, 15985), (1000, 1001, 999)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_operand_copies_start_every_row_on_a_128_byte_line(dtype, layout, shape):
+    """The operand prep's copies (``launch._prep_plan``) have rows of whole 128-byte lines, and
+    the second copy starts on a line after the first: a TMA box row then reads one line, not
+    two (in 16-byte rows the kernel over two copies ran at half speed, 47th session).  Each
+    copy holds its operand, and the GEMM's sizes name the copies' pitches."""
+    m, n, k = shape
+    a_strides = (k, 1) if layout[0] == "n" else (1, m)
+    b_strides = (n, 1) if layout[1] == "n" else (1, k)
+    gemm = plan_gemm((m, k), a_strides, (k, n), b_strides, (n, 1))
+    spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
+    resolved = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, dtype, 2,
+                               (True, True, True), spans, (False, False, False))
+    assert isinstance(resolved, launch.Launch) and resolved.prep is not None, resolved
+    for _, sizes in resolved.calls:
+        launches, nbytes, offsets, gemm_sizes = launch._prep_plan(resolved.prep, sizes)
+        lda, ldb = gemm_sizes[5], gemm_sizes[7]
+        for index, (copy, ld, offset) in enumerate(zip(resolved.prep, (lda, ldb), offsets)):
+            if copy is None:
+                continue
+            rows, extent = ((m, k) if index == 0 else (n, k)) if copy.to_major == "k" else \
+                (k, m if index == 0 else n)
+            assert ld * 2 % 128 == 0 and ld >= extent, (index, copy, ld)
+            assert offset % 128 == 0, (index, offset)
+            assert offset + rows * ld * 2 <= nbytes, (index, offset, rows, ld, nbytes)
 
 
 @pytest.mark.parametrize("dtype,itemsize", [("float16", 2), ("float32", 4)])

@@ -15,10 +15,10 @@ What it computes
         the SIMT kernel reads fastest (``dispatch.OperandCopy.to_major``);
       - 16-bit products (``configs.sm90.operand_copies``): an operand whose rows are no whole
         16-byte vectors (TMA cannot address it: a few columns N = 9, an odd K or M) is copied
-        in its own major into rows padded to 16 bytes, on the caller's stream, inside the
-        launch; the caller's library stages nothing.  A small M's M-major A that the swapped
-        narrow tiles would read across in rows of 16 or 48 bytes is transposed K-major
-        (``configs.sm90.copies_across``).
+        in its own major into rows padded to whole 128-byte lines (``launch._prep_plan``),
+        on the caller's stream, inside the launch; the caller's library stages nothing.  A
+        small M's M-major A that the swapped narrow tiles would read across in rows of 16 or
+        48 bytes is transposed K-major (``configs.sm90.copies_across``).
     * ``parts = 2`` (precision "high", fp32 only): D[r, c] = big = tf32_rna(x) and
       D[r, kp + c] = small = tf32_rna(x - big), both rounded to nearest (``cvt.rna.tf32.f32``).
       x - big is exact in fp32, so big + small carries x to about 2^-22 relative; the 3xTF32
