@@ -189,6 +189,17 @@ def forced_runs(a, b, choose, holds, repeats: int = 1, **call) -> list:
     return outs
 
 
+def forced_schedule_runs(a, b, config, splits: int = 1, repeats: int = 1) -> list:
+    """``forced_runs`` with ``config`` and ``splits`` (untransposed) as the schedule, held to be
+    exactly the planned launch: its configuration, its split count, and a stream-K workspace
+    where the configuration is stream-K."""
+    def holds(forced):
+        return (forced.key.config == config and forced.splits == splits
+                and (forced.streamk is not None) == config.streamk)
+
+    return forced_runs(a, b, lambda work: (config, splits, False), holds, repeats)
+
+
 def check_c_view(mk, m: int, n: int, k: int, choice) -> None:
     """A fresh fp16 ``m x n x k`` product with ``choice`` (config, splits, transposed) forced,
     written into ``out``, a column slice of a wider NaN-poisoned row-major buffer: correct, and

@@ -14,7 +14,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import require_module
-from helpers import Maker, check_c_view, check_matmul, dispatched, forced_runs, layout_operands
+from helpers import (Maker, check_c_view, check_matmul, dispatched, forced_schedule_runs,
+                     layout_operands)
 
 pytestmark = pytest.mark.gpu
 
@@ -37,13 +38,7 @@ def _config(tile):
 
 
 def _run(a, b, tile, repeats=1):
-    config, splits = _config(tile)
-
-    def holds(forced):
-        return (forced.key.config == config and forced.splits == splits
-                and (forced.streamk is not None) == config.streamk)
-
-    return forced_runs(a, b, lambda work: (config, splits, False), holds, repeats)
+    return forced_schedule_runs(a, b, *_config(tile), repeats=repeats)
 
 
 def _id(tile):

@@ -426,6 +426,19 @@ def test_precompile_builds_the_kernels_of_an_unaligned_c_where_launches_take_the
     assert len(wanted) == 2 and wanted[0].align_c == 8 and wanted[1].w_dtype == "float16"
 
 
+def _contiguous_16bit_launch(m: int, n: int, k: int, layout: str, dtype: str):
+    """(``launch._resolve``'s plan, B's strides, the spans) of an m x n x k 16-bit product of
+    contiguous operands in ``layout`` ("t": that operand a transposed view), 16-byte aligned
+    pointers, on an H200."""
+    a_strides = (k, 1) if layout[0] == "n" else (1, m)
+    b_strides = (n, 1) if layout[1] == "n" else (1, k)
+    gemm = plan_gemm((m, k), a_strides, (k, n), b_strides, (n, 1))
+    spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
+    resolved = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, dtype, 2,
+                               (True, True, True), spans, (False, False, False))
+    return resolved, b_strides, spans
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
 def test_16_bit_operands_tma_cannot_address_are_copied_in_their_own_major(dtype, layout):
@@ -434,12 +447,7 @@ def test_16_bit_operands_tma_cannot_address_are_copied_in_their_own_major(dtype,
     padded to whole 128-byte lines), A and B alike, in every layout; the kernel reads the copies aligned,
     C (98 columns) goes through the workspace.  An operand of no unit stride is staged."""
     m, n, k = 60, 98, 15985
-    a_strides = (k, 1) if layout[0] == "n" else (1, m)
-    b_strides = (n, 1) if layout[1] == "n" else (1, k)
-    gemm = plan_gemm((m, k), a_strides, (k, n), b_strides, (n, 1))
-    spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
-    resolved = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, dtype, 2,
-                               (True, True, True), spans, (False, False, False))
+    resolved, b_strides, spans = _contiguous_16bit_launch(m, n, k, layout, dtype)
     assert isinstance(resolved, launch.Launch), resolved
     a_major = "k" if layout[0] == "n" else "m"
     b_major = "n" if layout[1] == "n" else "k"
@@ -474,12 +482,7 @@ def test_operand_copies_start_every_row_on_a_128_byte_line(dtype, layout, shape)
     two (in 16-byte rows the kernel over two copies ran at half speed, 47th session).  Each
     copy holds its operand, and the GEMM's sizes name the copies' pitches."""
     m, n, k = shape
-    a_strides = (k, 1) if layout[0] == "n" else (1, m)
-    b_strides = (n, 1) if layout[1] == "n" else (1, k)
-    gemm = plan_gemm((m, k), a_strides, (k, n), b_strides, (n, 1))
-    spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
-    resolved = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, dtype, 2,
-                               (True, True, True), spans, (False, False, False))
+    resolved = _contiguous_16bit_launch(m, n, k, layout, dtype)[0]
     assert isinstance(resolved, launch.Launch) and resolved.prep is not None, resolved
     for _, sizes in resolved.calls:
         launches, nbytes, offsets, gemm_sizes = launch._prep_plan(resolved.prep, sizes)
