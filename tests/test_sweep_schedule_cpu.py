@@ -21,7 +21,7 @@ def test_the_problem_follows_the_layout_and_the_row_alignment():
     q = tool.problem_of("bfloat16", 304, 301, 302, "tn")
     assert (q.a_major, q.b_major) == ("m", "n")
     # Rows of 608, 602, 602 bytes: B is read through the launch's padded copy (its own major,
-    # 16-byte rows), C is stored as it is.
+    # rows of whole 128-byte lines), C is stored as it is.
     assert (q.align_a, q.align_b, q.align_c) == (16, 16, 2)
     # An M-major A of 5 columns (10-byte rows) is copied too: the problem the GPU run finds.
     r = tool.problem_of("bfloat16", 5, 5552, 8632, "tn")
