@@ -43,8 +43,8 @@ from .dispatch import itemsize as element_bytes
 from .dispatch import problem as dispatch_problem
 from .operand import Operand, result_dtype
 from .plan import (
-    Gemm, MatrixLayout, alignment, pieces, plan_gemm, problem_size, round_up, row_major_strides,
-    unit_extents, vector_rows, whole_vectors,
+    COPY_ROW_BYTES, Gemm, MatrixLayout, alignment, pieces, plan_gemm, problem_size, round_up,
+    row_major_strides, unit_extents, vector_rows, whole_vectors,
 )
 from .streams import explicit_handle, resolve_stream
 from .validate import (
@@ -373,8 +373,8 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
     matrices of:
     * ``to_major`` "k": rows x (parts * kp), K-major, kp = K rounded up to the TF32 K-tile
       (zeros after K).  3xTF32 operands are (big | small) along K, so the kernel's K is 2 * kp;
-      a one-part copy keeps K, in rows of whole lines (``_COPY_ROW_BYTES``).
-    * ``to_major`` "m" / "n": K x rp, rp = rows rounded up to ``_COPY_ROW_BYTES`` (zeros after
+      a one-part copy keeps K, in rows of whole lines (``COPY_ROW_BYTES``).
+    * ``to_major`` "m" / "n": K x rp, rp = rows rounded up to ``COPY_ROW_BYTES`` (zeros after
       rows), so the kernel reads it M- / N-major with 16-byte vectors: a K-major operand
       transposed (the fp32 SIMT kernel), or an M- / N-major one copied into padded rows (16
       bits).
@@ -395,14 +395,6 @@ def _run_prep(adapter, prep, pa: int, pb: int, sizes: tuple, like, stream: int,
     return copies[0], copies[1], gemm_sizes
 
 
-#: Bytes per row of an operand copy (``_prep_plan``): a whole number of 128-byte lines, so that
-#: every row, and a second copy after the first, starts on a line.  In rows padded only to 16
-#: bytes (a 4097-row fp16 copy is 8208 bytes a row), each 128-byte row of a TMA box spans two
-#: lines: the sm90 kernel over two such copies ran 386 us, over line-aligned ones 210 us (H100,
-#: fp16 4097 x 4095 x 4093 with A M-major; docs/performance.md, 47th session).
-_COPY_ROW_BYTES = 128
-
-
 @lru_cache(maxsize=4096)
 def _prep_plan(prep: tuple, sizes: tuple) -> tuple:
     """``_run_prep``'s arithmetic, a pure function of the copies and the call's sizes, cached
@@ -417,7 +409,7 @@ def _prep_plan(prep: tuple, sizes: tuple) -> tuple:
             continue
         key, to_major = prep[index]
         size = element_bytes(key.dtype)
-        line = _COPY_ROW_BYTES // size
+        line = COPY_ROW_BYTES // size
         if to_major == "k":  # the prep reads the operand (rows, K)
             d_rows, extent = rows, k
             width = key.parts * kp if key.parts > 1 else round_up(k, line)
