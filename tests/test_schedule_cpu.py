@@ -444,8 +444,9 @@ def _contiguous_16bit_launch(m: int, n: int, k: int, layout: str, dtype: str):
 def test_16_bit_operands_tma_cannot_address_are_copied_in_their_own_major(dtype, layout):
     """A 16-bit operand whose rows are no whole 16-byte vectors (a long K over a few columns:
     M = 60, N = 98, K = 15985) is copied by the operand prep in its own major (the copy's rows
-    padded to whole 128-byte lines), A and B alike, in every layout; the kernel reads the copies aligned,
-    C (98 columns) goes through the workspace.  An operand of no unit stride is staged."""
+    padded to whole 128-byte lines), A and B alike, in every layout; the kernel reads the
+    copies aligned, C (98 columns) goes through the workspace.  An operand of no unit stride is
+    staged."""
     m, n, k = 60, 98, 15985
     resolved, b_strides, spans = _contiguous_16bit_launch(m, n, k, layout, dtype)
     assert isinstance(resolved, launch.Launch), resolved

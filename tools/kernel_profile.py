@@ -3,7 +3,8 @@
     python tools/kernel_profile.py [--shapes MxNxK|LxMxNxK,...] [--layouts nn,tn,...]
                                    [--dtypes fp16,bf16,fp32] [--reps N]
 
-For each product (Gaussian operands, "t": that operand a transposed view) cutematmul and
+For each product (the benchmark's Gaussian operands, ``bench.data.host_operands``, uploaded as
+its PyTorch backend does; "t": that operand a transposed view) cutematmul and
 ``torch.matmul`` each run ``reps`` times under CUPTI (``torch.profiler``, CUDA activity only),
 and every kernel they launched is printed with its mean duration and count.  So a product's
 time splits into its pieces (the operand prep's copies, the GEMM, a split-K reduction), and
@@ -16,7 +17,7 @@ back-to-back products: use them to compare kernels and to find the one that is s
 over copies in whole 128-byte lines 210).  Needs PyTorch and a GPU.
 
 Imports: ``cutematmul.bench.shapes`` (the shape, layout and dtype spellings) at load;
-``cutematmul`` and ``torch`` to run.
+``cutematmul``, its benchmark's data and PyTorch backend, and ``torch`` to run.
 """
 
 from __future__ import annotations
@@ -37,20 +38,6 @@ def cases(shapes: str, layouts: str, dtypes: str) -> list[tuple[Shape, str, str]
     """(shape, layout, dtype) of every product the options name, in order."""
     return [(shape, layout, dtype) for shape in parse_shapes(shapes)
             for layout in parse_layouts(layouts) for dtype in parse_dtypes(dtypes)]
-
-
-def operands(shape: Shape, layout: str, dtype: str):
-    """Gaussian (a, b) on the GPU; "t" makes that operand a transposed view of a contiguous one."""
-    import torch
-
-    dt = getattr(torch, dtype)
-    batch = () if shape.batch is None else (shape.batch,)
-    a = torch.randn(*batch, *((shape.k, shape.m) if layout[0] == "t" else (shape.m, shape.k)),
-                    device="cuda", dtype=dt)
-    b = torch.randn(*batch, *((shape.n, shape.k) if layout[1] == "t" else (shape.k, shape.n)),
-                    device="cuda", dtype=dt)
-    return (a.transpose(-1, -2) if layout[0] == "t" else a,
-            b.transpose(-1, -2) if layout[1] == "t" else b)
 
 
 def kernel_times(fn, reps: int) -> list[tuple[str, int, float]]:
@@ -96,12 +83,15 @@ def main(argv=None) -> int:
     import torch
 
     import cutematmul
+    from cutematmul.bench.backends_torch import TorchArrays
+    from cutematmul.bench.data import host_operands
 
+    arrays = TorchArrays()  # uploads as the benchmark does (float32: PyTorch without TF32)
     for shape, layout, dtype in todo:
-        a, b = operands(shape, layout, dtype)
-        out = cutematmul.matmul(a, b)
-        ref = torch.matmul(a, b)
+        a, b, out = arrays.upload(host_operands(shape, dtype, layout))
+        ref = torch.empty_like(out)
         ours = lambda: cutematmul.matmul(a, b, out=out)  # noqa: E731
+        ours(), torch.matmul(a, b, out=ref)  # loaded and planned before anything is timed
         head = f"{shape.label} {dtype} {layout}"
         print(f"== {head}: cutematmul (host {host_us(ours):.1f} us per call)")
         for name, count, mean in kernel_times(ours, args.reps):

@@ -41,7 +41,7 @@ import sys
 from dataclasses import replace
 
 from cutematmul import aot, dispatch, launch
-from cutematmul.bench.shapes import rotation_sets
+from cutematmul.bench.shapes import Shape, parse_shape, rotation_sets
 from cutematmul.configs import simt, sm90
 
 SHAPES = [(16, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192),
@@ -157,20 +157,21 @@ def problem_of(dtype: str, m: int, n: int, k: int, layout: str = "nn",
 
 def parse_shapes(text: str) -> list[tuple[int, int, int, int]]:
     """``--shapes``: comma-separated MxNxK, or LxMxNxK for a batch of L products (the
-    benchmark's spelling), as (batch, M, N, K)."""
+    benchmark's spelling, ``bench.shapes.parse_shape``), as (batch, M, N, K)."""
     shapes = []
     for item in text.split(","):
-        dims = tuple(int(v) for v in item.split("x"))
-        if len(dims) not in (3, 4) or min(dims) < 1:
+        try:
+            shape = parse_shape(item)
+        except ValueError as exc:
             raise ValueError(f"--shapes: expected MxNxK or LxMxNxK of positive integers, "
-                             f"got {item!r}")
-        shapes.append(dims if len(dims) == 4 else (1, *dims))
+                             f"got {item!r}") from exc
+        shapes.append((shape.count, shape.m, shape.n, shape.k))
     return shapes
 
 
 def _shape_name(shape: tuple[int, int, int, int]) -> str:
     batch, m, n, k = shape
-    return (f"{batch}x" if batch > 1 else "") + f"{m}x{n}x{k}"
+    return Shape(m, n, k, batch if batch > 1 else None).label
 
 
 def tuner_candidates(problem: dispatch.Problem):
