@@ -539,7 +539,8 @@ def _simt_copies(gen, quick: bool, poison: bool) -> int:
 
 #: 16-bit products whose operands TMA cannot address, copied by the operand prep in their own
 #: major (``configs.sm90.operand_copies``): (M, N, K, dtype); every layout, and a broadcast batch.
-COPY_CASES = [(60, 98, 15985, "float16"), (9, 9, 20001, "bfloat16"), (1000, 12, 3000, "float16")]
+#: M and N above ``configs.simt.HALF_GEMV_MAX_M``: fewer rows stream on SIMT's row kernel.
+COPY_CASES = [(60, 98, 15985, "float16"), (33, 36, 20001, "bfloat16"), (1000, 12, 3000, "float16")]
 #: A small M's M-major A on a wave or less of swapped narrow tiles, copied K-major (``configs
 #: .sm90.copies_across``): (M, N, K, batch, dtype), in tn and tt (B's K-major rows of no whole
 #: 16-byte vectors in the second: both copied).
