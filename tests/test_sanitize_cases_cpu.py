@@ -194,3 +194,28 @@ def test_gemv16_cases_run_on_the_row_streaming_kernel():
     assert {rows for mma, rows, _, _ in seen if mma} == {8, 16, 32}
     assert {split for _, _, split, _ in seen} == {True, False}
     assert {mma for mma, _, _, transposed in seen if transposed} == {True, False}
+
+
+def test_copy_cases_run_on_sm90_over_the_copies_they_assert():
+    """Each 16-bit copy case (``COPY_CASES``), contiguous in each layout on an H200, is planned
+    on the sm90 kernel over exactly the copies the workload asserts (an operand whose rows are
+    no whole 16-byte vectors), and each across case (``ACROSS_CASES``) copies A K-major: a case
+    the dispatcher moved to another kernel (9x9x20001 went to SIMT's row kernel) failed the
+    workload's own check before any tool ran."""
+    from cutematmul import launch
+
+    for m, n, k, dtype in _constant("COPY_CASES"):
+        for layout in ("nn", "tn", "nt", "tt"):
+            ta, tb = layout[0] == "t", layout[1] == "t"
+            work = launch.contiguous_plan(("sm90", "sm80", "simt"), (9, 0), 132, dtype, m, n, k,
+                                          1, (ta, tb))
+            want = ((m if ta else k) % 8 != 0, (k if tb else n) % 8 != 0)
+            copied = tuple(p is not None for p in work.prep or (None, None))
+            assert work.key.family == "sm90" and copied == want, (m, n, k, layout, work)
+    for m, n, k, batch, dtype in _constant("ACROSS_CASES"):
+        for layout in ("tn", "tt"):
+            work = launch.contiguous_plan(("sm90", "sm80", "simt"), (9, 0), 132, dtype, m, n, k,
+                                          batch[0] if batch else 1, (True, layout[1] == "t"))
+            assert work.key.family == "sm90" and work.prep and work.prep[0] is not None, (
+                m, n, k, layout, work)
+            assert work.prep[0].to_major == "k", (m, n, k, layout, work)
