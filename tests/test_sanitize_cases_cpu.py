@@ -219,3 +219,21 @@ def test_copy_cases_run_on_sm90_over_the_copies_they_assert():
             assert work.key.family == "sm90" and work.prep and work.prep[0] is not None, (
                 m, n, k, layout, work)
             assert work.prep[0].to_major == "k", (m, n, k, layout, work)
+
+
+def test_direct_c_cases_store_c_themselves():
+    """Each ``DIRECT_C_CASES`` product in each layout, into a column slice of a wider buffer (C's
+    row stride N + 5, as the workload passes it), is planned on a kernel that stores C itself:
+    no reduction, C aligned to one element."""
+    from cutematmul import launch
+
+    for m, n, k, dtype in _constant("DIRECT_C_CASES"):
+        for layout in ("nn", "tn", "nt", "tt"):
+            ta, tb = layout[0] == "t", layout[1] == "t"
+            a_strides = (1, m) if ta else (k, 1)
+            b_strides = (1, k) if tb else (n, 1)
+            swapped, work = launch._plan_launch(
+                ("sm90", "sm80", "simt"), (9, 0), 132, (m, k), a_strides, (k, n), b_strides,
+                (m, n), (n + 5, 1), dtype, 2, (True, True, False), (False, False, False))
+            assert isinstance(work, launch.Launch), (m, n, k, layout, work)
+            assert work.reduce is None and work.key.align_c == 1, (m, n, k, layout, work)
