@@ -40,6 +40,24 @@ def test_tuner_candidates_are_the_tuners_list_with_distinct_labels():
     assert any(c[0].swap for c in found) and any(c[1] > 1 for c in found)
 
 
+def test_max_splits_keeps_the_tuners_schedules_that_split_no_further(monkeypatch):
+    """``--max-splits 1`` keeps the unsplit tiles and clusters of a large product (2x2
+    included), in the tuner's order, and reaches both the sweep and the precompile."""
+    tool = _tool()
+    p = tool.problem_of("float16", 8192, 8192, 8192, "nn")
+    every = tool.tuner_candidates(p)
+    unsplit = tool.tuner_candidates(p, max_splits=1)
+    assert unsplit == [c for c in every if c[1] == 1] and len(unsplit) < len(every)
+    assert any((c[0].cluster_m, c[0].cluster_n) == (2, 2) for c in unsplit)
+    assert tool._choices("float16", p, True, False, max_splits=1) == unsplit
+    calls = []
+    monkeypatch.setattr(tool, "sweep", lambda *a, **kw: calls.append(kw))
+    monkeypatch.setattr(tool, "precompile", lambda *a: calls.append(a) or tool.aot.Report("D"))
+    assert tool.main(["fp16", "--tuner", "--max-splits", "1", "--shapes", "8192x8192x8192"]) == 0
+    assert tool.main(["fp16", "--tuner", "--max-splits", "1", "--precompile", "D"]) == 0
+    assert calls[0]["max_splits"] == 1 and calls[1][-1] == 1
+
+
 def test_precompile_names_the_pick_every_candidate_and_the_reduction(monkeypatch):
     from cutematmul import aot, dispatch
 

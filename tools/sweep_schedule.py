@@ -1,6 +1,7 @@
 """Calibrate the wave model: time forced (tile, K-split) choices beside the model's pick and cuBLAS.
 
-    python tools/sweep_schedule.py [fp16|bf16|fp32|both] [--clusters | --tuner | --occupancy | --ring]
+    python tools/sweep_schedule.py [fp16|bf16|fp32|both] [--clusters | --tuner [--max-splits N]
+                                   | --occupancy | --ring]
                                    [--shapes MxNxK|LxMxNxK,...] [--cold]
                                    [--layout nt] [--precompile DIR [--jobs N]]
 
@@ -14,7 +15,8 @@ condition); without it a product whose operands fit in L2 is timed L2-warm.  The
 (``CANDIDATES``: tile x split, transposed for small M; ``--clusters`` adds 2x1 and 1x2), or with
 ``--tuner`` every schedule ``cutematmul.tune`` may time for the product
 (``dispatch.tunable``: the wave model's ranking, swapped skinny tiles in both heights and
-cluster shapes, stream-K, 2x2 clusters), or with ``--occupancy`` (fp32 "highest") the SIMT pick
+cluster shapes, stream-K, 2x2 clusters; with ``--max-splits 1`` only the unsplit ones), or
+with ``--occupancy`` (fp32 "highest") the SIMT pick
 itself at each CTAs-per-SM budget it may ask ptxas for, from the rule's
 (``configs/simt._min_blocks``) down to the one that leaves 255 registers per thread: fewer CTAs
 per SM give each thread more registers, which the 8 x 8 micro-tiles need to run without
@@ -174,10 +176,13 @@ def _shape_name(shape: tuple[int, int, int, int]) -> str:
     return Shape(m, n, k, batch if batch > 1 else None).label
 
 
-def tuner_candidates(problem: dispatch.Problem):
-    """(config, splits, transposed, label) of every schedule ``cutematmul.tune`` may time."""
+def tuner_candidates(problem: dispatch.Problem, max_splits: int | None = None):
+    """(config, splits, transposed, label) of every schedule ``cutematmul.tune`` may time; with
+    ``max_splits``, those that split K at most that many ways (1: the unsplit tiles and
+    clusters of a large product, without its long tail of splits)."""
     return [(config, splits, transposed, f"{config.name}/s{splits}{'T' if transposed else ''}")
-            for config, splits, transposed in dispatch.tunable(problem, dispatch.EVERY_CANDIDATE)]
+            for config, splits, transposed in dispatch.tunable(problem, dispatch.EVERY_CANDIDATE)
+            if max_splits is None or splits <= max_splits]
 
 
 def occupancy_candidates(problem: dispatch.Problem):
@@ -221,13 +226,13 @@ def ring_candidates(problem: dispatch.Problem):
 
 
 def _choices(dtype: str, problem: dispatch.Problem, tuner: bool, clusters: bool,
-             occupancy: bool = False, ring: bool = False):
+             occupancy: bool = False, ring: bool = False, max_splits: int | None = None):
     if ring:
         return ring_candidates(problem)
     if occupancy:
         return occupancy_candidates(problem)
     if tuner:
-        return tuner_candidates(problem)
+        return tuner_candidates(problem, max_splits)
     menu = "float16" if dtype == "bfloat16" else dtype
     return list(candidates(menu, problem.m, problem.n, clusters))
 
@@ -241,20 +246,21 @@ def kernel_keys(problem: dispatch.Problem, choices) -> list:
 
 
 def precompile(dtypes, shapes, layout: str, tuner: bool, clusters: bool, directory: str,
-               jobs: int | None = None, occupancy: bool = False, ring: bool = False):
+               jobs: int | None = None, occupancy: bool = False, ring: bool = False,
+               max_splits: int | None = None):
     """Build every kernel the sweep would launch into ``directory`` (no GPU)."""
     keys = []
     for dtype in dtypes:
         for batch, m, n, k in shapes:
             problem = problem_of(dtype, m, n, k, layout, batch=batch)
             keys += kernel_keys(problem, _choices(dtype, problem, tuner, clusters, occupancy,
-                                                  ring))
+                                                  ring, max_splits))
     return aot.build_keys(keys, jobs=jobs, cache_dir=directory)
 
 
 def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = False,
           layout: str = "nn", tuner: bool = False, occupancy: bool = False, cold: bool = False,
-          ring: bool = False) -> None:
+          ring: bool = False, max_splits: int | None = None) -> None:
     """Time the pick and each candidate of every (batch, M, N, K) of ``shapes``."""
     import torch
 
@@ -297,7 +303,8 @@ def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = Fa
                        getattr(cfg, "pingpong", False))
         row = [f"pick {label} "
                f"{picked:.1f}us ({cublas / picked:.2f}x)"]
-        for config, s, tr, label in _choices(dtype, problem, tuner, clusters, occupancy, ring):
+        for config, s, tr, label in _choices(dtype, problem, tuner, clusters, occupancy, ring,
+                                             max_splits):
             with cache.trial_tuned(problem, (config, s, tr)):  # clears the plans, then restores
                 seconds = time_us(rotated(lambda x, y: cutematmul.matmul(x, y, out=out)))
                 row.append(f"{label} {seconds:.1f}")
@@ -315,6 +322,8 @@ def main(argv=None) -> int:
                    help="fp32: the SIMT pick at each CTAs-per-SM budget (register spills)")
     p.add_argument("--ring", action="store_true",
                    help="sm90: the pick at each shared-memory ring depth that fits")
+    p.add_argument("--max-splits", type=int, metavar="N",
+                   help="with --tuner: only schedules splitting K at most N ways")
     p.add_argument("--precompile", metavar="DIR",
                    help="build the kernels the sweep launches into DIR (no GPU), then exit")
     p.add_argument("--jobs", type=int, help="worker processes of --precompile")
@@ -329,7 +338,8 @@ def main(argv=None) -> int:
     dtypes = [DTYPES[args.which]] if args.which in DTYPES else ["float16", "float32"]
     if args.precompile:
         report = precompile(dtypes, shapes, args.layout, args.tuner, args.clusters,
-                            args.precompile, args.jobs, args.occupancy, args.ring)
+                            args.precompile, args.jobs, args.occupancy, args.ring,
+                            args.max_splits)
         print(f"{report.keys} kernels: {report.built} built, {report.present} already there, "
               f"{len(report.failed)} failed")
         for key, error in report.failed:
@@ -337,7 +347,8 @@ def main(argv=None) -> int:
         return 1 if report.failed else 0
     for dtype in dtypes:
         sweep(dtype, shapes, clusters=args.clusters, layout=args.layout, tuner=args.tuner,
-              occupancy=args.occupancy, cold=args.cold, ring=args.ring)
+              occupancy=args.occupancy, cold=args.cold, ring=args.ring,
+              max_splits=args.max_splits)
     return 0
 
 
