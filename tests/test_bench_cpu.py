@@ -1013,6 +1013,44 @@ def test_host_mode_takes_turns_and_keeps_the_best_round(monkeypatch):
     assert by["fast", "float16"].note == "skipped: float32 only"
 
 
+def test_host_mode_times_each_named_shape(monkeypatch):
+    """``bench host --shapes``: each product in turn (shape-major), inputs made for its own
+    shape, rows labelled with it; the default is the 64^3 product."""
+    from cutematmul.bench import host
+
+    made = []
+
+    class Fake(Backend):
+        name = "fake"
+
+        def _probe(self):
+            return True, ""
+
+        def supports(self, dtype):
+            return True, ""
+
+        def make_inputs(self, shape, dtype):
+            made.append((shape, dtype))
+            return 1, 2, 3
+
+        def matmul(self, a, b, out):
+            pass
+
+        def synchronize(self):
+            pass
+
+    monkeypatch.setattr(host, "host_time_per_call", lambda *a: 5e-6)
+    shapes = parse_shapes("64x64x64,595x851x545")
+    results = host.measure_hosts([Fake()], ["float16", "float32"], shapes, calls=1, repeats=1)
+    assert made == [(shapes[0], "float16"), (shapes[0], "float32"), (shapes[1], "float16"),
+                    (shapes[1], "float32")]
+    assert [row[2] for row in host.rows(results)] == ["64x64x64"] * 2 + ["595x851x545"] * 2
+    assert all(r.us_per_call == pytest.approx(5.0) for r in results)
+    assert build_parser().parse_args(["host"]).shapes == "64x64x64"
+    args = build_parser().parse_args(["host", "--shapes", "595x851x545"])
+    assert parse_shapes(args.shapes) == [Shape(595, 851, 545)]
+
+
 def test_ratio_to_fastest_takes_the_faster_baseline_of_each_round():
     torch_rounds, cupy_rounds = [2.0, 1.0, 2.0, None], [1.0, 2.0, 4.0, 1.0]
     ours = [1.0, 1.0, 1.0, 1.0]

@@ -9,6 +9,7 @@
     python -m cutematmul.bench --dtypes fp32 --precision tf32   # beside cuBLAS TF32 (torch-tf32)
     python -m cutematmul.bench --dtypes fp32 --precision high   # 3xTF32, beside SGEMM and TF32
     python -m cutematmul.bench host                    # host time per 64x64 call
+    python -m cutematmul.bench host --shapes 64x64x64,595x851x545   # and an odd one (copies)
     python -m cutematmul.bench startup                 # 2 fresh processes: cold, then warm cache
     python -m cutematmul.bench startup --library torch --cache-dir /opt/cutematmul-cache
     python -m cutematmul.bench report results/bench-XXXX.json --markdown --plot
@@ -137,7 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
                        description=host_mode.__doc__)
     _add_backend_options(h, list(BACKENDS))
     h.add_argument("--dtypes", default="float16,float32", help="comma-separated (default fp16, fp32)")
-    h.add_argument("--size", type=_positive_int, default=64, help="M = N = K (default 64)")
+    h.add_argument("--shapes", default=host_mode.DEFAULT_SHAPE.label,
+                   help="comma-separated MxNxK or BxMxNxK products (default "
+                        f"{host_mode.DEFAULT_SHAPE.label}; an odd one such as 595x851x545 times "
+                        "the operand prep's route)")
     h.add_argument("--calls", type=_positive_int, default=2000,
                    help="timed calls per round (default 2000)")
     h.add_argument("--repeats", type=_positive_int, default=5,
@@ -357,7 +361,11 @@ def _host(args, parser) -> int:
         return 1
     env = environment()
     print(f"[bench] {header(env)}", file=sys.stderr)
-    results = host_mode.measure_hosts(backends, dtypes, args.size, args.calls,
+    try:
+        shapes = parse_shapes(args.shapes)
+    except ValueError as exc:
+        parser.error(str(exc))
+    results = host_mode.measure_hosts(backends, dtypes, shapes, args.calls,
                                       repeats=args.repeats)
     table = host_mode.rows(results)
     print(render_table(host_mode.HEADERS, table, {"host us/call"}))
