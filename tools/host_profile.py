@@ -1,11 +1,13 @@
 """Where the host time of a small product goes: each step of the device route timed alone.
 
-    python tools/host_profile.py [--size 64] [--calls 20000]
+    python tools/host_profile.py [--size 64 | --shape MxNxK] [--calls 20000]
     python tools/host_profile.py --compare 1x4096x4096 16x4096x4096 --calls 1000
 
 For PyTorch and CuPy (whichever are installed), fp16 and fp32, prints microseconds per call of the
 library's own matmul, ``cutematmul.matmul`` and the pieces of its path (adapter, describe, the
-cached plan, the output allocation, the compiled kernel's call alone).  A development tool: the
+cached plan, the output allocation, the compiled kernel's call alone; for a product whose
+operands the prep copies, e.g. ``--shape 595x851x545`` in 16 bits, also the copies' workspace,
+the prep launch and the whole planned launch, ``launch._execute``).  A development tool: the
 numbers guide work on the hot path; the benchmark's ``host`` subcommand is the measurement of
 record.
 """
@@ -22,26 +24,27 @@ def per_call(fn, calls: int, sync) -> float:
     return min(host_time_per_call(fn, calls, sync, warmup=200) for _ in range(3)) * 1e6
 
 
-def profile(lib: str, dtype: str, size: int, calls: int) -> None:
+def profile(lib: str, dtype: str, shape: tuple[int, int, int], calls: int) -> None:
     import cutematmul
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
     from cutematmul.cache import get_compiled
     from cutematmul.device import device_info
 
+    m, n, k = shape
     if lib == "torch":
         import torch
 
-        a = torch.randn(size, size, device="cuda").to(getattr(torch, dtype))
-        b = torch.randn(size, size, device="cuda").to(getattr(torch, dtype))
+        a = torch.randn(m, k, device="cuda").to(getattr(torch, dtype))
+        b = torch.randn(k, n, device="cuda").to(getattr(torch, dtype))
         native = lambda: torch.matmul(a, b)  # noqa: E731
         native_out = lambda: torch.matmul(a, b, out=out)  # noqa: E731
         sync = torch.cuda.synchronize
     else:
         import cupy as cp
 
-        a = cp.random.standard_normal((size, size)).astype(dtype)
-        b = cp.random.standard_normal((size, size)).astype(dtype)
+        a = cp.random.standard_normal((m, k)).astype(dtype)
+        b = cp.random.standard_normal((k, n)).astype(dtype)
         native = lambda: cp.matmul(a, b)  # noqa: E731
         native_out = lambda: cp.matmul(a, b, out=out)  # noqa: E731
         sync = cp.cuda.runtime.deviceSynchronize
@@ -56,6 +59,10 @@ def profile(lib: str, dtype: str, size: int, calls: int) -> None:
     fn = get_compiled(plan.key)
     (oa, ob, oc), sizes = plan.calls[0]
     stream = adapter.current_stream(da.device)
+    pa, pb, gemm_sizes, kept = da.ptr + oa, db.ptr + ob, sizes, []
+    if plan.prep is not None:  # the GEMM reads the prep's copies (kept alive), not a and b
+        pa, pb, gemm_sizes = launch._run_prep(adapter, plan.prep, pa, pb, sizes, out, stream,
+                                              kept)
     cutematmul.matmul(a, b, out=out)
     repeat = launch._repeats.get((adapter.signature(a, b, out), "highest", "auto"))
     steps = {
@@ -71,20 +78,29 @@ def profile(lib: str, dtype: str, size: int, calls: int) -> None:
                                                          kernel="auto"),
         "  gemm_on_device (out given)": lambda: launch.gemm_on_device(
             adapter, families, info, da, db, dc, stream),
-        "  kernel call alone": lambda: fn(da.ptr + oa, db.ptr + ob, dc.ptr + oc, *sizes, stream),
+        "  kernel call alone": lambda: fn(pa, pb, dc.ptr + oc, *gemm_sizes, stream),
         "  describe x1": lambda: adapter.describe(a, "a"),
         "  empty": lambda: adapter.empty(dc.shape, a),
         "  current_stream": lambda: adapter.current_stream(da.device),
         "  on_device": lambda: adapter.on_device(da.device),
         "  adapter_for x2": lambda: (adapter_for(a), adapter_for(b)),
     }
+    if plan.prep is not None:  # the operand prep's copies, then the GEMM over them
+        held = []
+        steps["  _execute (copies + GEMM)"] = lambda: launch._execute(
+            adapter, plan, swapped, da.ptr, db.ptr, dc.ptr, out, stream)
+        nbytes = launch._prep_plan(plan.prep, sizes)[1]
+        steps["  the copies' workspace"] = lambda: adapter.workspace(-(-nbytes // 4), out, stream)
+        steps["  the prep launch(es) alone"] = lambda: (launch._run_prep(
+            adapter, plan.prep, da.ptr + oa, db.ptr + ob, sizes, out, stream, held),
+            held.clear())
     if lib == "torch":
         import torch
 
         steps["  torch.empty(shape, dtype, device)"] = lambda: torch.empty(
             dc.shape, dtype=a.dtype, device=a.device)
         steps["  torch.empty_like(a)"] = lambda: torch.empty_like(a)
-    print(f"\n{lib} {dtype} {size}x{size}x{size} ({type(fn).__module__}.{type(fn).__name__})")
+    print(f"\n{lib} {dtype} {m}x{n}x{k} ({type(fn).__module__}.{type(fn).__name__})")
     for name, step in steps.items():
         print(f"  {name:34s} {per_call(step, calls, sync):7.2f} us")
 
@@ -110,7 +126,8 @@ def compare(shapes: list[str], calls: int) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--size", type=int, default=64)
+    p.add_argument("--size", type=int, default=64, help="M = N = K (default 64)")
+    p.add_argument("--shape", metavar="MxNxK", help="another product (e.g. 595x851x545)")
     p.add_argument("--calls", type=int, default=20000)
     p.add_argument("--compare", metavar="MxNxK", nargs="+",
                    help="only compare host time per call with torch.matmul for these shapes")
@@ -124,8 +141,9 @@ def main() -> None:
         except ImportError:
             print(f"{lib}: not installed")
             continue
+        shape = tuple(map(int, args.shape.split("x"))) if args.shape else (args.size,) * 3
         for dtype in ("float16", "float32"):
-            profile(lib, dtype, args.size, args.calls)
+            profile(lib, dtype, shape, args.calls)
 
 
 if __name__ == "__main__":
