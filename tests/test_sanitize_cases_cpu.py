@@ -10,6 +10,8 @@ from pathlib import Path
 from helpers import load_tool
 
 _SOURCE = Path(__file__).resolve().parents[1] / "tools" / "sanitize_cases.py"
+#: What a 16-bit call on an H200 plans over: the automatic family order, capability, SM count.
+_H200_16BIT = (("sm90", "sm80", "simt"), (9, 0), 132)
 
 
 def _constant(name: str):
@@ -183,7 +185,7 @@ def test_gemv16_cases_run_on_the_row_streaming_kernel():
 
     seen = set()
     for m, n, k, dtype, layout in _constant("GEMV16_CASES"):
-        work = launch.contiguous_plan(("sm90", "sm80", "simt"), (9, 0), 132, dtype, m, n, k, 1,
+        work = launch.contiguous_plan(*_H200_16BIT, dtype, m, n, k, 1,
                                       (layout[0] == "t", layout[1] == "t"))
         assert work.key.family == "simt" and work.key.config.gemv and work.prep is None, (
             m, n, k, layout, work)
@@ -207,14 +209,13 @@ def test_copy_cases_run_on_sm90_over_the_copies_they_assert():
     for m, n, k, dtype in _constant("COPY_CASES"):
         for layout in ("nn", "tn", "nt", "tt"):
             ta, tb = layout[0] == "t", layout[1] == "t"
-            work = launch.contiguous_plan(("sm90", "sm80", "simt"), (9, 0), 132, dtype, m, n, k,
-                                          1, (ta, tb))
+            work = launch.contiguous_plan(*_H200_16BIT, dtype, m, n, k, 1, (ta, tb))
             want = ((m if ta else k) % 8 != 0, (k if tb else n) % 8 != 0)
             copied = tuple(p is not None for p in work.prep or (None, None))
             assert work.key.family == "sm90" and copied == want, (m, n, k, layout, work)
     for m, n, k, batch, dtype in _constant("ACROSS_CASES"):
         for layout in ("tn", "tt"):
-            work = launch.contiguous_plan(("sm90", "sm80", "simt"), (9, 0), 132, dtype, m, n, k,
+            work = launch.contiguous_plan(*_H200_16BIT, dtype, m, n, k,
                                           batch[0] if batch else 1, (True, layout[1] == "t"))
             assert work.key.family == "sm90" and work.prep and work.prep[0] is not None, (
                 m, n, k, layout, work)
@@ -232,8 +233,8 @@ def test_direct_c_cases_store_c_themselves():
             ta, tb = layout[0] == "t", layout[1] == "t"
             a_strides = (1, m) if ta else (k, 1)
             b_strides = (1, k) if tb else (n, 1)
-            swapped, work = launch._plan_launch(
-                ("sm90", "sm80", "simt"), (9, 0), 132, (m, k), a_strides, (k, n), b_strides,
-                (m, n), (n + 5, 1), dtype, 2, (True, True, False), (False, False, False))
+            _, work = launch._plan_launch(
+                *_H200_16BIT, (m, k), a_strides, (k, n), b_strides, (m, n), (n + 5, 1), dtype, 2,
+                (True, True, False), (False, False, False))
             assert isinstance(work, launch.Launch), (m, n, k, layout, work)
             assert work.reduce is None and work.key.align_c == 1, (m, n, k, layout, work)

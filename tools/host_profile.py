@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 
+from cutematmul.bench.shapes import parse_shape
+
 
 def per_call(fn, calls: int, sync) -> float:
     """Microseconds per call: the best of three of the benchmark's host-time measurements."""
@@ -135,13 +137,21 @@ def main() -> None:
     if args.compare:
         compare(args.compare, args.calls)
         return
+    shape = (args.size,) * 3
+    if args.shape:
+        try:
+            parsed = parse_shape(args.shape)
+        except ValueError as exc:
+            p.error(f"--shape: {exc}")
+        if parsed.batch is not None:
+            p.error(f"--shape: one MxNxK product, got a batch {args.shape!r}")
+        shape = (parsed.m, parsed.n, parsed.k)
     for lib in ("torch", "cupy"):
         try:
             __import__(lib)
         except ImportError:
             print(f"{lib}: not installed")
             continue
-        shape = tuple(map(int, args.shape.split("x"))) if args.shape else (args.size,) * 3
         for dtype in ("float16", "float32"):
             profile(lib, dtype, shape, args.calls)
 

@@ -5,15 +5,16 @@ For each backend and shape: ``warmup`` calls and a synchronize, then ``perf_coun
 work is far shorter than the host's, so this is the cost of the Python call and the launch),
 then one synchronize.  Other shapes take other routes (e.g. ``595x851x545`` in 16 bits: rows of
 no whole 16-byte vectors, copied by the operand prep before the GEMM, two launches); keep their
-GPU time below the host's, or the figure is the GPU's.  That is repeated ``repeats`` times, the backends taking turns in each round (so a
-slow spell of the machine hits them alike), and the best round is reported, as ``timeit`` does:
-host time only grows with interference.
+GPU time below the host's, or the figure is the GPU's.  That is repeated ``repeats`` times, the
+backends taking turns in each round (so a slow spell of the machine hits them alike), and the
+best round is reported, as ``timeit`` does: host time only grows with interference.
 
 Imports: ``base``, ``shapes``, ``timing`` of this package.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from .base import Backend, describe_error
@@ -41,7 +42,7 @@ def measure_hosts(backends: list[Backend], dtypes: list[str],
     ``repeats`` rounds."""
     runs = []  # (result, call, synchronize) of every triple that can run
     results = []
-    for shape, dtype in ((s, d) for s in shapes for d in dtypes):
+    for shape, dtype in itertools.product(shapes, dtypes):
         for backend in backends:
             result = HostResult(backend.label, dtype, shape)
             results.append(result)
