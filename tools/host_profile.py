@@ -7,7 +7,8 @@ For PyTorch and CuPy (whichever are installed), fp16 and fp32, prints microsecon
 library's own matmul, ``cutematmul.matmul`` and the pieces of its path (adapter, describe, the
 cached plan, the output allocation, the compiled kernel's call alone; for a product whose
 operands the prep copies, e.g. ``--shape 595x851x545`` in 16 bits, also the copies' workspace,
-the prep launch and the whole planned launch, ``launch._execute``).  A development tool: the
+the prep launch and the whole planned launch, ``launch._execute``, which for a split or
+stream-K product times its launches in place of the kernel alone).  A development tool: the
 numbers guide work on the hot path; the benchmark's ``host`` subcommand is the measurement of
 record.
 """
@@ -55,16 +56,23 @@ def profile(lib: str, dtype: str, shape: tuple[int, int, int], calls: int) -> No
     da, db, dc = (adapter.describe(x, "a") for x in (a, b, out))
     info = device_info(da.device)
     families = launch.families_for(da.dtype, info.capability, "auto")
+    aligned = tuple((x.ptr & 15) == 0 for x in (da, db, dc))  # as ``gemm_on_device`` plans
     swapped, plan = launch._plan_launch(
         families[1], info.capability, info.num_sms, da.shape, da.strides, db.shape, db.strides,
-        dc.shape, dc.strides, families[2], dc.itemsize, (True, True, True), (False,) * 3)
+        dc.shape, dc.strides, families[2], dc.itemsize, aligned, (False,) * 3)
+    if not isinstance(plan, launch.Launch):
+        print(f"\n{lib} {dtype} {m}x{n}x{k}: planned {type(plan).__name__}, not one launch; "
+              "not profiled")
+        return
     fn = get_compiled(plan.key)
     (oa, ob, oc), sizes = plan.calls[0]
     stream = adapter.current_stream(da.device)
-    pa, pb, gemm_sizes, kept = da.ptr + oa, db.ptr + ob, sizes, []
+    first, second = (db.ptr, da.ptr) if swapped else (da.ptr, db.ptr)  # in the GEMM's order
+    pa, pb = first + oa, second + ob
+    gemm_pa, gemm_pb, gemm_sizes, kept = pa, pb, sizes, []
     if plan.prep is not None:  # the GEMM reads the prep's copies (kept alive), not a and b
-        pa, pb, gemm_sizes = launch._run_prep(adapter, plan.prep, pa, pb, sizes, out, stream,
-                                              kept)
+        gemm_pa, gemm_pb, gemm_sizes = launch._run_prep(adapter, plan.prep, pa, pb, sizes, out,
+                                                        stream, kept)
     cutematmul.matmul(a, b, out=out)
     repeat = launch._repeats.get((adapter.signature(a, b, out), "highest", "auto"))
     steps = {
@@ -80,22 +88,26 @@ def profile(lib: str, dtype: str, shape: tuple[int, int, int], calls: int) -> No
                                                          kernel="auto"),
         "  gemm_on_device (out given)": lambda: launch.gemm_on_device(
             adapter, families, info, da, db, dc, stream),
-        "  kernel call alone": lambda: fn(pa, pb, dc.ptr + oc, *gemm_sizes, stream),
         "  describe x1": lambda: adapter.describe(a, "a"),
         "  empty": lambda: adapter.empty(dc.shape, a),
         "  current_stream": lambda: adapter.current_stream(da.device),
         "  on_device": lambda: adapter.on_device(da.device),
         "  adapter_for x2": lambda: (adapter_for(a), adapter_for(b)),
     }
-    if plan.prep is not None:  # the operand prep's copies, then the GEMM over them
-        held = []
-        steps["  _execute (copies + GEMM)"] = lambda: launch._execute(
+    if plan.reduce is None and plan.streamk is None and len(plan.calls) == 1:
+        # One kernel writes C itself.  A split or stream-K kernel writes a workspace of the
+        # launch's instead, so it alone would be no valid call: ``_execute`` times all of it.
+        steps["  kernel call alone"] = lambda: fn(gemm_pa, gemm_pb, dc.ptr + oc, *gemm_sizes,
+                                                  stream)
+    if plan.prep is not None or plan.reduce is not None or plan.streamk is not None:
+        steps["  _execute (the planned launches)"] = lambda: launch._execute(
             adapter, plan, swapped, da.ptr, db.ptr, dc.ptr, out, stream)
+    if plan.prep is not None:  # the operand prep's copies
+        held = []
         nbytes = launch._prep_plan(plan.prep, sizes)[1]
         steps["  the copies' workspace"] = lambda: adapter.workspace(-(-nbytes // 4), out, stream)
         steps["  the prep launch(es) alone"] = lambda: (launch._run_prep(
-            adapter, plan.prep, da.ptr + oa, db.ptr + ob, sizes, out, stream, held),
-            held.clear())
+            adapter, plan.prep, pa, pb, sizes, out, stream, held), held.clear())
     if lib == "torch":
         import torch
 
