@@ -27,6 +27,23 @@ def per_call(fn, calls: int, sync) -> float:
     return min(host_time_per_call(fn, calls, sync, warmup=200) for _ in range(3)) * 1e6
 
 
+def launch_steps(plan) -> tuple[str, ...]:
+    """Which of the planned launch's own steps ``profile`` times for ``plan`` (a
+    ``launch.Launch``): "kernel" (the GEMM kernel's call alone) only where one kernel writes C
+    itself, since a split or stream-K kernel writes the launch's fp32 workspace and alone on
+    C would be no valid call (on an H200 it faulted, 49th session); "execute" (the whole
+    launch, ``launch._execute``) where there is more than that one call; "prep" (the copies'
+    workspace and launch) where the prep copies operands."""
+    steps = []
+    if plan.reduce is None and plan.streamk is None and len(plan.calls) == 1:
+        steps.append("kernel")
+    if plan.prep is not None or plan.reduce is not None or plan.streamk is not None:
+        steps.append("execute")
+    if plan.prep is not None:
+        steps.append("prep")
+    return tuple(steps)
+
+
 def profile(lib: str, dtype: str, shape: tuple[int, int, int], calls: int) -> None:
     import cutematmul
     from cutematmul import launch
@@ -94,15 +111,14 @@ def profile(lib: str, dtype: str, shape: tuple[int, int, int], calls: int) -> No
         "  on_device": lambda: adapter.on_device(da.device),
         "  adapter_for x2": lambda: (adapter_for(a), adapter_for(b)),
     }
-    if plan.reduce is None and plan.streamk is None and len(plan.calls) == 1:
-        # One kernel writes C itself.  A split or stream-K kernel writes a workspace of the
-        # launch's instead, so it alone would be no valid call: ``_execute`` times all of it.
+    chosen = launch_steps(plan)
+    if "kernel" in chosen:
         steps["  kernel call alone"] = lambda: fn(gemm_pa, gemm_pb, dc.ptr + oc, *gemm_sizes,
                                                   stream)
-    if plan.prep is not None or plan.reduce is not None or plan.streamk is not None:
+    if "execute" in chosen:
         steps["  _execute (the planned launches)"] = lambda: launch._execute(
             adapter, plan, swapped, da.ptr, db.ptr, dc.ptr, out, stream)
-    if plan.prep is not None:  # the operand prep's copies
+    if "prep" in chosen:  # the operand prep's copies
         held = []
         nbytes = launch._prep_plan(plan.prep, sizes)[1]
         steps["  the copies' workspace"] = lambda: adapter.workspace(-(-nbytes // 4), out, stream)
