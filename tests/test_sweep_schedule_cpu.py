@@ -58,6 +58,18 @@ def test_max_splits_keeps_the_tuners_schedules_that_split_no_further(monkeypatch
     assert calls[0]["max_splits"] == 1 and calls[1][-1] == 1
 
 
+@pytest.mark.parametrize("argv", [["fp16", "--max-splits", "1"],
+                                  ["fp16", "--tuner", "--max-splits", "0"]])
+def test_max_splits_without_the_tuner_or_below_one_is_refused_by_name(argv, capsys):
+    """``--max-splits`` filters the tuner's list only: alone, or under 1 (no schedule left), it
+    is refused naming the option, before any sweep or compile."""
+    tool = load_tool("sweep_schedule")
+    with pytest.raises(SystemExit) as exc:
+        tool.main(argv)
+    assert exc.value.code == 2
+    assert "--max-splits" in capsys.readouterr().err
+
+
 def test_precompile_names_the_pick_every_candidate_and_the_reduction(monkeypatch):
     from cutematmul import aot, dispatch
 

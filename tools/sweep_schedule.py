@@ -334,6 +334,9 @@ def main(argv=None) -> int:
     p.add_argument("--layout", default="nn", choices=("nn", "nt", "tn", "tt"),
                    help="t: that operand is a transposed view (nt: a @ w.T)")
     args = p.parse_args(argv)
+    if args.max_splits is not None and (not args.tuner or args.max_splits < 1):
+        p.error(f"--max-splits takes --tuner and a count of at least 1, got {args.max_splits}"
+                f"{'' if args.tuner else ' without --tuner'}")
     shapes = parse_shapes(args.shapes) if args.shapes else [(1, *s) for s in SHAPES]
     dtypes = [DTYPES[args.which]] if args.which in DTYPES else ["float16", "float32"]
     if args.precompile:
