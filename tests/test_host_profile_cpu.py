@@ -13,11 +13,9 @@ H200 = ((9, 0), 132)
 
 
 def _plan(dtype: str, m: int, n: int, k: int):
-    """The H200's plan of a row-major (m, k) @ (k, n) in ``dtype``, every pointer aligned."""
-    families = launch.families_for(dtype, H200[0], "auto")
-    _, plan = launch._plan_launch(families[1], *H200, (m, k), (k, 1), (k, n), (n, 1), (m, n),
-                                  (n, 1), families[2], 2 if dtype != "float32" else 4,
-                                  (True, True, True), (False,) * 3)
+    """The H200's plan of a contiguous row-major (m, k) @ (k, n) in ``dtype``."""
+    names, math = launch.families_for(dtype, H200[0], "auto")[1:]
+    plan = launch.contiguous_plan(names, *H200, math, m, n, k, 1, (False, False))
     assert isinstance(plan, launch.Launch)
     return plan
 
