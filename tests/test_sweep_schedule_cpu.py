@@ -55,7 +55,26 @@ def test_max_splits_keeps_the_tuners_schedules_that_split_no_further(monkeypatch
     monkeypatch.setattr(tool, "precompile", lambda *a: calls.append(a) or tool.aot.Report("D"))
     assert tool.main(["fp16", "--tuner", "--max-splits", "1", "--shapes", "8192x8192x8192"]) == 0
     assert tool.main(["fp16", "--tuner", "--max-splits", "1", "--precompile", "D"]) == 0
-    assert calls[0]["max_splits"] == 1 and calls[1][-1] == 1
+    assert calls[0]["max_splits"] == 1 and calls[1][9] == 1 and calls[1][10] is None
+
+
+def test_widths_menu_is_the_128_row_tiles_each_orientation_builds():
+    """``--widths``: each width unswapped where built (not the fine 144, 176, 208) and swapped,
+    in 1x1 and 2x1 clusters, unsplit; nothing for TF32; refused beside another menu."""
+    tool = _tool()
+    p = tool.problem_of("float16", 1376, 3208, 2912, "nn")
+    found = tool.width_candidates(p, [144, 160])
+    names = [label for _, _, _, label in found]
+    assert [(c.tile_n, c.swap, c.cluster_m) for c, _, _, _ in found] == [
+        (144, True, 1), (144, True, 2), (160, False, 1), (160, False, 2), (160, True, 1),
+        (160, True, 2)], names
+    assert all(s == 1 and not t and c.tile_m == 128 for c, s, t, _ in found)
+    assert tool._choices("float16", p, False, False, widths=[144, 160]) == found
+    assert tool.width_candidates(tool.problem_of("float32", 512, 512, 512, "nn"), [160]) == []
+    with pytest.raises(SystemExit):
+        tool.main(["fp16", "--widths", "160", "--tuner"])
+    with pytest.raises(SystemExit):
+        tool.main(["fp16", "--widths", "16x0"])
 
 
 @pytest.mark.parametrize("argv", [["fp16", "--max-splits", "1"],

@@ -225,8 +225,32 @@ def ring_candidates(problem: dispatch.Problem):
             for d in depths]
 
 
+def width_candidates(problem: dispatch.Problem, widths: list[int]):
+    """(config, splits, transposed, label): an sm90 16-bit problem unsplit on cooperative
+    128-row tiles of each of ``widths``, as built (``Config.validate``: the ``_FINE_N`` widths
+    swapped only), unswapped and swapped (``Config.swap``: the rows over N, the width over M),
+    in 1x1 and 2x1 clusters; nothing for other families.  What a choice of tile shape to fit
+    the SMs' wave is worth beside the wave model's widths."""
+    if problem.family != "sm90" or problem.math not in ("float16", "bfloat16"):
+        return []
+    found = []
+    for width, swap, cluster in itertools.product(widths, (False, True), (1, 2)):
+        config = sm90.Config(tile_m=128, tile_n=width, raster_group=8,
+                             epi_n=sm90.epilogue_width(width), cluster_m=cluster, pdl=True,
+                             swap=swap)
+        try:
+            config.validate()
+        except ValueError:
+            continue  # a width this orientation does not build
+        found.append((config, 1, False, f"{config.name}/s1"))
+    return found
+
+
 def _choices(dtype: str, problem: dispatch.Problem, tuner: bool, clusters: bool,
-             occupancy: bool = False, ring: bool = False, max_splits: int | None = None):
+             occupancy: bool = False, ring: bool = False, max_splits: int | None = None,
+             widths: list[int] | None = None):
+    if widths:
+        return width_candidates(problem, widths)
     if ring:
         return ring_candidates(problem)
     if occupancy:
@@ -247,20 +271,21 @@ def kernel_keys(problem: dispatch.Problem, choices) -> list:
 
 def precompile(dtypes, shapes, layout: str, tuner: bool, clusters: bool, directory: str,
                jobs: int | None = None, occupancy: bool = False, ring: bool = False,
-               max_splits: int | None = None):
+               max_splits: int | None = None, widths: list[int] | None = None):
     """Build every kernel the sweep would launch into ``directory`` (no GPU)."""
     keys = []
     for dtype in dtypes:
         for batch, m, n, k in shapes:
             problem = problem_of(dtype, m, n, k, layout, batch=batch)
             keys += kernel_keys(problem, _choices(dtype, problem, tuner, clusters, occupancy,
-                                                  ring, max_splits))
+                                                  ring, max_splits, widths))
     return aot.build_keys(keys, jobs=jobs, cache_dir=directory)
 
 
 def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = False,
           layout: str = "nn", tuner: bool = False, occupancy: bool = False, cold: bool = False,
-          ring: bool = False, max_splits: int | None = None) -> None:
+          ring: bool = False, max_splits: int | None = None,
+          widths: list[int] | None = None) -> None:
     """Time the pick and each candidate of every (batch, M, N, K) of ``shapes``."""
     import torch
 
@@ -304,12 +329,20 @@ def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = Fa
         row = [f"pick {label} "
                f"{picked:.1f}us ({cublas / picked:.2f}x)"]
         for config, s, tr, label in _choices(dtype, problem, tuner, clusters, occupancy, ring,
-                                             max_splits):
+                                             max_splits, widths):
             with cache.trial_tuned(problem, (config, s, tr)):  # clears the plans, then restores
                 seconds = time_us(rotated(lambda x, y: cutematmul.matmul(x, y, out=out)))
                 row.append(f"{label} {seconds:.1f}")
         head = f"{dtype} {layout} {_shape_name((batch, m, n, k))}{' cold' if cold else ''}"
         print(f"{head}: cuBLAS {cublas:.1f}us | " + " | ".join(row), flush=True)
+
+
+def _widths(text: str) -> list[int]:
+    try:
+        widths = [int(w) for w in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--widths takes comma-separated integers, got {text!r}")
+    return widths
 
 
 def main(argv=None) -> int:
@@ -324,6 +357,9 @@ def main(argv=None) -> int:
                    help="sm90: the pick at each shared-memory ring depth that fits")
     p.add_argument("--max-splits", type=int, metavar="N",
                    help="with --tuner: only schedules splitting K at most N ways")
+    p.add_argument("--widths", type=_widths, metavar="W,W,...",
+                   help="sm90 16-bit: 128-row tiles of these widths, unswapped and swapped, 1x1 "
+                        "and 2x1, unsplit, instead of the menu")
     p.add_argument("--precompile", metavar="DIR",
                    help="build the kernels the sweep launches into DIR (no GPU), then exit")
     p.add_argument("--jobs", type=int, help="worker processes of --precompile")
@@ -334,6 +370,8 @@ def main(argv=None) -> int:
     p.add_argument("--layout", default="nn", choices=("nn", "nt", "tn", "tt"),
                    help="t: that operand is a transposed view (nt: a @ w.T)")
     args = p.parse_args(argv)
+    if args.widths and (args.tuner or args.clusters or args.occupancy or args.ring):
+        p.error("--widths is a menu of its own: not with --tuner, --clusters, --occupancy or --ring")
     if args.max_splits is not None and (not args.tuner or args.max_splits < 1):
         p.error(f"--max-splits takes --tuner and a count of at least 1, got {args.max_splits}"
                 f"{'' if args.tuner else ' without --tuner'}")
@@ -342,7 +380,7 @@ def main(argv=None) -> int:
     if args.precompile:
         report = precompile(dtypes, shapes, args.layout, args.tuner, args.clusters,
                             args.precompile, args.jobs, args.occupancy, args.ring,
-                            args.max_splits)
+                            args.max_splits, args.widths)
         print(f"{report.keys} kernels: {report.built} built, {report.present} already there, "
               f"{len(report.failed)} failed")
         for key, error in report.failed:
@@ -351,7 +389,7 @@ def main(argv=None) -> int:
     for dtype in dtypes:
         sweep(dtype, shapes, clusters=args.clusters, layout=args.layout, tuner=args.tuner,
               occupancy=args.occupancy, cold=args.cold, ring=args.ring,
-              max_splits=args.max_splits)
+              max_splits=args.max_splits, widths=args.widths)
     return 0
 
 
