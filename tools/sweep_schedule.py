@@ -1,7 +1,7 @@
 """Calibrate the wave model: time forced (tile, K-split) choices beside the model's pick and cuBLAS.
 
     python tools/sweep_schedule.py [fp16|bf16|fp32|both] [--clusters | --tuner [--max-splits N]
-                                   | --occupancy | --ring]
+                                   | --occupancy | --ring | --widths W,W,...]
                                    [--shapes MxNxK|LxMxNxK,...] [--cold]
                                    [--layout nt] [--precompile DIR [--jobs N]]
 
@@ -23,7 +23,10 @@ per SM give each thread more registers, which the 8 x 8 micro-tiles need to run 
 spilling (``tools/codegen_audit.py``), or with ``--ring`` (sm90) the pick itself at each depth
 of its shared-memory ring in ``RING_DEPTHS`` that fits (the split, orientation, tile and
 cluster kept): a CTA's bytes in flight, which bound the few CTAs of a small-M product
-(``configs/sm90._NARROW_RING_STAGES``).  ``docs/performance.md`` quotes its output.  Each
+(``configs/sm90._NARROW_RING_STAGES``), or with ``--widths`` (sm90, 16-bit) unsplit
+cooperative 128-row tiles of those widths in both orientations (swapped: ``Config.swap``, the
+width along M; unswapped where the width is built so) in 1x1 and 2x1 clusters: what a tile
+shape that fits the SMs' waves is worth beside the wave model's (``width_candidates``).  ``docs/performance.md`` quotes its output.  Each
 candidate is made the shape's schedule in the cache's tuned tier for its timing
 (``cache.trial_tuned``, which clears the plan caches around it), the mechanism
 ``cutematmul.tune`` uses, so it is a tool, not a library path.
