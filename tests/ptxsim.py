@@ -6,17 +6,19 @@ CTA at a time: every thread steps through the instructions on its own; the warp 
 them, ``bar.sync`` when every thread of the CTA does.  It raises ``SimError`` on
 
 * a global load, store or prefetch outside the ``Region``s it was given, or inside one but
-  not on an element (``Region.valid``: row and batch padding), a store outside a writable
+  not on an element (``Region.valid``: row and batch padding; every element of a vector where
+  the region knows its element size), a store outside a writable
   region, or one element of it stored twice (across the CTAs run);
 * a shared-memory access outside the CTA's bytes or misaligned, a race (a byte written by one
   thread and read or written by another between two barriers), a misaligned ``ldmatrix`` row;
 * a warp reaching a collective at different instructions, a deadlock, an instruction it does
   not model.
 
-What it models: the integer, predicate, conversion and memory instructions of the SIMT
-family's tensor-core row-streaming kernel (``kernels/simt_gemv_mma.py``) and the collectives
-above; ``mma.sync.m16n8k16`` with fp16 or bf16 inputs and fp32 accumulators, computed in
-float64 and rounded to fp32 (exact for the small integers the tests feed it, so a result
+What it models: the integer, predicate, conversion and memory instructions (scalar and
+vector loads and stores, global and shared) of the SIMT family's tensor-core row-streaming
+kernel (``kernels/simt_gemv_mma.py``) and of the operand copy (``kernels/operand_prep.py``),
+the collectives above and a grid's x and y; ``mma.sync.m16n8k16`` with fp16 or bf16 inputs
+and fp32 accumulators, computed in float64 and rounded to fp32 (exact for the small integers the tests feed it, so a result
 compares exactly with a float64 reference).  What it does not: CTAs running concurrently
 (they run one after another), memory ordering beyond barriers, timing.
 
@@ -72,6 +74,14 @@ def parse(ptx):
     return insts, labels
 
 
+def _vector(arg, parts):
+    """The registers of a vector operand ``{%r1, %r2, ...}`` (``.v2``/``.v4`` in ``parts``), or
+    the one operand."""
+    if "v2" in parts or "v4" in parts:
+        return [x.strip() for x in arg.strip("{}").split(",")]
+    return [arg]
+
+
 def split_args(rest):
     out, depth, cur = [], 0, ""
     for ch in rest:
@@ -94,9 +104,12 @@ class Region:
     elements (None: every byte), ``writable`` whether the kernel may store into it;
     ``writes`` maps each stored offset to the CTA that stored it."""
 
-    def __init__(self, name, base, nbytes, valid=None, writable=False):
+    def __init__(self, name, base, nbytes, valid=None, writable=False, element=None):
         self.name, self.base, self.data = name, base, bytearray(nbytes)
         self.valid = valid
+        #: With ``element`` (bytes), an access of several elements (a vector) must be on valid
+        #: elements all through; without, only its first byte is checked.
+        self.element = element
         self.writable = writable
         self.writes = {}
 
@@ -120,9 +133,11 @@ class Sim:
         for r in self.regions:
             if r.base <= addr and addr + size <= r.base + len(r.data):
                 off = addr - r.base
-                if r.valid is not None and kind != "prefetch" and off not in r.valid:
-                    raise SimError(f"{kind} at {r.name}+{off}: inside the allocation but not "
-                                   "on an element")
+                if r.valid is not None and kind != "prefetch":
+                    for at in range(off, off + size, r.element or size):
+                        if at not in r.valid:
+                            raise SimError(f"{kind} at {r.name}+{at}: inside the allocation "
+                                           "but not on an element")
                 return r, off
         raise SimError(f"{kind} out of bounds: addr {addr:#x} size {size}")
 
@@ -160,8 +175,11 @@ class Sim:
                 self.epoch[b] = (w, rds)
 
     # ------------------------------------------------------------ run one CTA
-    def run_cta(self, ctaid):
+    def run_cta(self, ctaid, ctaid_y=0, grid=(1, 1)):
+        """CTA (``ctaid``, ``ctaid_y``) of a grid of ``grid`` (x, y) CTAs (the y and the grid
+        matter only to a kernel that reads them)."""
         self.ctaid = ctaid
+        self.ctaid_y, self.grid = ctaid_y, grid
         self.smem = bytearray(self.smem_bytes)
         self.epoch = {}
         T = self.threads
@@ -172,6 +190,10 @@ class Sim:
         for t in range(T):
             regs[t]["%tid.x"] = t
             regs[t]["%ctaid.x"] = ctaid
+            # A grid of ``grid`` (x, y) CTAs, this one in row ``ctaid_y`` (``run_cta``).
+            regs[t]["%ctaid.y"], regs[t]["%ctaid.z"] = self.ctaid_y, 0
+            regs[t]["%nctaid.x"], regs[t]["%nctaid.y"], regs[t]["%nctaid.z"] = (*self.grid, 1)
+            regs[t]["%ntid.x"], regs[t]["%ntid.y"], regs[t]["%ntid.z"] = T, 1, 1
         while True:
             progressed = False
             for t in range(T):
@@ -300,10 +322,29 @@ class Sim:
                 R[args[0]] = int.from_bytes(blob[off:off + n], "little")
         elif name == "ld" and parts[1] == "global":
             base, off = self.addr(R, args[1])
-            R[args[0]] = self.gload(R[base] + off, width // 8)
+            outs = _vector(args[0], parts)
+            n = width // 8
+            if len(outs) > 1:  # a vector: one access of the whole vector's bytes
+                whole = self.gload(R[base] + off, n * len(outs))
+                for i, o in enumerate(outs):
+                    R[o] = (whole >> (8 * n * i)) & mask
+            else:
+                R[args[0]] = self.gload(R[base] + off, n)
         elif name == "st" and parts[1] == "global":
             base, off = self.addr(R, args[0])
-            self.gstore(R[base] + off, width // 8, V(args[1]), t)
+            vals = _vector(args[1], parts)
+            n = width // 8
+            whole = 0
+            for i, x in enumerate(vals):
+                whole |= (V(x) & mask) << (8 * n * i)
+            self.gstore(R[base] + off, n * len(vals), whole, t)
+        elif name == "ld" and parts[1] == "shared":
+            base, off = self.addr(R, args[1])
+            a = R[base] + off
+            n = width // 8
+            for i, o in enumerate(_vector(args[0], parts)):
+                self.sacc(a + n * i, n, t, False)
+                R[o] = int.from_bytes(self.smem[a + n * i: a + n * i + n], "little")
         elif name == "st" and parts[1] == "shared":
             base, off = self.addr(R, args[0])
             a = R[base] + off
@@ -361,6 +402,9 @@ class Sim:
                 r = a - b
             elif name == "mul":
                 r = a * b
+                if parts[1] == "wide":  # the full product, twice the width
+                    R[args[0]] = r & ((1 << (2 * width)) - 1)
+                    return
             elif name == "mad":
                 r = a * b + sv(V(args[3]))
             elif name == "div":

@@ -1,0 +1,197 @@
+"""The operand copy's straight variant (``kernels/operand_prep.py``, ``k_major``) run on this CPU:
+its PTX, as the DSL builds it for sm_90a, executed by ``tests/ptxsim.py`` CTA by CTA.
+
+Each copy checks that D holds X's bits row by row, zeros past K up to D's width, and that
+nothing else of D changed (its row and batch padding keep their poison), and
+(``ptxsim.SimError``) that no load leaves X's rows (every element of a vector load inside
+one), no store leaves D's rows, and shared memory has no race between barriers.  The copies cover rows starting at every alignment (X at an odd
+element, rows of an odd length, a row stride past K), rows of a few elements (many rows per
+CTA), rows longer than a pass (one row walked in passes), a batch walked by the grid's y and by
+one CTA, fp16 and fp32 elements.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import compile_in_child, needs_dsl
+
+pytestmark = needs_dsl()
+
+#: (dtype, pdl) of the compiled single copies (parts 1, K-major).
+VARIANTS = [("float16", True), ("float32", False)]
+#: B's variant (``k_major_b``) of the compiled fp16 pairs, A straight.
+PAIRS = [True, False]
+
+_CHILD = r"""
+import json, sys
+from cutematmul.kernels import operand_prep as K
+names = []
+for dtype, pdl in json.loads(sys.argv[1]):
+    name = f"{dtype}{int(pdl)}.ptx"
+    open(name, "w").write(K.compile_prep(1, True, dtype, pdl=pdl, keep_ptx=True).__ptx__)
+    names.append(name)
+pairs = []
+for k_major_b in (True, False):
+    name = f"pair{int(k_major_b)}.ptx"
+    ptx = K.compile_prep(1, True, "float16", pdl=True, k_major_b=k_major_b, keep_ptx=True).__ptx__
+    open(name, "w").write(ptx)
+    pairs.append([name, K.OperandPrep(1, True, "float16", k_major_b=k_major_b)._smem_bytes()])
+print("NAMES=" + json.dumps({"names": names, "pairs": pairs, "threads": K._THREADS,
+                             "per_cta": K._VECTORS_PER_CTA,
+                             "smem": K.OperandPrep(1, True, "float16")._smem_bytes(),
+                             "smem32": K.OperandPrep(1, True, "float32")._smem_bytes()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ptx")
+    out = compile_in_child("sm_90a", _CHILD, [list(v) for v in VARIANTS], tmp, prefix="NAMES=")
+    ptx = {v: (tmp / name).read_text() for v, name in zip(VARIANTS, out["names"])}
+    ptx.update({("pair", b): ((tmp / name).read_text(), smem)
+                for b, (name, smem) in zip(PAIRS, out["pairs"])})
+    return ptx, out
+
+
+def _param(ptr: int, shape, strides) -> bytes:
+    """A tensor parameter as the DSL passes it: the pointer, three int32 extents, 4 bytes of
+    padding, then its dynamic int64 strides."""
+    out = bytearray(24 + 8 * len(strides))
+    out[0:8] = ptr.to_bytes(8, "little")
+    for i, s in enumerate(shape):
+        out[8 + 4 * i:12 + 4 * i] = int(s).to_bytes(4, "little", signed=True)
+    for i, s in enumerate(strides):
+        out[24 + 8 * i:32 + 8 * i] = int(s).to_bytes(8, "little", signed=True)
+    return bytes(out)
+
+
+class _Operand:
+    """One operand's X (rows, k, batch), rows ``stride`` apart (K-major) or columns ``stride``
+    apart (``k_major`` False: unit stride along rows), starting at element ``at``, and its D
+    (rows, width, batch): rows padded to whole 128-byte lines, then one 16-byte vector more
+    between rows and between matrices that nothing may write."""
+
+    def __init__(self, ptxsim, name, base, dtype, rows, k, batch, stride=None, at=0,
+                 k_major=True, seed=0):
+        size = np.dtype(dtype).itemsize
+        vec = 16 // size
+        self.rows, self.k, self.batch, self.at, self.size = rows, k, batch, at, size
+        self.stride = stride or (k if k_major else rows)
+        self.strides = (self.stride, 1) if k_major else (1, self.stride)
+        extent = rows * k if k_major else k * self.stride
+        self.x_batch = extent + 3
+        count = at + (batch - 1) * self.x_batch + (rows - 1) * self.strides[0] + (
+            k - 1) * self.strides[1] + 1
+        rng = np.random.default_rng(seed)
+        self.bits = rng.integers(0, 1 << (8 * size), count, dtype=np.uint64).astype(
+            np.uint16 if size == 2 else np.uint32)
+        valid = {size * self._x(e, r, c) for e in range(batch) for r in range(rows)
+                 for c in range(k)}
+        self.x = ptxsim.Region("X" + name, base, size * count, valid, element=size)
+        self.x.data[:] = self.bits.tobytes()
+        self.width = -(-k * size // 128) * 128 // size
+        self.ld = self.width + vec
+        self.d_batch = rows * self.ld + vec
+        valid = {size * (e * self.d_batch + r * self.ld + c)
+                 for e in range(batch) for r in range(rows) for c in range(self.width)}
+        self.d = ptxsim.Region("D" + name, base + 0x8000000, size * batch * self.d_batch, valid,
+                               writable=True, element=size)
+        self.d.data[:] = b"\xa5" * len(self.d.data)
+        self.vectors = self.width // vec
+
+    def _x(self, e, r, c):
+        return self.at + e * self.x_batch + r * self.strides[0] + c * self.strides[1]
+
+    def params(self):
+        return [_param(self.x.base + self.size * self.at, (self.rows, self.k, self.batch),
+                       (*self.strides, self.x_batch)),
+                _param(self.d.base, (self.rows, self.width, self.batch),
+                       (self.ld, self.d_batch))]
+
+    def geometry(self, per_cta, k_major):
+        """(CTAs per matrix, the two sizes), as ``OperandPrep._geometry`` computes them."""
+        if k_major:
+            rows_per_cta = max(per_cta // self.vectors, 1)
+            return -(-self.rows // rows_per_cta), self.vectors, rows_per_cta
+        k_blocks, row_blocks = -(-self.width // 32), -(-self.rows // 32)
+        return k_blocks * row_blocks, k_blocks, row_blocks
+
+    def wrong(self):
+        """D's elements that differ from X's bits (zeros past K), or that are no longer the
+        poison in D's padding."""
+        got = np.frombuffer(bytes(self.d.data), self.bits.dtype)
+        poison = np.frombuffer(b"\xa5" * self.size, self.bits.dtype)[0]
+        wrong = 0
+        for i in range(len(got)):
+            e, rest = divmod(i, self.d_batch)
+            r, c = divmod(rest, self.ld)
+            if r < self.rows and c < self.width:
+                want = self.bits[self._x(e, r, c)] if c < self.k else 0
+            else:
+                want = poison
+            wrong += int(got[i] != want)
+        return wrong
+
+
+def _u32(x: int) -> bytes:
+    return int(x).to_bytes(4, "little")
+
+
+def _copy(ptxsim, ptx, info, dtype, rows, k, batch, stride=None, at=0, grid_y=None, seed=0):
+    """One straight copy, every CTA of the launch; returns the number of wrong elements of D."""
+    op = _Operand(ptxsim, "", 0x10000000, dtype, rows, k, batch, stride, at, seed=seed)
+    blocks, vectors, rows_per_cta = op.geometry(info["per_cta"], True)
+    grid_y = batch if grid_y is None else grid_y
+    params = dict(enumerate(op.params() + [_u32(vectors), _u32(rows_per_cta)]))
+    smem = info["smem"] if op.size == 2 else info["smem32"]
+    sim = ptxsim.Sim(ptx, params, [op.x, op.d], smem, threads=info["threads"])
+    for y in range(grid_y):
+        for cta in range(blocks):
+            sim.run_cta(cta, y, (blocks, grid_y))
+    return op.wrong()
+
+
+#: (rows, k, batch, keyword arguments): see the module docstring.
+COPIES = [
+    (5, 9, 1, dict(at=1)),  # 9-element rows from an odd element: every row start differs
+    (3, 37, 2, dict(stride=41, at=3)),  # a row stride past K; a batch on the grid's y
+    (70, 3, 2, dict(at=1, grid_y=1)),  # rows of a few elements; one CTA walks the batch
+    (2, 1, 1, dict(at=1)),  # one element per row
+    (2, 4200, 1, dict(at=1)),  # fp16 rows of 4224 (528 vectors): a pass and a run of a pass
+]
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v[0])
+def test_the_straight_copy_reads_inside_x_and_writes_d_whole(compiled, variant):
+    import ptxsim
+
+    ptx, info = compiled
+    for i, (rows, k, batch, extra) in enumerate(COPIES):
+        if variant[0] == "float32" and k > 2048:
+            k = 2100  # fp32 rows past a pass: 2112 wide, 528 vectors
+        wrong = _copy(ptxsim, ptx[variant], info, variant[0], rows, k, batch, seed=i, **extra)
+        assert wrong == 0, (variant, (rows, k, batch, extra), wrong)
+
+
+@pytest.mark.parametrize("k_major_b", PAIRS, ids=lambda b: "straight" if b else "transposed")
+def test_the_pair_copies_both_operands_in_one_launch(compiled, k_major_b):
+    """A straight (9-element rows from an odd element) and B straight or transposed (unit
+    stride along its 40 rows, columns 43 apart), both batched, A's CTAs first along x."""
+    import ptxsim
+
+    ptx, info = compiled
+    code, smem = ptx[("pair", k_major_b)]
+    a = _Operand(ptxsim, "a", 0x10000000, "float16", 70, 9, 2, at=1, seed=1)
+    b = _Operand(ptxsim, "b", 0x40000000, "float16", 40, 37, 2,
+                 stride=None if k_major_b else 43, at=3, k_major=k_major_b, seed=2)
+    blocks_a, a0, a1 = a.geometry(info["per_cta"], True)
+    blocks_b, b0, b1 = b.geometry(info["per_cta"], k_major_b)
+    params = dict(enumerate(a.params() + b.params()
+                            + [_u32(x) for x in (blocks_a, a0, a1, b0, b1)]))
+    sim = ptxsim.Sim(code, params, [a.x, a.d, b.x, b.d], smem, threads=info["threads"])
+    for y in range(2):
+        for cta in range(blocks_a + blocks_b):
+            sim.run_cta(cta, y, (blocks_a + blocks_b, 2))
+    assert (a.wrong(), b.wrong()) == (0, 0)
