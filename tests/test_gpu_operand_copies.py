@@ -200,29 +200,34 @@ def test_copies_through_cupy():
         check_matmul(cutematmul.matmul(a, b), a, b, "float16")
 
 
-# The prep kernel launched by itself: (parts, dtype, batch, rows, K, width of each part).
+# The prep kernel launched by itself: (parts, dtype, batch, rows, K, width of each part, X's
+# first element in its rows: 1 starts X off every 16-byte boundary).
 PREP_CASES = [
-    (1, "float16", 70000, 3, 9, 16),  # a batch past the grid's 65535, rows of 9 padded to 16
-    (1, "bfloat16", 2, 211, 37, 40),  # several rows per CTA, a tail CTA
-    (1, "float32", 1, 3, 5000, 5120),  # rows longer than a CTA's vectors: walked in steps
-    (2, "float32", 3, 5, 1000, 1024),  # the 3xTF32 split: big | small
+    (1, "float16", 70000, 3, 9, 16, 0),  # a batch past the grid's 65535, rows of 9 padded to 16
+    (1, "bfloat16", 2, 211, 37, 40, 0),  # several rows per CTA, a tail CTA
+    (1, "float32", 1, 3, 5000, 5120, 0),  # rows longer than a CTA's vectors: walked in steps
+    (2, "float32", 3, 5, 1000, 1024, 0),  # the 3xTF32 split: big | small
+    (1, "float16", 2, 3, 4500, 4544, 1),  # 16-bit rows longer than a pass, X at an odd element
+    (1, "bfloat16", 1, 600, 3, 8, 1),  # rows of 3 elements: many rows per CTA, any start
 ]
 
 
-@pytest.mark.parametrize("case", PREP_CASES, ids=lambda c: f"{c[1]}-parts{c[0]}-{c[2]}x{c[3]}x{c[4]}")
+@pytest.mark.parametrize("case", PREP_CASES,
+                         ids=lambda c: f"{c[1]}-parts{c[0]}-{c[2]}x{c[3]}x{c[4]}-at{c[6]}")
 def test_straight_prep_kernel_writes_exactly_its_rows(case):
     """``kernels/operand_prep.py``'s straight copy from a K-major X of rows with no whole
-    16-byte vectors (its row pitch K + 3): D holds X then zeros up to each part's width (with
-    two parts, big = tf32(x) and small = tf32(x - big)), and nothing past D is written."""
+    16-byte vectors (its row pitch K + 3, its first element at 0 or 1): D holds X then zeros
+    up to each part's width (with two parts, big = tf32(x) and small = tf32(x - big)), and
+    nothing past D is written."""
     require_module("torch")
     import torch
 
     from cutematmul import cache, dispatch
 
-    parts, dtype, batch, rows, k, width = case
+    parts, dtype, batch, rows, k, width, at = case
     t = getattr(torch, dtype)
     src = torch.randn(batch, rows, k + 3, device="cuda").to(t)
-    x = src[..., :k]  # row pitch k + 3: unaligned rows
+    x = src[..., at:at + k]  # row pitch k + 3: unaligned rows
     guard = 64
     buf = torch.full((batch * rows * parts * width + guard,), float("nan"), device="cuda",
                      dtype=t)
