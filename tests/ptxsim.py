@@ -99,6 +99,18 @@ def split_args(rest):
     return out
 
 
+def tensor_param(ptr: int, shape, strides) -> bytes:
+    """A (rows, K, batch) tensor kernel parameter as the DSL passes it: the pointer, three int32
+    extents, 4 bytes of padding, then its dynamic int64 strides (the static ones are left out)."""
+    out = bytearray(24 + 8 * len(strides))
+    out[0:8] = ptr.to_bytes(8, "little")
+    for i, s in enumerate(shape):
+        out[8 + 4 * i:12 + 4 * i] = int(s).to_bytes(4, "little", signed=True)
+    for i, s in enumerate(strides):
+        out[24 + 8 * i:32 + 8 * i] = int(s).to_bytes(8, "little", signed=True)
+    return bytes(out)
+
+
 class Region:
     """One global allocation at ``base`` of ``nbytes``: ``valid`` the byte offsets of its
     elements (None: every byte), ``writable`` whether the kernel may store into it;

@@ -55,18 +55,6 @@ def compiled(tmp_path_factory):
     return ptx, out
 
 
-def _param(ptr: int, shape, strides) -> bytes:
-    """A tensor parameter as the DSL passes it: the pointer, three int32 extents, 4 bytes of
-    padding, then its dynamic int64 strides."""
-    out = bytearray(24 + 8 * len(strides))
-    out[0:8] = ptr.to_bytes(8, "little")
-    for i, s in enumerate(shape):
-        out[8 + 4 * i:12 + 4 * i] = int(s).to_bytes(4, "little", signed=True)
-    for i, s in enumerate(strides):
-        out[24 + 8 * i:32 + 8 * i] = int(s).to_bytes(8, "little", signed=True)
-    return bytes(out)
-
-
 class _Operand:
     """One operand's X (rows, k, batch), rows ``stride`` apart (K-major) or columns ``stride``
     apart (``k_major`` False: unit stride along rows), starting at element ``at``, and its D
@@ -104,11 +92,12 @@ class _Operand:
     def _x(self, e, r, c):
         return self.at + e * self.x_batch + r * self.strides[0] + c * self.strides[1]
 
-    def params(self):
-        return [_param(self.x.base + self.size * self.at, (self.rows, self.k, self.batch),
-                       (*self.strides, self.x_batch)),
-                _param(self.d.base, (self.rows, self.width, self.batch),
-                       (self.ld, self.d_batch))]
+    def params(self, ptxsim):
+        """X's and D's kernel parameters."""
+        return [ptxsim.tensor_param(self.x.base + self.size * self.at,
+                                    (self.rows, self.k, self.batch), (*self.strides, self.x_batch)),
+                ptxsim.tensor_param(self.d.base, (self.rows, self.width, self.batch),
+                                    (self.ld, self.d_batch))]
 
     def geometry(self, per_cta, k_major):
         """(CTAs per matrix, the two sizes), as ``OperandPrep._geometry`` computes them."""
@@ -144,7 +133,7 @@ def _copy(ptxsim, ptx, info, dtype, rows, k, batch, stride=None, at=0, grid_y=No
     op = _Operand(ptxsim, "", 0x10000000, dtype, rows, k, batch, stride, at, seed=seed)
     blocks, vectors, rows_per_cta = op.geometry(info["per_cta"], True)
     grid_y = batch if grid_y is None else grid_y
-    params = dict(enumerate(op.params() + [_u32(vectors), _u32(rows_per_cta)]))
+    params = dict(enumerate(op.params(ptxsim) + [_u32(vectors), _u32(rows_per_cta)]))
     smem = info["smem"] if op.size == 2 else info["smem32"]
     sim = ptxsim.Sim(ptx, params, [op.x, op.d], smem, threads=info["threads"])
     for y in range(grid_y):
@@ -188,7 +177,7 @@ def test_the_pair_copies_both_operands_in_one_launch(compiled, k_major_b):
                  stride=None if k_major_b else 43, at=3, k_major=k_major_b, seed=2)
     blocks_a, a0, a1 = a.geometry(info["per_cta"], True)
     blocks_b, b0, b1 = b.geometry(info["per_cta"], k_major_b)
-    params = dict(enumerate(a.params() + b.params()
+    params = dict(enumerate(a.params(ptxsim) + b.params(ptxsim)
                             + [_u32(x) for x in (blocks_a, a0, a1, b0, b1)]))
     sim = ptxsim.Sim(code, params, [a.x, a.d, b.x, b.d], smem, threads=info["threads"])
     for y in range(2):

@@ -42,18 +42,6 @@ from cutematmul.kernels import simt_gemv_mma as K
 print("NAMES=" + json.dumps({"names": names, "row_bytes": K._CHUNK_K * K._STAGES * 2}))
 """
 
-def _param(ptr: int, shape, strides) -> bytes:
-    """A (rows, K, batch) tensor parameter as the DSL passes it: the pointer, three int32
-    extents (then 4 bytes of padding), the two dynamic int64 strides."""
-    out = bytearray(40)
-    out[0:8] = ptr.to_bytes(8, "little")
-    for i, s in enumerate(shape):
-        out[8 + 4 * i:12 + 4 * i] = int(s).to_bytes(4, "little", signed=True)
-    for i, s in enumerate(strides):
-        out[24 + 8 * i:32 + 8 * i] = int(s).to_bytes(8, "little", signed=True)
-    return bytes(out)
-
-
 def _operand(ptxsim, name, base, rows, k, batch, rows_major, pad, shared, rng, dtype, at=0,
              poison=None):
     """A Region holding a (rows, K, batch) operand of small integers: unit stride along rows
@@ -106,9 +94,9 @@ def _run(ptxsim, ptx, row_bytes, variant, m, n, k, batch, splits, pad=(0, 0, 0),
     reg_c = ptxsim.Region("C", 0x30000000, size * count, writable=True,
                           valid={size * (e * c_stride + r * ldc + c) for e in range(batch * splits)
                                  for r in range(m) for c in range(n)})
-    params = {0: _param(reg_a.base, (m, k, batch), st_a),
-              1: _param(reg_b.base, (n, k, batch), st_b),
-              2: _param(reg_c.base, (m, n, batch * splits), (ldc, c_stride)),
+    params = {0: ptxsim.tensor_param(reg_a.base, (m, k, batch), st_a),
+              1: ptxsim.tensor_param(reg_b.base, (n, k, batch), st_b),
+              2: ptxsim.tensor_param(reg_c.base, (m, n, batch * splits), (ldc, c_stride)),
               3: (-(-n // 128)).to_bytes(4, "little")}
     # Both operands' stages (the kernel's allocation): 128 columns of B^T and the rows of A.
     smem = (128 + rows) * row_bytes
