@@ -4,10 +4,11 @@ its PTX, as the DSL builds it for sm_90a, executed by ``tests/ptxsim.py`` CTA by
 Each copy checks that D holds X's bits row by row, zeros past K up to D's width, and that
 nothing else of D changed (its row and batch padding keep their poison), and
 (``ptxsim.SimError``) that no load leaves X's rows (every element of a vector load inside
-one), no store leaves D's rows, and shared memory has no race between barriers.  The copies cover rows starting at every alignment (X at an odd
-element, rows of an odd length, a row stride past K), rows of a few elements (many rows per
-CTA), rows longer than a pass (one row walked in passes), a batch walked by the grid's y and by
-one CTA, fp16 and fp32 elements.
+one), no store leaves D's rows, and shared memory has no race between barriers.  The copies
+cover rows starting at every alignment (X at an odd element, rows of an odd length, a row
+stride past K), rows of a few elements (many rows per CTA), rows longer than a pass (one row
+walked in passes), a batch walked by the grid's y and by one CTA, fp16 and fp32 elements; the
+pair with B straight or transposed.
 """
 
 from __future__ import annotations
