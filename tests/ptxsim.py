@@ -17,8 +17,10 @@ them, ``bar.sync`` when every thread of the CTA does.  It raises ``SimError`` on
 What it models: the integer, predicate, conversion and memory instructions (scalar and
 vector loads and stores, global and shared) of the SIMT family's tensor-core row-streaming
 kernel (``kernels/simt_gemv_mma.py``) and of the operand copy (``kernels/operand_prep.py``),
-the collectives above and a grid's x and y; ``mma.sync.m16n8k16`` with fp16 or bf16 inputs
-and fp32 accumulators, computed in float64 and rounded to fp32 (exact for the small integers the tests feed it, so a result
+the collectives above and a grid's x and y; fp32 add, sub and mul (computed in float64,
+rounded once: exact where the fp32 result is), the conversion to TF32 (``cvt.rna``);
+``mma.sync.m16n8k16`` with fp16 or bf16 inputs and fp32 accumulators, computed in float64 and
+rounded to fp32 (exact for the small integers the tests feed it, so a result
 compares exactly with a float64 reference).  What it does not: CTAs running concurrently
 (they run one after another), memory ordering beyond barriers, timing.
 
@@ -384,6 +386,16 @@ class Sim:
             R[args[0]] = ~V(args[1]) & mask
         elif name == "neg":
             R[args[0]] = (-V(args[1])) & mask
+        elif name == "cvt" and parts[1:] == ["rna", "tf32", "f32"]:
+            # To TF32, nearest with ties away from zero: half an ulp of TF32 (bit 12) added to
+            # the magnitude, the 13 low bits cleared; Inf and NaN kept.
+            bits = R[args[1]] & 0xFFFFFFFF
+            R[args[0]] = bits if (bits & 0x7F800000) == 0x7F800000 else (
+                (bits + 0x1000) & 0xFFFFE000)
+        elif name in ("add", "sub", "mul") and typ == "f32":
+            a, b = bits32_to_f(V(args[1])), bits32_to_f(V(args[2]))
+            r = {"add": a + b, "sub": a - b, "mul": a * b}[name]
+            R[args[0]] = f_to_bits32(np.float32(r))  # computed in float64, rounded once
         elif name == "cvt":
             dt, st = parts[-2], parts[-1]
             if parts[1] in ("rn", "rz", "rm", "rp"):

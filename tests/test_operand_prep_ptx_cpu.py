@@ -20,8 +20,8 @@ from helpers import compile_in_child, needs_dsl
 
 pytestmark = needs_dsl()
 
-#: (dtype, pdl) of the compiled single copies (parts 1, K-major).
-VARIANTS = [("float16", True), ("float32", False)]
+#: (dtype, pdl, parts) of the compiled single copies (K-major): copies, and the 3xTF32 split.
+VARIANTS = [("float16", True, 1), ("float32", False, 1), ("float32", True, 2)]
 #: B's variant (``k_major_b``) of the compiled fp16 pairs, A straight.
 PAIRS = [True, False]
 
@@ -29,9 +29,9 @@ _CHILD = r"""
 import json, sys
 from cutematmul.kernels import operand_prep as K
 names = []
-for dtype, pdl in json.loads(sys.argv[1]):
-    name = f"{dtype}{int(pdl)}.ptx"
-    open(name, "w").write(K.compile_prep(1, True, dtype, pdl=pdl, keep_ptx=True).__ptx__)
+for dtype, pdl, parts in json.loads(sys.argv[1]):
+    name = f"{dtype}{int(pdl)}{parts}.ptx"
+    open(name, "w").write(K.compile_prep(parts, True, dtype, pdl=pdl, keep_ptx=True).__ptx__)
     names.append(name)
 pairs = []
 for k_major_b in (True, False):
@@ -63,10 +63,11 @@ class _Operand:
     between rows and between matrices that nothing may write."""
 
     def __init__(self, ptxsim, name, base, dtype, rows, k, batch, stride=None, at=0,
-                 k_major=True, seed=0):
+                 k_major=True, seed=0, parts=1):
         size = np.dtype(dtype).itemsize
         vec = 16 // size
         self.rows, self.k, self.batch, self.at, self.size = rows, k, batch, at, size
+        self.parts = parts
         self.stride = stride or (k if k_major else rows)
         self.strides = (self.stride, 1) if k_major else (1, self.stride)
         extent = rows * k if k_major else k * self.stride
@@ -74,13 +75,20 @@ class _Operand:
         count = at + (batch - 1) * self.x_batch + (rows - 1) * self.strides[0] + (
             k - 1) * self.strides[1] + 1
         rng = np.random.default_rng(seed)
-        self.bits = rng.integers(0, 1 << (8 * size), count, dtype=np.uint64).astype(
-            np.uint16 if size == 2 else np.uint32)
+        if parts == 1:  # any bits: the copy moves them unchanged
+            self.bits = rng.integers(0, 1 << (8 * size), count, dtype=np.uint64).astype(
+                np.uint16 if size == 2 else np.uint32)
+        else:  # the 3xTF32 split of Gaussian values, an Inf and a NaN among them
+            values = rng.standard_normal(count).astype(np.float32)
+            values[-1], values[count // 2] = np.inf, np.nan
+            self.bits = values.view(np.uint32)
         valid = {size * self._x(e, r, c) for e in range(batch) for r in range(rows)
                  for c in range(k)}
         self.x = ptxsim.Region("X" + name, base, size * count, valid, element=size)
         self.x.data[:] = self.bits.tobytes()
-        self.width = -(-k * size // 128) * 128 // size
+        # Per part: rows of whole 128-byte lines (a copy), or whole TF32 K-tiles (the split).
+        self.part = -(-k // 32) * 32 if parts == 2 else -(-k * size // 128) * 128 // size
+        self.width = parts * self.part
         self.ld = self.width + vec
         self.d_batch = rows * self.ld + vec
         valid = {size * (e * self.d_batch + r * self.ld + c)
@@ -88,7 +96,7 @@ class _Operand:
         self.d = ptxsim.Region("D" + name, base + 0x8000000, size * batch * self.d_batch, valid,
                                writable=True, element=size)
         self.d.data[:] = b"\xa5" * len(self.d.data)
-        self.vectors = self.width // vec
+        self.vectors = self.part // vec  # per row and part
 
     def _x(self, e, r, c):
         return self.at + e * self.x_batch + r * self.strides[0] + c * self.strides[1]
@@ -118,20 +126,40 @@ class _Operand:
             e, rest = divmod(i, self.d_batch)
             r, c = divmod(rest, self.ld)
             if r < self.rows and c < self.width:
+                part, c = divmod(c, self.part)
                 want = self.bits[self._x(e, r, c)] if c < self.k else 0
+                if self.parts == 2 and c < self.k:
+                    want = _split(want)[part]
             else:
                 want = poison
             wrong += int(got[i] != want)
         return wrong
 
 
+def _tf32(bits: int) -> int:
+    """fp32 bits rounded to TF32, nearest with ties away from zero; Inf and NaN kept."""
+    return bits if bits & 0x7F800000 == 0x7F800000 else (bits + 0x1000) & 0xFFFFE000
+
+
+def _split(bits) -> tuple[int, int]:
+    """The 3xTF32 parts of fp32 ``bits``: big = tf32(x), small = tf32(x - big), 0 where big is
+    Inf or NaN."""
+    big = _tf32(int(bits))
+    if big & 0x7F800000 == 0x7F800000:
+        return big, 0
+    x, b = np.array([bits, big], np.uint32).view(np.float32)
+    return big, _tf32(int(np.array([x - b], np.float32).view(np.uint32)[0]))
+
+
 def _u32(x: int) -> bytes:
     return int(x).to_bytes(4, "little")
 
 
-def _copy(ptxsim, ptx, info, dtype, rows, k, batch, stride=None, at=0, grid_y=None, seed=0):
+def _copy(ptxsim, ptx, info, dtype, rows, k, batch, stride=None, at=0, grid_y=None, seed=0,
+          parts=1):
     """One straight copy, every CTA of the launch; returns the number of wrong elements of D."""
-    op = _Operand(ptxsim, "", 0x10000000, dtype, rows, k, batch, stride, at, seed=seed)
+    op = _Operand(ptxsim, "", 0x10000000, dtype, rows, k, batch, stride, at, seed=seed,
+                  parts=parts)
     blocks, vectors, rows_per_cta = op.geometry(info["per_cta"], True)
     grid_y = batch if grid_y is None else grid_y
     params = dict(enumerate(op.params(ptxsim) + [_u32(vectors), _u32(rows_per_cta)]))
@@ -153,15 +181,18 @@ COPIES = [
 ]
 
 
-@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v[0])
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v[0]}-parts{v[2]}")
 def test_the_straight_copy_reads_inside_x_and_writes_d_whole(compiled, variant):
+    """Copies keep X's bits; the 3xTF32 split writes big = tf32(x) and small = tf32(x - big)
+    (an Inf or NaN: itself and 0), each part zero past K up to its whole TF32 K-tiles."""
     import ptxsim
 
     ptx, info = compiled
     for i, (rows, k, batch, extra) in enumerate(COPIES):
         if variant[0] == "float32" and k > 2048:
             k = 2100  # fp32 rows past a pass: 2112 wide, 528 vectors
-        wrong = _copy(ptxsim, ptx[variant], info, variant[0], rows, k, batch, seed=i, **extra)
+        wrong = _copy(ptxsim, ptx[variant], info, variant[0], rows, k, batch, seed=i,
+                      parts=variant[2], **extra)
         assert wrong == 0, (variant, (rows, k, batch, extra), wrong)
 
 
