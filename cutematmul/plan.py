@@ -218,10 +218,10 @@ def _round16(x: int) -> int:
 
 #: Bytes per row of an operand copy the pointer route's operand prep makes
 #: (``launch._prep_plan``; the XLA route still pads rows to whole 16-byte vectors only): a whole
-#: number of 128-byte lines, so that every row starts on a line.  In rows padded only to 16 bytes (a 4097-row fp16
-#: copy is 8208 bytes a row) each 128-byte row of a TMA box spans two lines: the sm90 kernel
-#: over two such copies ran 386 us, over line-aligned ones 210 us (H100, fp16 4097 x 4095 x 4093
-#: with A M-major; docs/performance.md, 47th session).
+#: number of 128-byte lines, so that every row starts on a line.  In rows padded only to 16
+#: bytes (a 4097-row fp16 copy is 8208 bytes a row) each 128-byte row of a TMA box spans two
+#: lines: the sm90 kernel over two such copies ran 386 us, over line-aligned ones 210 us (H100,
+#: fp16 4097 x 4095 x 4093 with A M-major; docs/performance.md, 47th session).
 COPY_ROW_BYTES = 128
 
 

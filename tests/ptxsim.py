@@ -7,8 +7,8 @@ them, ``bar.sync`` when every thread of the CTA does.  It raises ``SimError`` on
 
 * a global load, store or prefetch outside the ``Region``s it was given, or inside one but
   not on an element (``Region.valid``: row and batch padding; every element of a vector where
-  the region knows its element size), a store outside a writable
-  region, or one element of it stored twice (across the CTAs run);
+  the region knows its element size), a store outside a writable region, or one element of
+  it stored twice (across the CTAs run);
 * a shared-memory access outside the CTA's bytes or misaligned, a race (a byte written by one
   thread and read or written by another between two barriers), a misaligned ``ldmatrix`` row;
 * a warp reaching a collective at different instructions, a deadlock, an instruction it does
@@ -193,7 +193,6 @@ class Sim:
         """CTA (``ctaid``, ``ctaid_y``) of a grid of ``grid`` (x, y) CTAs (the y and the grid
         matter only to a kernel that reads them)."""
         self.ctaid = ctaid
-        self.ctaid_y, self.grid = ctaid_y, grid
         self.smem = bytearray(self.smem_bytes)
         self.epoch = {}
         T = self.threads
@@ -204,9 +203,8 @@ class Sim:
         for t in range(T):
             regs[t]["%tid.x"] = t
             regs[t]["%ctaid.x"] = ctaid
-            # A grid of ``grid`` (x, y) CTAs, this one in row ``ctaid_y`` (``run_cta``).
-            regs[t]["%ctaid.y"], regs[t]["%ctaid.z"] = self.ctaid_y, 0
-            regs[t]["%nctaid.x"], regs[t]["%nctaid.y"], regs[t]["%nctaid.z"] = (*self.grid, 1)
+            regs[t]["%ctaid.y"], regs[t]["%ctaid.z"] = ctaid_y, 0
+            regs[t]["%nctaid.x"], regs[t]["%nctaid.y"], regs[t]["%nctaid.z"] = (*grid, 1)
             regs[t]["%ntid.x"], regs[t]["%ntid.y"], regs[t]["%ntid.z"] = T, 1, 1
         while True:
             progressed = False

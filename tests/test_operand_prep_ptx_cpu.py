@@ -68,9 +68,9 @@ class _Operand:
         vec = 16 // size
         self.rows, self.k, self.batch, self.at, self.size = rows, k, batch, at, size
         self.parts = parts
-        self.stride = stride or (k if k_major else rows)
-        self.strides = (self.stride, 1) if k_major else (1, self.stride)
-        extent = rows * k if k_major else k * self.stride
+        stride = stride or (k if k_major else rows)
+        self.strides = (stride, 1) if k_major else (1, stride)
+        extent = rows * k if k_major else k * stride
         self.x_batch = extent + 3
         count = at + (batch - 1) * self.x_batch + (rows - 1) * self.strides[0] + (
             k - 1) * self.strides[1] + 1

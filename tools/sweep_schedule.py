@@ -26,7 +26,8 @@ cluster kept): a CTA's bytes in flight, which bound the few CTAs of a small-M pr
 (``configs/sm90._NARROW_RING_STAGES``), or with ``--widths`` (sm90, 16-bit) unsplit
 cooperative 128-row tiles of those widths in both orientations (swapped: ``Config.swap``, the
 width along M; unswapped where the width is built so) in 1x1 and 2x1 clusters: what a tile
-shape that fits the SMs' waves is worth beside the wave model's (``width_candidates``).  ``docs/performance.md`` quotes its output.  Each
+shape that fits the SMs' waves is worth beside the wave model's (``width_candidates``).
+``docs/performance.md`` quotes its output.  Each
 candidate is made the shape's schedule in the cache's tuned tier for its timing
 (``cache.trial_tuned``, which clears the plan caches around it), the mechanism
 ``cutematmul.tune`` uses, so it is a tool, not a library path.
@@ -238,9 +239,7 @@ def width_candidates(problem: dispatch.Problem, widths: list[int]):
         return []
     found = []
     for width, swap, cluster in itertools.product(widths, (False, True), (1, 2)):
-        config = sm90.Config(tile_m=128, tile_n=width, raster_group=8,
-                             epi_n=sm90.epilogue_width(width), cluster_m=cluster, pdl=True,
-                             swap=swap)
+        config = replace(_config(sm90, 128, width, False, 1, (cluster, 1)), pdl=True, swap=swap)
         try:
             config.validate()
         except ValueError:
@@ -374,7 +373,8 @@ def main(argv=None) -> int:
                    help="t: that operand is a transposed view (nt: a @ w.T)")
     args = p.parse_args(argv)
     if args.widths and (args.tuner or args.clusters or args.occupancy or args.ring):
-        p.error("--widths is a menu of its own: not with --tuner, --clusters, --occupancy or --ring")
+        p.error("--widths is a menu of its own: not with --tuner, --clusters, --occupancy "
+                "or --ring")
     if args.max_splits is not None and (not args.tuner or args.max_splits < 1):
         p.error(f"--max-splits takes --tuner and a count of at least 1, got {args.max_splits}"
                 f"{'' if args.tuner else ' without --tuner'}")
