@@ -120,6 +120,30 @@ def test_skinny_products_run_swapped_by_default(mk, dtype, shape):
         assert torch.equal(first, cutematmul.matmul(a, b, out=mk.poisoned(shape[:2], dtype)))
 
 
+#: Mid products whose swapped 128-row tiles fill the waves better (``configs.sm90._swapped_wide``):
+#: (M, N, K, width along M).  Tails in M (inside the last tile column), N and K; an odd count of
+#: 128-row tiles along N in 2x1 clusters (2640: 21, 3352: 27: the last cluster's second CTA has
+#: no rows); the fine widths 144 and 208.
+WIDE = [(1376, 3208, 2912, 144), (1576, 2640, 1984, 144), (2848, 3352, 2760, 208),
+        (1100, 2000, 3000, 144)]
+
+
+@pytest.mark.parametrize("layout", ["nn", "nt"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", WIDE, ids=lambda s: "x".join(map(str, s[:3])))
+def test_mid_products_run_swapped_where_the_waves_fill_better(mk, dtype, shape, layout):
+    import cutematmul
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    m, n, k, width = shape
+    a, b = layout_operands(mk, m, n, k, layout, dtype)
+    work = launch.planned_launch(adapter_for(a), a, b)
+    config = work.key.config
+    assert config.swap and config.tile_n == width and config.cluster_m == 2, config
+    check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((m, n), dtype)), a, b, dtype)
+
+
 @pytest.mark.parametrize("layout", ["tn", "nt", "tt"])
 @pytest.mark.parametrize("m", [192, 168, 48])  # 168: A^T rows of no whole 32-byte sectors
 def test_skinny_swapped_by_default_in_every_layout(mk, m, layout):

@@ -761,9 +761,15 @@ def test_wide_tiles_fill_partial_waves_of_clustered_16bit_products_only():
     """128 x 160 and 128 x 224 (configs.sm90._WIDE_EFFICIENCY) where the power-of-two widths leave a
     wave partly idle; never for one tile row (unclustered), TF32, 3xTF32 or a stream-K candidate."""
     picks = {s: sm90.choose_schedule(s, s, s, 1, 132)[0] for s in (1536, 1792, 2560, 8192)}
-    assert (picks[1536].tile_n, picks[1792].tile_n, picks[2560].tile_n) == (160, 224, 224)
-    assert picks[8192].tile_n == 256
+    assert picks[1792].tile_n == 224 and not picks[1792].swap
+    assert picks[8192].tile_n == 256 and not picks[8192].swap
     assert all(p.cluster_m == 2 for p in picks.values())
+    # 1536^3 and 2560^3: the wide tiles fill a wave unswapped (120 tiles of 128 x 160; 220 of
+    # 128 x 224), the swapped fine widths fill it whole (132 of 128 x 144; 260 of 128 x 208).
+    unswapped = {s: sm90.choose_schedule(s, s, s, 1, 132, majors=("m", "n"))[0]
+                 for s in (1536, 2560)}
+    assert (unswapped[1536].tile_n, unswapped[2560].tile_n) == (160, 224)
+    assert [(picks[s].tile_n, picks[s].swap) for s in (1536, 2560)] == [(144, True), (208, True)]
     for shape in [(128, 1536, 1536), (100, 2560, 2560)]:
         assert sm90.choose_schedule(*shape, 1, 132)[0].tile_n not in (160, 224), shape
     for math in ("tf32", "tf32x3"):
@@ -796,6 +802,11 @@ def test_odd_tile_rows_that_spill_a_wave_in_clusters_run_unclustered(layout):
     count of tile rows, or many waves, keep the 2x1 cluster."""
     majors = LAYOUT_MAJORS[layout]
     config, splits, _ = sm90.choose_schedule(640, 2912, 1368, 1, 132, majors=majors)
+    if layout == "nn":  # A K-major: swapped, N's 23 tile rows in 12 clusters fill one wave
+        assert (config.tile_n, config.cluster_m, config.swap, splits) == (128, 2, True, 1)
+        config, splits, _ = sm90.choose_schedule(640, 2912, 1368, 2, 132, majors=majors)
+        assert not config.swap  # a batch: not swapped
+        return
     assert (config.tile_m, config.tile_n, config.cluster_m, splits) == (128, 128, 1, 1)
     for shape in [(768, 2912, 1368), (8192, 8192, 8192), (4096, 14336, 4096)]:
         assert sm90.choose_schedule(*shape, 1, 132, majors=majors)[0].cluster_m == 2, shape
@@ -1645,3 +1656,54 @@ def test_a_small_m_read_across_in_split_sectors_is_copied_k_major(dtype):
                                     (8, 64 * 67, k, "tn", 2), (24, 4096, k - 8, "tn", 1)):
         work = plan(m, n, kk, layout, batch)
         assert work.prep is None or work.prep[0] is None, (m, n, kk, layout, batch, work.prep)
+
+
+#: Mid products whose pick was 128 x 160 and whose swapped tiles fill the waves better
+#: (``configs.sm90._swapped_wide``, measured on an H100): (M, N, K, the swapped width along M).
+SWAPPED_WIDE = [(1376, 3208, 2912, 144), (1872, 2296, 2520, 144), (1576, 2640, 1984, 144),
+                (2848, 3352, 2760, 208)]
+
+
+@pytest.mark.parametrize("layout", LAYOUT_MAJORS)
+@pytest.mark.parametrize("shape", SWAPPED_WIDE, ids=lambda s: "x".join(map(str, s[:3])))
+def test_mid_products_with_a_k_major_run_swapped_where_the_waves_fill_better(shape, layout):
+    """A K-major (nn, nt): swapped 128-row tiles in 2x1 clusters, data-parallel, the width
+    along M; A M-major (not measured), a batch, a C TMA cannot store and 16-bit only keep the
+    untransposed schedule; so does the tuner's list, which also holds the untransposed pick."""
+    m, n, k, width = shape
+    majors = LAYOUT_MAJORS[layout]
+    config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132, majors=majors)
+    assert splits == 1 and not transposed
+    if majors[0] == "k":
+        assert (config.tile_m, config.tile_n, config.cluster_m, config.swap) == (128, width, 2,
+                                                                                 True)
+        assert config.pdl and not config.partials and not config.streamk
+        config.validate()
+        found = sm90.candidates(m, n, k, 1, 132, majors=majors)
+        assert found[0] == (config, 1, False)
+        assert any(c.tile_n == 160 and not c.swap for c, _, _ in found)
+        # The route without a workspace (``max_splits`` 1) runs the same data-parallel kernel.
+        assert sm90.choose_config(m, n, k, 1, 132, majors=majors) == config
+    else:
+        assert not config.swap
+    for other in (sm90.choose_schedule(m, n, k, 3, 132, majors=majors)[0],
+                  sm90.choose_schedule(m, n, k, 1, 132, majors=majors, c_aligned=False)[0],
+                  sm90.choose_schedule(m, n, k, 1, 132, math="tf32", majors=("k", "k"))[0]):
+        assert not other.swap, other
+
+
+def test_swapped_wide_schedules_are_the_measured_kind_only():
+    """Over a grid of mid and large products: a pick ``_swapped_wide`` swaps is a data-parallel
+    cooperative 128-row tile 128-256 wide in 1x1 or 2x1 clusters (what was measured), and
+    squares of a power-of-two size, which both orientations tile alike, stay unswapped."""
+    swapped = 0
+    for m in range(1024, 6145, 328):
+        for n in range(1024, 6145, 296):
+            config, splits, transposed = sm90.choose_schedule(m, n, 2048, 1, 132)
+            if config.swap:
+                swapped += 1
+                assert (config.tile_m, config.cluster_n, splits, transposed) == (128, 1, 1, False)
+                assert 128 <= config.tile_n <= 256 and not config.streamk and not config.pingpong
+    assert swapped > 10
+    for s in (1024, 2048, 4096, 8192):
+        assert not sm90.choose_schedule(s, s, s, 1, 132)[0].swap

@@ -118,7 +118,9 @@ def _forced(a, b, choice, precision: str, poison: bool, holds, what: str, kernel
 #: 129-144 and 193-208 on tiles 144 and 208 wide (``_FINE_N``, the second in 2x1 clusters),
 #: and a long K over A's rows of no whole lines on 128-row stream-K tiles (``_SWAP_LONG_K_TILES``);
 #: and M of 32 or less on the narrow tiles (``_swapped_small_m``): 64 rows with the deeper ring
-#: (few tiles, ``_NARROW_RING_STAGES``; the second case, so ``--quick`` runs it), and 128 rows.
+#: (few tiles, ``_NARROW_RING_STAGES``; the second case, so ``--quick`` runs it), and 128 rows;
+#: last, mid products on swapped 128-row tiles 144 and 208 wide (``_swapped_wide``), tails in M,
+#: N and K, the second over an odd count of tile rows in 2x1 clusters.
 SWAP_CASES = [(160, 4104, 1000, "float16", "nn"), (24, 4104, 8200, "bfloat16", "tn"),
               (13, 3000, 6000, "float16", "nn"), (8, 9000, 2056, "float16", "nt"),
               (200, 4096, 8200, "bfloat16", "nn"),
@@ -128,7 +130,8 @@ SWAP_CASES = [(160, 4104, 1000, "float16", "nn"), (24, 4104, 8200, "bfloat16", "
               (48, 6000, 3000, "float16", "nn"), (40, 16000, 2056, "bfloat16", "tn"),
               (69, 4104, 1000, "float16", "nn"), (90, 3904, 2056, "bfloat16", "nt"),
               (140, 6000, 3000, "float16", "nn"), (200, 6000, 2056, "bfloat16", "nt"),
-              (150, 7000, 10000, "float16", "nn")]
+              (150, 7000, 10000, "float16", "nn"),
+              (1376, 3208, 2912, "float16", "nn"), (2848, 3352, 2760, "bfloat16", "nt")]
 
 
 def _swapped(gen, quick: bool, poison: bool) -> int:

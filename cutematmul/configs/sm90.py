@@ -637,7 +637,74 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     config = _config(space, math, m, tile, splits)
     if splits == 1 and not space.transposed:
         config = _quad(config, m, n, batch, num_sms)
+    wide = _swapped_wide(m, n, batch, num_sms, math, majors, c_aligned, space, tile, splits,
+                         config)
+    if wide is not None:
+        return wide[0], 1, False
     return config, splits, space.transposed
+
+
+#: 16-bit products of many tiles may run swapped (``Config.swap``: tiles over (N, M), C stored
+#: through its transpose) where that orientation's 128-row tiles fill the SMs' waves better
+#: (``_swapped_wide``).  cuBLAS fits a wave with tile shapes of every size (on an H100, 2026-12-05,
+#: nvjet tiles 288x128, 176x192, 136x256 in our orientation on 1528x3144x1768,
+#: 1872x2296x2520, 1176x3472x3360); our tiles are 128 rows by a width, and swapping puts the
+#: width on M.  Measured on an H100, 2026-12-05, fp16, L2-cold rotated inputs, us, 15 mid
+#: products whose pick was 128 x 160 in 2x1 clusters, every width of 128-256 in both
+#: orientations (``tools/sweep_schedule.py --widths``; pick / this rule's choice (cuBLAS)): nn
+#: 1376x3208x2912 61.8 / 51.6 (40.3), 1872x2296x2520 55.5 / 46.5 (37.0), 1576x2640x1984 38.0 /
+#: 32.5 (26.2), 2848x3352x2760 116.5 / 94.1 (88.6), nt 1376x3208x2912 52.7 / 47.8 (38.7); over
+#: the 30 (nn and nt), the chosen schedule's time over the fastest one measured: the pick's
+#: 1.075 (geometric mean), this rule's 1.030.  The swapped tiles are priced as the same tiles
+#: unswapped: a measured gain of both operands' 128-byte swizzle (1-2%) is left out, so a
+#: product both orientations tile alike (a square) keeps its unswapped schedule unless a
+#: ``_FINE_N`` width, swapped only, fills its waves better (1536^3: 132 tiles of 128 x 144 in
+#: one wave against 120 of 128 x 160).  A K-major only (the widths along M are then 128-byte
+#: swizzled rows of K; A M-major was not measured), data-parallel, 2x1 clusters where N spans
+#: two tiles.
+_SWAPPED_WIDE_TILES = {**{(128, w): _CLUSTERED_EFFICIENCY[(128, w)] for w in (128, 192, 256)},
+                       **_WIDE_EFFICIENCY}
+#: The ``_FINE_N`` widths as wide swapped tiles: the mean of their neighbours' efficiencies, less
+#: 2% for the 16-wide epilogue sub-tiles (``epilogue_width``).  Fitted to the measurements
+#: above (0.96-1.0 alike).
+_SWAPPED_FINE_TILES = {(128, 144): 0.94, (128, 176): 0.95, (128, 208): 0.965}
+
+
+def _swapped_wide(m: int, n: int, batch: int, num_sms: int, math: str,
+                  majors: tuple[str, str], c_aligned: bool, space: "_Space", tile: tuple,
+                  splits: int, picked: Config) -> tuple[Config, float] | None:
+    """(configuration, estimated seconds) of the swapped data-parallel schedule of a 16-bit
+    product with A K-major where the wave model prices it below the untransposed pick
+    (``tile``, ``splits`` in ``space``; ``picked`` its configuration) by more than
+    ``waves.TOLERANCE``, else None (``_SWAPPED_WIDE_TILES``).  Only where the pick is what was
+    measured: one matrix (no batch), unsplit, on a cooperative 128-row tile at least 128 wide
+    (not pingpong, not 64 rows), in 2x1 clusters or alone, not in 2x2 (measured faster than
+    either orientation in 2x1: 1728x1264x3440 25.2 against 28.1 us swapped); nor where C cannot
+    be stored by TMA (``c_aligned``)."""
+    measured = (tile[0] == 128 and tile[1] >= 128 and tile[2:] in ((), (_UNCLUSTERED,))
+                and splits == 1 and batch == 1)
+    if (not measured or math not in _CLUSTERED_MATH or majors[0] != _ODD_MAJOR or not c_aligned
+            or space.transposed or space.workspace or space.swapped or picked.cluster_n > 1):
+        return None
+    rate = _RATES[16][1]
+    tiles = {}
+    for (tm, tn), eff in {**_SWAPPED_WIDE_TILES, **_SWAPPED_FINE_TILES}.items():
+        clustered = _cluster_m(math, (tm, tn), n, 1) > 1
+        tiles[(tm, tn)] = (eff, rate._replace(cluster_rows=2) if clustered else rate)
+    swapped_tile, _ = waves.best(n, m, space.k, batch, num_sms, space.tile_k, tiles, 1)
+    eff, swapped_rate = tiles[swapped_tile]
+    swapped = waves.estimate(n, m, space.k, batch, num_sms, *swapped_tile, space.tile_k, 1,
+                             eff, swapped_rate)
+    eff, picked_rate = space.tiles[tile]
+    estimated = waves.estimate(m, n, space.k, batch, num_sms, *tile[:2], space.tile_k, splits,
+                               eff, picked_rate, space.workspace)
+    if swapped >= estimated * (1 - waves.TOLERANCE):
+        return None
+    width = swapped_tile[1]
+    config = Config(tile_m=swapped_tile[0], tile_n=width, raster_group=8,
+                    epi_n=epilogue_width(width), cluster_m=swapped_rate.cluster_rows,
+                    pdl=_PDL, swap=True)
+    return config, swapped
 
 
 #: Skinny 16-bit products whose M fits one tile width of ``_SWAP_WIDTHS`` run swapped
