@@ -1669,7 +1669,8 @@ SWAPPED_WIDE = [(1376, 3208, 2912, 144), (1872, 2296, 2520, 144), (1576, 2640, 1
 def test_mid_products_with_a_k_major_run_swapped_where_the_waves_fill_better(shape, layout):
     """A K-major (nn, nt): swapped 128-row tiles in 2x1 clusters, data-parallel, the width
     along M; A M-major (not measured), a batch, a C TMA cannot store and 16-bit only keep the
-    untransposed schedule; so does the tuner's list, which also holds the untransposed pick."""
+    untransposed schedule; the tuner's list holds the untransposed pick and three swapped
+    widths."""
     m, n, k, width = shape
     majors = LAYOUT_MAJORS[layout]
     config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132, majors=majors)
@@ -1682,6 +1683,11 @@ def test_mid_products_with_a_k_major_run_swapped_where_the_waves_fill_better(sha
         found = sm90.candidates(m, n, k, 1, 132, majors=majors)
         assert found[0] == (config, 1, False)
         assert any(c.tile_n == 160 and not c.swap for c, _, _ in found)
+        # The tuner also times the next swapped widths the model ranks (the fastest measured
+        # was among the first three on 28 of 30 rows).
+        widths = [c.tile_n for c, s, t in found if c.swap]
+        assert len(widths) == 3 and widths[0] == width and len(set(widths)) == 3, widths
+        assert all(c.cluster_m == 2 and s == 1 and not t for c, s, t in found if c.swap)
         # The route without a workspace (``max_splits`` 1) runs the same data-parallel kernel.
         assert sm90.choose_config(m, n, k, 1, 132, majors=majors) == config
     else:

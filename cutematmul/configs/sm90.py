@@ -670,17 +670,23 @@ _SWAPPED_WIDE_TILES = {**{(128, w): _CLUSTERED_EFFICIENCY[(128, w)] for w in (12
 _SWAPPED_FINE_TILES = {(128, 144): 0.94, (128, 176): 0.95, (128, 208): 0.965}
 
 
-def _swapped_wide(m: int, n: int, batch: int, num_sms: int, math: str,
-                  majors: tuple[str, str], c_aligned: bool, space: "_Space", tile: tuple,
-                  splits: int, picked: Config) -> tuple[Config, float] | None:
-    """(configuration, estimated seconds) of the swapped data-parallel schedule of a 16-bit
-    product with A K-major where the wave model prices it below the untransposed pick
-    (``tile``, ``splits`` in ``space``; ``picked`` its configuration) by more than
-    ``waves.TOLERANCE``, else None (``_SWAPPED_WIDE_TILES``).  Only where the pick is what was
-    measured: one matrix (no batch), unsplit, on a cooperative 128-row tile at least 128 wide
-    (not pingpong, not 64 rows), in 2x1 clusters or alone, not in 2x2 (measured faster than
-    either orientation in 2x1: 1728x1264x3440 25.2 against 28.1 us swapped); nor where C cannot
-    be stored by TMA (``c_aligned``)."""
+#: The swapped wide schedules the tuner times beside the others (``candidates``), the wave
+#: model's best first.  On the 30 measured rows (``_SWAPPED_WIDE_TILES``, swapped in 2x1
+#: clusters) the model's first width was the fastest swapped one 16 times, its first three held
+#: it 28 times (H100, 2026-12-05).
+_SWAPPED_WIDE_TIMED = 3
+
+
+def _swapped_wide_tiles(m: int, n: int, batch: int, math: str, majors: tuple[str, str],
+                        c_aligned: bool, space: "_Space", tile: tuple, splits: int,
+                        picked: Config) -> dict | None:
+    """The swapped tiles (``waves`` form, over (N, M)) that ``_swapped_wide`` weighs against the
+    untransposed pick (``tile``, ``splits`` in ``space``; ``picked`` its configuration), or
+    None where the rule does not apply: only where the pick is what was measured, one matrix (no
+    batch), unsplit, on a cooperative 128-row tile at least 128 wide (not pingpong, not 64
+    rows), in 2x1 clusters or alone, not in 2x2 (measured faster than either orientation in
+    2x1: 1728x1264x3440 25.2 against 28.1 us swapped); 16-bit with A K-major; not where C
+    cannot be stored by TMA (``c_aligned``)."""
     measured = (tile[0] == 128 and tile[1] >= 128 and tile[2:] in ((), (_UNCLUSTERED,))
                 and splits == 1 and batch == 1)
     if (not measured or math not in _CLUSTERED_MATH or majors[0] != _ODD_MAJOR or not c_aligned
@@ -691,6 +697,27 @@ def _swapped_wide(m: int, n: int, batch: int, num_sms: int, math: str,
     for (tm, tn), eff in {**_SWAPPED_WIDE_TILES, **_SWAPPED_FINE_TILES}.items():
         clustered = _cluster_m(math, (tm, tn), n, 1) > 1
         tiles[(tm, tn)] = (eff, rate._replace(cluster_rows=2) if clustered else rate)
+    return tiles
+
+
+def _swapped_config(tile: tuple, rate: waves.Rate) -> Config:
+    """The swapped data-parallel configuration of a ``_swapped_wide_tiles`` tile."""
+    return Config(tile_m=tile[0], tile_n=tile[1], raster_group=8, epi_n=epilogue_width(tile[1]),
+                  cluster_m=rate.cluster_rows, pdl=_PDL, swap=True)
+
+
+def _swapped_wide(m: int, n: int, batch: int, num_sms: int, math: str,
+                  majors: tuple[str, str], c_aligned: bool, space: "_Space", tile: tuple,
+                  splits: int, picked: Config) -> tuple[Config, float] | None:
+    """(configuration, estimated seconds) of the swapped data-parallel schedule of a 16-bit
+    product with A K-major where the wave model prices it below the untransposed pick
+    (``tile``, ``splits`` in ``space``; ``picked`` its configuration) by more than
+    ``waves.TOLERANCE``, else None (``_SWAPPED_WIDE_TILES``; where it applies:
+    ``_swapped_wide_tiles``)."""
+    tiles = _swapped_wide_tiles(m, n, batch, math, majors, c_aligned, space, tile, splits,
+                                picked)
+    if tiles is None:
+        return None
     swapped_tile, _ = waves.best(n, m, space.k, batch, num_sms, space.tile_k, tiles, 1)
     eff, swapped_rate = tiles[swapped_tile]
     swapped = waves.estimate(n, m, space.k, batch, num_sms, *swapped_tile, space.tile_k, 1,
@@ -700,11 +727,20 @@ def _swapped_wide(m: int, n: int, batch: int, num_sms: int, math: str,
                                eff, picked_rate, space.workspace)
     if swapped >= estimated * (1 - waves.TOLERANCE):
         return None
-    width = swapped_tile[1]
-    config = Config(tile_m=swapped_tile[0], tile_n=width, raster_group=8,
-                    epi_n=epilogue_width(width), cluster_m=swapped_rate.cluster_rows,
-                    pdl=_PDL, swap=True)
-    return config, swapped
+    return _swapped_config(swapped_tile, swapped_rate), swapped
+
+
+def _swapped_wide_options(m: int, n: int, batch: int, num_sms: int, math: str,
+                          majors: tuple[str, str], c_aligned: bool, space: "_Space",
+                          tile: tuple, splits: int, picked: Config) -> list[Config]:
+    """The ``_SWAPPED_WIDE_TIMED`` swapped schedules the wave model ranks best where
+    ``_swapped_wide_tiles`` applies (whether or not they beat the pick), for the tuner."""
+    tiles = _swapped_wide_tiles(m, n, batch, math, majors, c_aligned, space, tile, splits,
+                                picked)
+    if tiles is None:
+        return []
+    ranked = waves.ranked(n, m, space.k, batch, num_sms, space.tile_k, tiles, 1)
+    return [_swapped_config(t, tiles[t][1]) for _, _, _, t in ranked[:_SWAPPED_WIDE_TIMED]]
 
 
 #: Skinny 16-bit products whose M fits one tile width of ``_SWAP_WIDTHS`` run swapped
@@ -1154,6 +1190,16 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
         for choice in choices:
             if choice not in found:
                 found.append(choice)
+    if skinny is None and not (space.transposed or space.workspace or space.swapped):
+        # The swapped wide tiles (``_swapped_wide``), timed whether or not the model's pick.
+        tile, splits = waves.best(rows, cols, space.k, batch, num_sms, space.tile_k,
+                                  space.tiles, max_splits, min_splits=space.fewest)
+        picked = _config(space, math, m, tile, splits)
+        picked = _quad(picked, m, n, batch, num_sms) if splits == 1 else picked
+        for config in _swapped_wide_options(m, n, batch, num_sms, math, majors, c_aligned,
+                                            space, tile, splits, picked):
+            if (config, 1, False) not in found:
+                found.append((config, 1, False))
     streamk = _streamk_candidate(m, n, space, batch, num_sms, math) if max_splits > 1 else None
     if streamk is not None:
         found.append(streamk)
