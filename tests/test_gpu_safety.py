@@ -132,6 +132,31 @@ def test_repeated_signatures_keep_every_check(lib, dtype):
         assert _guards_intact(torch, buf, out)
 
 
+@pytest.mark.parametrize("layout", ["nn", "nt"])
+def test_swapped_wide_tiles_write_inside_a_guarded_out(layout):
+    """A mid product the dispatcher runs on swapped 128-row tiles (``configs.sm90._swapped_wide``:
+    C stored through its transpose, an M tail inside the last tile column, N and K tails) into a
+    row-strided ``out`` inside a sentinel buffer: the guards come back unchanged, a refused call
+    after it leaves the context healthy."""
+    torch = require_module("torch")
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+    from helpers import layout_operands
+
+    mk = Maker("torch", seed=11)
+    m, n, k, dtype = 1100, 2000, 3000, "float16"
+    a, b = layout_operands(mk, m, n, k, layout, dtype)
+    buf, out = _guarded(torch, (m, n), (n + 24, 1), dtype)
+    if not getattr(launch.planned_launch(adapter_for(a), a, b).key.config, "swap", False):
+        pytest.skip("this GPU's plan does not run the product swapped")
+    assert cutematmul.matmul(a, b, out=out) is out
+    check_matmul(out, a, b, dtype)
+    assert _guards_intact(torch, buf, out)
+    with pytest.raises(ValueError, match="out"):
+        cutematmul.matmul(a, b, out=out[:, :-1])
+    _still_works()
+
+
 @pytest.mark.parametrize("case", ["K=2**62 stride 0", "batch 2**40 broadcast", "2**19 outer"])
 def test_sizes_beyond_64_bit_or_memory(case):
     torch = require_module("torch")
