@@ -631,17 +631,26 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
         return skinny
     m, n, space = _oriented_space(m, n, k, batch, num_sms, max_splits, math, swapped, majors,
                                   c_aligned)
+    tile, splits, config = _model_pick(m, n, batch, num_sms, max_splits, math, space)
+    wide = _swapped_wide(m, n, batch, num_sms, math, majors, c_aligned, space, tile, splits,
+                         config)
+    if wide is not None:
+        return wide[0], 1, False
+    return config, splits, space.transposed
+
+
+def _model_pick(m: int, n: int, batch: int, num_sms: int, max_splits: int, math: str,
+                space: "_Space") -> tuple[tuple, int, Config]:
+    """(tile, splits, configuration) the wave model picks among ``space``'s tiles
+    (``_oriented_space``, whose ``m`` and ``n`` these are): the product transposed where
+    ``space`` says so, an unsplit untransposed pick in 2x2 clusters where ``_quad`` takes it."""
     rows, cols = (n, m) if space.transposed else (m, n)
     tile, splits = waves.best(rows, cols, space.k, batch, num_sms, space.tile_k, space.tiles,
                               max_splits, workspace=space.workspace, min_splits=space.fewest)
     config = _config(space, math, m, tile, splits)
     if splits == 1 and not space.transposed:
         config = _quad(config, m, n, batch, num_sms)
-    wide = _swapped_wide(m, n, batch, num_sms, math, majors, c_aligned, space, tile, splits,
-                         config)
-    if wide is not None:
-        return wide[0], 1, False
-    return config, splits, space.transposed
+    return tile, splits, config
 
 
 #: 16-bit products of many tiles may run swapped (``Config.swap``: tiles over (N, M), C stored
@@ -677,7 +686,7 @@ _SWAPPED_FINE_TILES = {(128, 144): 0.94, (128, 176): 0.95, (128, 208): 0.965}
 _SWAPPED_WIDE_TIMED = 3
 
 
-def _swapped_wide_tiles(m: int, n: int, batch: int, math: str, majors: tuple[str, str],
+def _swapped_wide_tiles(n: int, batch: int, math: str, majors: tuple[str, str],
                         c_aligned: bool, space: "_Space", tile: tuple, splits: int,
                         picked: Config) -> dict | None:
     """The swapped tiles (``waves`` form, over (N, M)) that ``_swapped_wide`` weighs against the
@@ -714,8 +723,7 @@ def _swapped_wide(m: int, n: int, batch: int, num_sms: int, math: str,
     (``tile``, ``splits`` in ``space``; ``picked`` its configuration) by more than
     ``waves.TOLERANCE``, else None (``_SWAPPED_WIDE_TILES``; where it applies:
     ``_swapped_wide_tiles``)."""
-    tiles = _swapped_wide_tiles(m, n, batch, math, majors, c_aligned, space, tile, splits,
-                                picked)
+    tiles = _swapped_wide_tiles(n, batch, math, majors, c_aligned, space, tile, splits, picked)
     if tiles is None:
         return None
     swapped_tile, _ = waves.best(n, m, space.k, batch, num_sms, space.tile_k, tiles, 1)
@@ -735,8 +743,7 @@ def _swapped_wide_options(m: int, n: int, batch: int, num_sms: int, math: str,
                           tile: tuple, splits: int, picked: Config) -> list[Config]:
     """The ``_SWAPPED_WIDE_TIMED`` swapped schedules the wave model ranks best where
     ``_swapped_wide_tiles`` applies (whether or not they beat the pick), for the tuner."""
-    tiles = _swapped_wide_tiles(m, n, batch, math, majors, c_aligned, space, tile, splits,
-                                picked)
+    tiles = _swapped_wide_tiles(n, batch, math, majors, c_aligned, space, tile, splits, picked)
     if tiles is None:
         return []
     ranked = waves.ranked(n, m, space.k, batch, num_sms, space.tile_k, tiles, 1)
@@ -1192,10 +1199,7 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                 found.append(choice)
     if skinny is None and not (space.transposed or space.workspace or space.swapped):
         # The swapped wide tiles (``_swapped_wide``), timed whether or not the model's pick.
-        tile, splits = waves.best(rows, cols, space.k, batch, num_sms, space.tile_k,
-                                  space.tiles, max_splits, min_splits=space.fewest)
-        picked = _config(space, math, m, tile, splits)
-        picked = _quad(picked, m, n, batch, num_sms) if splits == 1 else picked
+        tile, splits, picked = _model_pick(m, n, batch, num_sms, max_splits, math, space)
         for config in _swapped_wide_options(m, n, batch, num_sms, math, majors, c_aligned,
                                             space, tile, splits, picked):
             if (config, 1, False) not in found:
