@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import cutematmul
 from conftest import require_module
-from helpers import TOLERANCE, Maker, check_matmul, relative_error, to_numpy
+from helpers import TOLERANCE, Maker, check_matmul, layout_operands, relative_error, to_numpy
 
 pytestmark = pytest.mark.gpu
 
@@ -141,7 +141,6 @@ def test_swapped_wide_tiles_write_inside_a_guarded_out(layout):
     torch = require_module("torch")
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
-    from helpers import layout_operands
 
     mk = Maker("torch", seed=11)
     m, n, k, dtype = 1100, 2000, 3000, "float16"
