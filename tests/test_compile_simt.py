@@ -204,6 +204,8 @@ for rows, dtype, a_major, b_major, align, align_c, pdl, partials in json.loads(s
     kernel = Kernel(config, dtype, a_major, b_major, align, align, align_c, 132)
     assert isinstance(kernel, SimtGemv)
     ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
+    with open(f"mma{len(out)}.ptx", "w") as f:
+        f.write(ptx)
     out.append({k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()})
 print("COUNTS=" + json.dumps(out))
 """
@@ -284,24 +286,44 @@ for arch_rows, dtype, a_major, b_major, pdl, partials in json.loads(sys.argv[1])
     kernel = Kernel(config, dtype, a_major, b_major, 1, 1, 4 if partials else 1, 132)
     assert isinstance(kernel, SimtGemvMma)
     ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
+    with open(f"mma{len(out)}.ptx", "w") as f:
+        f.write(ptx)
     out.append({k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()})
 print("COUNTS=" + json.dumps(out))
 """
 
 
 def test_simt_gemv_on_tensor_cores_compiles_with_mma_sync_and_2_byte_loads(tmp_path):
-    """The row-streaming kernel on tensor cores (``Config.mma``: 16-bit products of up to 32
+    """The row-streaming kernel on tensor cores (``Config.mma``: 16-bit products of up to 64
     rows, ``kernels/simt_gemv_mma.py``) for each of its row counts, both dtypes and every
     major: ``mma.sync.m16n8k16`` with fp32 accumulators and no FMA; B and A read one 2-byte
     element per global load (no wider load, no cp.async), stored to shared memory as 32-bit
     pairs behind barriers and read with ``ldmatrix`` (transposing exactly for an N-major B or
-    an M-major A), B's chunks ahead prefetched into L2; no local memory; C stored as fp32
-    partials or 16-bit values; one
-    ``griddepcontrol.wait`` as a programmatic dependent launch, none without."""
+    an M-major A), B's chunks ahead prefetched into L2; no local memory, and none added by
+    ptxas's register allocation at the configuration's CTAs per SM (``_MMA_BLOCKS``) but up to
+    256 bytes at 64 rows; C
+    stored as fp32 partials or 16-bit values; one ``griddepcontrol.wait`` as a programmatic
+    dependent launch, none without."""
+    import shutil
+
+    from helpers import load_tool
+
     combos = [[8, "float16", "k", "k", True, True], [16, "bfloat16", "k", "n", True, False],
               [32, "float16", "m", "n", True, True], [32, "bfloat16", "k", "k", False, False],
-              [16, "float16", "m", "n", False, True]]
+              [16, "float16", "m", "n", False, True], [64, "float16", "k", "n", True, True],
+              [64, "bfloat16", "m", "k", True, False], [64, "float16", "k", "k", False, True]]
     counts = compile_in_child("sm_90a", _CHILD_GEMV_MMA, combos, tmp_path)
+    if shutil.which("ptxas"):
+        ptxas_report = load_tool("codegen_audit").ptxas_report
+        for i, name in enumerate(combos):
+            report, log = ptxas_report((tmp_path / f"mma{i}.ptx").read_text(), "sm_90a", tmp_path)
+            assert not report["ptxas_failed"], f"{name}: ptxas failed:\n{log}"
+            # 64 rows at two CTAs per SM spill a little (``configs.simt._MMA_BLOCKS``: measured
+            # faster than one CTA without); fewer rows none.
+            most = 256 if name[0] == 64 else 0
+            spills = report["spills"]
+            assert spills and all(s <= most and l <= most for s, l in spills), \
+                f"{name}: spills {spills}"
     # mma.sync is sm_80's: the family's kernels build for Ampere too (no PDL there).
     ampere = [[16, "bfloat16", "m", "n", False, True]]
     counts += compile_in_child("sm_80", _CHILD_GEMV_MMA, ampere, tmp_path)

@@ -22,11 +22,11 @@ from helpers import Maker, check_matmul, layout_operands
 pytestmark = pytest.mark.gpu
 
 LAYOUTS = ["nn", "tn", "nt", "tt"]
-# (M, N, K): a long K over a few rows and columns (split, C by the reduction), a 40 x 36 result
-# (past the 32 rows or columns that SIMT's row-streaming kernel reads in place instead:
+# (M, N, K): a long K over a few rows and columns (split, C by the reduction), a 70 x 66 result
+# (past the 64 rows or columns that SIMT's row-streaming kernel reads in place instead:
 # tests/test_gpu_row_streaming16.py), a few columns over many rows, and a mid-size product
 # whose C is copied (unsplit, 333 columns).
-SHAPES = [(60, 98, 15985), (40, 36, 29473), (1000, 12, 3000), (301, 333, 1001)]
+SHAPES = [(80, 98, 15985), (70, 66, 29473), (1000, 12, 3000), (301, 333, 1001)]
 
 
 @pytest.fixture
@@ -85,7 +85,7 @@ def test_copies_with_a_broadcast_batch_a_misaligned_pointer_and_bitwise_repeats(
     repeats (the second takes the fast path where the pointers allow) are bitwise equal."""
     import torch
 
-    m, n, k = 37, 9, 20001
+    m, n, k = 77, 9, 20001
     base = mk.randn((3, m, k + 1), dtype)
     a = base[..., 1:]
     b = mk.randn((k, n), dtype)

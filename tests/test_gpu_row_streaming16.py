@@ -23,11 +23,12 @@ pytestmark = pytest.mark.gpu
 
 #: (M, N, K): N and K odd, so that in every layout the long operand's rows are no whole
 #: 16-byte vectors; M of every CTA row count either kernel has (FMA 1, 2, 4, 8; tensor cores
-#: 8, 16, 32; which takes which M is ``configs.simt.HALF_FMA_MAX_M``'s, by B's major), and
-#: inside one (3, 7, 12, 17, 20, 30); the last unsplit.
+#: 8, 16, 32, 64; which takes which M is ``configs.simt.HALF_FMA_MAX_M``'s, by B's major),
+#: and inside one (3, 7, 12, 17, 20, 30, 33, 50, 57); 20 and 50 rows unsplit.
 SHAPES = [(1, 3001, 4097), (2, 515, 777), (3, 1027, 9001), (7, 4099, 2049), (8, 2053, 3001),
           (4, 8191, 1025), (12, 2051, 3001), (16, 1027, 4097), (17, 4099, 1025),
-          (30, 515, 777), (32, 3001, 2049), (20, 8001, 100)]
+          (30, 515, 777), (32, 3001, 2049), (20, 8001, 100), (33, 2051, 3001), (64, 1027, 4097),
+          (57, 515, 2049), (50, 8001, 100)]
 #: (layout, shape) pairs the dispatcher runs on the row-streaming kernel: M within the limit
 #: of B's major (``HALF_GEMV_MAX_M``: N-major in "nn" and "tn", K-major in "nt").
 CASES = [(layout, shape) for layout in ("nn", "tn", "nt") for shape in SHAPES

@@ -193,7 +193,9 @@ def test_gemv16_cases_run_on_the_row_streaming_kernel():
         seen.add((config.mma, config.tile_m, work.splits > 1, work.transposed))
     # FMA rows of 16 bits: up to 2 over a K-major B, C^T included (``HALF_FMA_MAX_M``)
     assert {rows for mma, rows, _, _ in seen if not mma} == {1, 2}
-    assert {rows for mma, rows, _, _ in seen if mma} == {8, 16, 32}
+    from cutematmul.configs.simt import MMA_ROWS
+
+    assert {rows for mma, rows, _, _ in seen if mma} == set(MMA_ROWS)
     assert {split for _, _, split, _ in seen} == {True, False}
     assert {mma for mma, _, _, transposed in seen if transposed} == {True, False}
 

@@ -492,7 +492,11 @@ GEMV16_CASES = [(1, 3001, 2049, "float16", "nn"), (3, 1027, 129, "bfloat16", "tn
                 # On tensor cores (``Config.mma``): 8 rows over a K-major B, 16, 32, C^T, unsplit.
                 (7, 2053, 2049, "bfloat16", "nt"), (12, 2051, 1025, "float16", "nn"),
                 (24, 1027, 777, "bfloat16", "tn"), (32, 515, 3001, "float16", "nt"),
-                (3001, 20, 1024, "float16", "tn"), (24, 8001, 100, "bfloat16", "nn")]
+                (3001, 20, 1024, "float16", "tn"), (24, 8001, 100, "bfloat16", "nn"),
+                # 64-row CTAs: a tail row, every B major, C^T, split and unsplit.
+                (33, 2051, 3001, "float16", "nn"), (64, 1027, 4097, "bfloat16", "tn"),
+                (57, 515, 2049, "float16", "nt"), (64, 4099, 777, "bfloat16", "nn"),
+                (1025, 60, 2048, "float16", "tn"), (50, 8001, 100, "float16", "nn")]
 
 
 def _simt_gemv16(gen, quick: bool, poison: bool) -> int:
@@ -543,7 +547,7 @@ def _simt_copies(gen, quick: bool, poison: bool) -> int:
 #: 16-bit products whose operands TMA cannot address, copied by the operand prep in their own
 #: major (``configs.sm90.operand_copies``): (M, N, K, dtype); every layout, and a broadcast batch.
 #: M and N above ``configs.simt.HALF_GEMV_MAX_M``: fewer rows stream on SIMT's row kernel.
-COPY_CASES = [(60, 98, 15985, "float16"), (33, 36, 20001, "bfloat16"), (1000, 12, 3000, "float16")]
+COPY_CASES = [(80, 98, 15985, "float16"), (73, 76, 20001, "bfloat16"), (1000, 12, 3000, "float16")]
 #: A small M's M-major A on a wave or less of swapped narrow tiles, copied K-major (``configs
 #: .sm90.copies_across``): (M, N, K, batch, dtype), in tn and tt (B's K-major rows of no whole
 #: 16-byte vectors in the second: both copied).

@@ -47,13 +47,20 @@ _GEMV_GRANULE = 128
 _GEMV_UNROLL = 4
 #: The row-streaming kernel on tensor cores (``Config.mma``, 16 bits only): its rows per CTA
 #: (the MMA's N: 8 per ``mma.sync``), the columns of C one warp owns (one MMA row of 16) and
-#: its threads (eight warps: 128 columns per CTA, as the FMA kernel).
-MMA_ROWS = (8, 16, 32)
+#: its threads (eight warps: 128 columns per CTA, as the FMA kernel).  A CTA of 64 rows reads
+#: each of B's elements once for M up to 64, where 32-row tiles read B once per 32 rows
+#: (``HALF_GEMV_MAX_M``).
+MMA_ROWS = (8, 16, 32, 64)
 MMA_WARP_N = 16
 _MMA_THREADS = 256
 #: CTAs per SM of each row count: two, 128 registers per thread, which ptxas (CUDA 13.0,
-#: sm_90a) fills without spills at every row count and major (90-128 used).
-_MMA_BLOCKS = {8: 2, 16: 2, 32: 2}
+#: sm_90a) fills without spills up to 32 rows (90-128 used).  64 rows spill up to 204 bytes
+#: there (168 registers unspilled), yet two such CTAs per SM ran 1.06-1.44x faster than one
+#: without spills on each of 13 products of M 33-64 (H100, 2026-12-06, fp16/bf16 over odd N
+#: or K, e.g. nn 64x4097x14336 112.0 -> 82.2 us, bf16 tn 48x3316x10476 75.8 -> 52.6).
+#: 128-row CTAs (one per SM, 233-255 registers) lost to the sm90 route's copy at M 65-128
+#: (``HALF_GEMV_MAX_M``).
+_MMA_BLOCKS = {8: 2, 16: 2, 32: 2, 64: 2}
 #: Bytes per element of each input dtype the family reads.
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -414,8 +421,16 @@ def _half_gemv_config(extent: int, b_major: str) -> Config:
 #: tn 5x8381x5961 120.1 / 61.9 (79.2); M of 12-32 lost on it (M 12 and 16 on 8-row tiles: bf16
 #: tn 12x3316x10476 82.1 / 139.4, fp16 nn 16x11007x4096 93.8 / 181.9; 16-row CTAs slower
 #: still).  B K-major (``x @ w.T``, odd K): bf16 nt 1x4096x4095 34.7 / 17.4 (19.9), fp16 nt
-#: 4x14336x4097 162.0 / 64.4 (73.9), but bf16 nt 8x4096x4095 35.0 / 46.8 (32.6).
-HALF_GEMV_MAX_M = {"n": 32, "k": 32}
+#: 4x14336x4097 162.0 / 64.4 (73.9), but bf16 nt 8x4096x4095 35.0 / 46.8 (32.6).  M 33-64
+#: on 64-row CTAs, H100, 2026-12-06, one run, x cuBLAS, sm90 route -> row streaming, drawn
+#: fp16/bf16 products (``.lab/sr.cases``, not committed): 13 products 0.801x -> 1.212x
+#: geometric mean, e.g. fp16 nn 64x4097x14336 0.718 -> 1.585, 64x4097x4096 0.755 -> 1.320,
+#: bf16 tn 48x3316x10476 0.428 -> 0.757, nt 40x14336x8191 0.741 -> 1.139; slower only with a
+#: short K: bf16 nn 48x2051x1024 1.220 -> 1.096, fp16 tn 56x3316x1024 0.984 -> 0.914.  M
+#: 65-128 stays on the copy: 15 products 0.933x there, 0.823x on 128-row CTAs (fp16 nn
+#: 96x4097x8192 0.669 -> 0.853, but 128x11007x4096 0.929 -> 0.704), 0.824x on two 64-row
+#: tiles.
+HALF_GEMV_MAX_M = {"n": 64, "k": 64}
 #: The rows up to which a 16-bit product streams on the FMA kernel (``GEMV_ROWS``), by B's
 #: major; more, up to ``HALF_GEMV_MAX_M``, stream on the tensor-core kernel (``mma_config``).
 #: H100, 2026-12-05, L2-cold rotated inputs, us, sm90 route / tensor-core row streaming

@@ -1,4 +1,4 @@
-"""The row-streaming kernel on tensor cores: 16-bit products of up to 32 rows that read B as it
+"""The row-streaming kernel on tensor cores: 16-bit products of up to 64 rows that read B as it
 is, of any alignment, and sum on ``mma.sync`` (sm_80+).  A member of the SIMT family: its
 scheduler and interface are the row-streaming kernel's (``kernels/simt_gemv.py``); its math
 alone is on tensor cores.
@@ -14,7 +14,7 @@ What it computes
 
 How
     The product is computed as C^T = B^T A^T: N is the MMA's M (16 per ``mma.sync.m16n8k16``)
-    and the CTA's rows (``Config.tile_m``: 8, 16 or 32) its N.  A CTA of eight warps takes 128
+    and the CTA's rows (``Config.tile_m``: 8 to 64) its N.  A CTA of eight warps takes 128
     columns of C over its split's run of K, in chunks of ``_CHUNK_K``:
 
     * Global to registers: B's rows may have any length and base, so neither TMA nor 16-byte
