@@ -424,14 +424,18 @@ def test_sm90_pingpong_runs_a_whole_tile_per_warpgroup(tmp_path):
     assert c["wgmma_n128"] >= 2 * coop["wgmma_n128"], "two m64 wgmma rows per warpgroup"
 
 
-#: Tall tiles (256 x 128 and 256 x 64, 16-bit): each consumer warpgroup issues two m64 wgmma rows
-#: (128 rows of the tile); clustered or not, both A majors, and a split.  Built, not offered by
-#: the wave model.
+#: Tall tiles (256 x 64-192, 16-bit): each consumer warpgroup issues two m64 wgmma rows (128
+#: rows of the tile); clustered or not, both A majors, both B majors (an N-major B 160 wide is
+#: 64-byte swizzled), and a split.  Built, not offered by the wave model.
 _TALL = [
     ("Float16", "k", "n", {"tile_m": 256, "tile_n": 128, "pdl": True}),
     ("BFloat16", "m", "k", {"tile_m": 256, "tile_n": 128, "cluster_m": 2, "pdl": True}),
     ("Float16", "k", "k", {"tile_m": 256, "tile_n": 128, "partials": True}),
     ("BFloat16", "m", "n", {"tile_m": 256, "tile_n": 64}),
+    ("Float16", "k", "n", {"tile_m": 256, "tile_n": 160, "cluster_m": 2, "pdl": True}),
+    ("BFloat16", "m", "n", {"tile_m": 256, "tile_n": 160, "pdl": True}),
+    ("BFloat16", "k", "k", {"tile_m": 256, "tile_n": 192, "partials": True}),
+    ("Float16", "m", "n", {"tile_m": 256, "tile_n": 192, "cluster_m": 2, "pdl": True}),
 ]
 
 
@@ -452,6 +456,9 @@ def test_sm90_tall_tiles_issue_two_wgmma_rows_per_warpgroup(tmp_path):
         assert (c["multicast"] >= 1) == ("_c2x1_" in name), f"{name}: {c}"
         if width == 128:
             assert c["wgmma_n128"] >= 2 * base["wgmma_n128"], f"{name}: {c} against {base}"
+        if width in (160, 192):  # the tile's own width only, two rows per warpgroup
+            own = c[f"wgmma_n{width}"]
+            assert own >= 2 * base["wgmma_n128"] and own == c["wgmma"], f"{name}: {c}"
 
 
 
@@ -520,7 +527,8 @@ print("NAMES=" + json.dumps(names))
 """
 
 # The narrow tiles of both 16-bit types (where LLVM moved the bf16 conversion), a wide tile,
-# pingpong, stream-K, and the TF32 kernels: narrow, A from registers, 3xTF32.
+# the widest tall tile (192 accumulators per thread), pingpong, stream-K, and the TF32 kernels:
+# narrow, A from registers, 3xTF32.
 _PIPELINED = [
     ("bfloat16", "k", "n", {"tile_m": 64, "tile_n": 32, "swap": True, "pdl": True}),
     ("bfloat16", "m", "n", {"tile_m": 64, "tile_n": 16, "epi_n": 16, "cluster_m": 2, "swap": True,
@@ -528,6 +536,7 @@ _PIPELINED = [
     ("bfloat16", "k", "n", {"tile_m": 128, "tile_n": 16, "epi_n": 16, "cluster_m": 2, "pdl": True}),
     ("float16", "k", "n", {"tile_m": 64, "tile_n": 32, "swap": True, "pdl": True}),
     ("bfloat16", "k", "k", {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "pdl": True}),
+    ("float16", "k", "n", {"tile_m": 256, "tile_n": 192, "cluster_m": 2, "pdl": True}),
     ("float16", "k", "k", {"tile_m": 128, "tile_n": 128, "pingpong": True, "pdl": True}),
     ("bfloat16", "m", "k", {"tile_m": 64, "tile_n": 128, "streamk": True}),
     ("tf32", "k", "k", {"tile_m": 64, "tile_n": 16, "tile_k": 32, "epi_n": 16, "partials": True,

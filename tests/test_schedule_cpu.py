@@ -1230,7 +1230,8 @@ def test_a_kernel_that_hides_epilogues_still_pays_the_last_one():
 def test_tall_tile_configuration():
     """256-row tiles (built, compile-checked, not yet measured): never offered by the model or
     the tuner; each of the two consumer warpgroups owns 128 rows; the epilogue stores 128-row
-    sub-tiles; wider than 128, stream-K and pingpong are refused."""
+    sub-tiles; 160 and 192 wide three ring stages deep; wider than 192, stream-K and pingpong
+    are refused."""
     from cutematmul.configs.sm90 import Config
 
     for shape in [(8192, 8192, 8192), (4096, 14336, 4096), (64 * 1024, 1024, 1024)]:
@@ -1239,7 +1240,11 @@ def test_tall_tile_configuration():
     tall.validate()
     assert (tall.consumer_warpgroups, tall.epi_m, tall.ab_stages(2)) == (2, 128, 4)
     assert (Config(tile_m=128).consumer_warpgroups, Config(tile_m=64).epi_m) == (2, 64)
-    for bad in ({"tile_n": 256}, {"streamk": True}, {"pingpong": True}):
+    for width in (160, 192):
+        wide = Config(tile_m=256, tile_n=width, epi_n=32, cluster_m=2)
+        wide.validate()
+        assert (wide.consumer_warpgroups, wide.epi_m, wide.ab_stages(2)) == (2, 128, 3)
+    for bad in ({"tile_n": 256}, {"tile_n": 224}, {"streamk": True}, {"pingpong": True}):
         with pytest.raises(ValueError, match="tile_m=256|pingpong"):
             Config(tile_m=256, **{"tile_n": 128, **bad}).validate()
 

@@ -58,9 +58,10 @@ def test_max_splits_keeps_the_tuners_schedules_that_split_no_further(monkeypatch
     assert calls[0]["max_splits"] == 1 and calls[1][9] == 1 and calls[1][10] is None
 
 
-def test_widths_menu_is_the_128_row_tiles_each_orientation_builds():
+def test_widths_menu_is_the_tiles_each_orientation_builds():
     """``--widths``: each width unswapped where built (not the fine 144, 176, 208) and swapped,
-    in 1x1 and 2x1 clusters, unsplit; nothing for TF32; refused beside another menu."""
+    in 1x1 and 2x1 clusters, unsplit, on 128 rows or (``256x160``) on 256; nothing for TF32;
+    refused beside another menu."""
     tool = _tool()
     p = tool.problem_of("float16", 1376, 3208, 2912, "nn")
     found = tool.width_candidates(p, [144, 160])
@@ -71,6 +72,11 @@ def test_widths_menu_is_the_128_row_tiles_each_orientation_builds():
     assert all(s == 1 and not t and c.tile_m == 128 for c, s, t, _ in found)
     assert tool._choices("float16", p, False, False, widths=[144, 160]) == found
     assert tool.width_candidates(tool.problem_of("float32", 512, 512, 512, "nn"), [160]) == []
+    # 256-row tiles where built: unswapped, at most 192 wide.
+    tall = tool.width_candidates(p, [(256, 160), (256, 224)])
+    assert [(c.tile_m, c.tile_n, c.swap, c.cluster_m) for c, _, _, _ in tall] == [
+        (256, 160, False, 1), (256, 160, False, 2)]
+    assert tool._widths("160,256x192") == [160, (256, 192)]
     with pytest.raises(SystemExit):
         tool.main(["fp16", "--widths", "160", "--tuner"])
     with pytest.raises(SystemExit):

@@ -327,14 +327,16 @@ def _jax(quick: bool) -> int:
 
 #: Tiles of widths that are no power of two, forced (the dispatcher gives them to larger
 #: products): (M, N, K, dtype, tile, splits), odd tile rows and tails in M, N and K (every
-#: extent a multiple of 8, so that no operand is staged).
+#: extent a multiple of 8, so that no operand is staged); last, the tall 256 x 160 and
+#: 256 x 192 tiles (built, not offered), an odd count of tile rows in 2x1 clusters, one split.
 WIDE_CASES = [(296, 400, 104, "float16", (128, 160), 1), (200, 248, 304, "bfloat16", (128, 224), 1),
-              (152, 168, 704, "float16", (128, 224), 2)]
+              (152, 168, 704, "float16", (128, 224), 2),
+              (600, 328, 520, "float16", (256, 160), 1), (520, 400, 1032, "bfloat16", (256, 192), 2)]
 
 
 def _wide(gen, quick: bool, poison: bool) -> int:
-    """The sm90 kernel at 128 x 160 and 128 x 224 (an N-major B tile 64-byte swizzled) in every
-    layout, clustered, one of them split-K."""
+    """The sm90 kernel at 128 x 160 and 128 x 224 (an N-major B tile 64-byte swizzled) and
+    256 x 160 / 256 x 192 in every layout, clustered, some split-K."""
     from cutematmul.configs.sm90 import Config
 
     count = 0
@@ -344,7 +346,8 @@ def _wide(gen, quick: bool, poison: bool) -> int:
             a, b = _operands(m, n, k, layout, dtype, gen)
             what = f"wide {tm}x{tn} {dtype} {m}x{n}x{k} {layout}"
             res = _forced(a, b, (config, splits, False), "highest", poison,
-                          lambda work: work.key.config.tile_n == tn, what, kernel="sm90")
+                          lambda work: work.key.config.tile_n == tn
+                          and work.key.config.tile_m == tm, what, kernel="sm90")
             _check(res, a, b, (dtype, "highest"), what)
             count += 1
     return count

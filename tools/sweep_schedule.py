@@ -1,7 +1,7 @@
 """Calibrate the wave model: time forced (tile, K-split) choices beside the model's pick and cuBLAS.
 
     python tools/sweep_schedule.py [fp16|bf16|fp32|both] [--clusters | --tuner [--max-splits N]
-                                   | --occupancy | --ring | --widths W,W,...]
+                                   | --occupancy | --ring | --widths W,RxW,...]
                                    [--shapes MxNxK|LxMxNxK,...] [--cold]
                                    [--layout nt] [--precompile DIR [--jobs N]]
 
@@ -24,10 +24,10 @@ spilling (``tools/codegen_audit.py``), or with ``--ring`` (sm90) the pick itself
 of its shared-memory ring in ``RING_DEPTHS`` that fits (the split, orientation, tile and
 cluster kept): a CTA's bytes in flight, which bound the few CTAs of a small-M product
 (``configs/sm90._NARROW_RING_STAGES``), or with ``--widths`` (sm90, 16-bit) unsplit
-cooperative 128-row tiles of those widths in both orientations (swapped: ``Config.swap``, the
-width along M; unswapped where the width is built so) in 1x1 and 2x1 clusters: what a tile
-shape that fits the SMs' waves is worth beside the wave model's (``width_candidates``).
-``docs/performance.md`` quotes its output.  Each
+cooperative 128-row tiles of those widths (or 256-row ones: ``256x160``) in both
+orientations (swapped: ``Config.swap``, the width along M; each where built so) in 1x1 and
+2x1 clusters: what a tile shape that fits the SMs' waves is worth beside the wave model's
+(``width_candidates``).  ``docs/performance.md`` quotes its output.  Each
 candidate is made the shape's schedule in the cache's tuned tier for its timing
 (``cache.trial_tuned``, which clears the plan caches around it), the mechanism
 ``cutematmul.tune`` uses, so it is a tool, not a library path.
@@ -229,17 +229,20 @@ def ring_candidates(problem: dispatch.Problem):
             for d in depths]
 
 
-def width_candidates(problem: dispatch.Problem, widths: list[int]):
-    """(config, splits, transposed, label): an sm90 16-bit problem unsplit on cooperative
-    128-row tiles of each of ``widths``, as built (``Config.validate``: the ``_FINE_N`` widths
-    swapped only), unswapped and swapped (``Config.swap``: the rows over N, the width over M),
-    in 1x1 and 2x1 clusters; nothing for other families.  What a choice of tile shape to fit
-    the SMs' wave is worth beside the wave model's widths."""
+def width_candidates(problem: dispatch.Problem, widths: list):
+    """(config, splits, transposed, label): an sm90 16-bit problem unsplit on cooperative tiles
+    of each of ``widths`` (a width: 128 rows; (rows, width): 256 rows too, the tall tiles), as
+    built (``Config.validate``: the ``_FINE_N`` widths swapped only, 256 rows unswapped and at
+    most 192 wide), unswapped and swapped (``Config.swap``: the rows over N, the width over
+    M), in 1x1 and 2x1 clusters; nothing for other families.  What a choice of tile shape to
+    fit the SMs' wave is worth beside the wave model's widths."""
     if problem.family != "sm90" or problem.math not in ("float16", "bfloat16"):
         return []
     found = []
-    for width, swap, cluster in itertools.product(widths, (False, True), (1, 2)):
-        config = replace(_config(sm90, 128, width, False, 1, (cluster, 1)), pdl=True, swap=swap)
+    tiles = [(128, w) if isinstance(w, int) else tuple(w) for w in widths]
+    for (tile_m, width), swap, cluster in itertools.product(tiles, (False, True), (1, 2)):
+        config = replace(_config(sm90, tile_m, width, False, 1, (cluster, 1)), pdl=True,
+                         swap=swap)
         try:
             config.validate()
         except ValueError:
@@ -339,11 +342,18 @@ def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = Fa
         print(f"{head}: cuBLAS {cublas:.1f}us | " + " | ".join(row), flush=True)
 
 
-def _widths(text: str) -> list[int]:
+def _widths(text: str) -> list:
+    """``--widths``: comma-separated widths (128-row tiles) or ROWSxWIDTH (e.g. 256x160)."""
     try:
-        widths = [int(w) for w in text.split(",")]
+        widths = [int(w) if "x" not in w else tuple(int(v) for v in w.split("x", 1))
+                  for w in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--widths takes comma-separated integers, got {text!r}")
+        widths = None
+    if widths is None or not all(
+            w > 0 if isinstance(w, int) else w[0] in (128, 256) and w[1] > 0 for w in widths):
+        raise argparse.ArgumentTypeError(
+            "--widths takes comma-separated widths or ROWSxWIDTH (rows 128 or 256), got "
+            f"{text!r}")
     return widths
 
 
@@ -359,9 +369,9 @@ def main(argv=None) -> int:
                    help="sm90: the pick at each shared-memory ring depth that fits")
     p.add_argument("--max-splits", type=int, metavar="N",
                    help="with --tuner: only schedules splitting K at most N ways")
-    p.add_argument("--widths", type=_widths, metavar="W,W,...",
-                   help="sm90 16-bit: 128-row tiles of these widths, unswapped and swapped, 1x1 "
-                        "and 2x1, unsplit, instead of the menu")
+    p.add_argument("--widths", type=_widths, metavar="W,RxW,...",
+                   help="sm90 16-bit: 128-row tiles of these widths (RxW: R rows, e.g. 256x160), "
+                        "unswapped and swapped, 1x1 and 2x1, unsplit, instead of the menu")
     p.add_argument("--precompile", metavar="DIR",
                    help="build the kernels the sweep launches into DIR (no GPU), then exit")
     p.add_argument("--jobs", type=int, help="worker processes of --precompile")

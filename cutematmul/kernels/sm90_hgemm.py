@@ -26,11 +26,12 @@ How
       ``wgmma.wait_group``, so no conversion or fill lands inside the pipeline, where ptxas
       would serialize every wgmma (tests/test_compile_sm90.py checks ptxas's advisories).
       With tile_m = 128 the two consumer warpgroups each own 64 rows of the tile, with
-      tile_m = 256 (16-bit, tile_n <= 128)
+      tile_m = 256 (16-bit, tile_n <= 192: 192 fp32 accumulators per thread at most)
       two m64 wgmma rows, 128 rows, each (the tall tiles cuBLAS runs on large products; on an
-      H200 they ran 1-4% slower than 128 x 256 on large products and won only at 2048^3, so
-      ``configs/sm90`` does not offer them: docs/performance.md); their registers are raised
-      with setmaxnreg while the producer's are lowered.
+      H200 256 x 128 ran 1-4% slower than 128 x 256 on large products and won only at 2048^3,
+      so ``configs/sm90`` does not offer them: docs/performance.md; 256 x 160 and 256 x 192,
+      cuBLAS's shapes on mid products, are built for measurement, three ring stages deep);
+      their registers are raised with setmaxnreg while the producer's are lowered.
     * Persistent scheduling: the grid holds one CTA (or cluster) per SM and walks the work units
       (output tile x batch x K-split) with a stride of the grid size; tiles are visited in groups of ``raster_group`` tile-rows so
       the CTAs running at one time share A and B tiles in L2.  While consumers run the epilogue of a
@@ -125,7 +126,7 @@ Constraints
     ``Config.partials`` (fp32 C).  A's and B's base address, leading stride and batch stride
     must be 16-byte aligned (a TMA rule; the host copies other operands), and C's too except
     under ``c_direct`` (C's element alignment only).  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
-    {64, 128, 256} (256: 16-bit, tile_n <= 128, no stream-K), tile_n in {64, 128, 160, 192, 224, 256} (also 16 and 32, the narrow
+    {64, 128, 256} (256: 16-bit, tile_n <= 192, no stream-K), tile_n in {64, 128, 160, 192, 224, 256} (also 16 and 32, the narrow
     tiles of small-M and small-N products: fp32 partials, or C itself, not stream-K; and 80,
     96 and 112 for 16-bit tiles of N (or a swapped M) of 65-127, 144, 176 and 208 for a swapped
     M of 129-208, cooperative, 1x1 or 2x1, not stream-K; an N-major B tile 96, 160 or 224 wide is
