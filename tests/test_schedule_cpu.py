@@ -1228,14 +1228,22 @@ def test_a_kernel_that_hides_epilogues_still_pays_the_last_one():
 
 
 def test_tall_tile_configuration():
-    """256-row tiles (built, compile-checked, not yet measured): never offered by the model or
-    the tuner; each of the two consumer warpgroups owns 128 rows; the epilogue stores 128-row
-    sub-tiles; 160 and 192 wide three ring stages deep; wider than 192, stream-K and pingpong
-    are refused."""
+    """256-row tiles (built, compile-checked, not yet measured): never the model's pick; the
+    tuner times 256 x 160 and 256 x 192 in 2x1 clusters where the pick is unsplit and M spans
+    two tall tiles, nothing tall for a skinny M, a split pick or TF32; each of the two
+    consumer warpgroups owns 128 rows; the epilogue stores 128-row sub-tiles; 160 and 192 wide
+    three ring stages deep; wider than 192, stream-K and pingpong are refused."""
     from cutematmul.configs.sm90 import Config
 
-    for shape in [(8192, 8192, 8192), (4096, 14336, 4096), (64 * 1024, 1024, 1024)]:
-        assert all(c.tile_m <= 128 for c, _, _ in sm90.candidates(*shape, 1, 132)), shape
+    for shape in [(8192, 8192, 8192), (4096, 14336, 4096), (1376, 3208, 2912)]:
+        found = sm90.candidates(*shape, 1, 132)
+        assert found[0][0].tile_m <= 128, shape
+        tall = [(c.tile_n, c.cluster_m, s) for c, s, _ in found if c.tile_m == 256]
+        assert tall == [(160, 2, 1), (192, 2, 1)], (shape, tall)
+    for shape, math in [((200, 4096, 4096), "float16"), ((64, 1024, 16384), "float16"),
+                        ((4096, 4096, 4096), "tf32")]:
+        found = sm90.candidates(*shape, 1, 132, math=math)
+        assert all(c.tile_m <= 128 for c, _, _ in found), (shape, math)
     tall = Config(tile_m=256, tile_n=128)
     tall.validate()
     assert (tall.consumer_warpgroups, tall.epi_m, tall.ab_stages(2)) == (2, 128, 4)

@@ -751,6 +751,23 @@ def _swapped_wide_options(m: int, n: int, batch: int, num_sms: int, math: str,
     return [_swapped_config(t, tiles[t][1]) for _, _, _, t in ranked[:_SWAPPED_WIDE_TIMED]]
 
 
+#: The tall tiles the tuner times (``candidates``), never the wave model: 256 rows by these
+#: widths, cuBLAS's tile shapes of mid products (256 x 160 on 3304x3160x1312 and
+#: 2848x3352x2760, H100, docs/performance.md, 50th section).  Built and compile-checked, not
+#: yet measured.
+_TALL_TIMED = (160, 192)
+
+
+def _tall_options(m: int, math: str, c_aligned: bool, splits: int) -> list[Config]:
+    """The ``_TALL_TIMED`` tiles, data-parallel, for a 16-bit product whose untransposed pick is
+    unsplit (``splits``) and whose M spans two 256-row tiles or more (2x1 clusters: one B tile
+    for both), with C storable by TMA; else none."""
+    if math not in _CLUSTERED_MATH or splits != 1 or not c_aligned or m <= 256:
+        return []
+    return [Config(tile_m=256, tile_n=width, raster_group=8, epi_n=epilogue_width(width),
+                   cluster_m=2, pdl=_PDL) for width in _TALL_TIMED]
+
+
 #: Skinny 16-bit products whose M fits one tile width of ``_SWAP_WIDTHS`` run swapped
 #: (``Config.swap``, C^T = B^T A^T in the kernel): the long N along the tile's rows, all of M in
 #: the tile's width.  Untransposed, such an M is padded to whole 64- or 128-row tiles, and an
@@ -1153,7 +1170,8 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
     clusters where they are whole (``_quad_shape``) but span several waves; for a skinny
     product that runs swapped (``_swapped_skinny``), its 64- and 128-row tiles in 1x1 and 2x1
     clusters (64-row narrow ones with either ring, ``_NARROW_RING_STAGES``) and stream-K as
-    well, and for a 16-bit M of 17-32 the swapped 64-wide tiles of
+    well, the tall 256-row tiles where the pick is unsplit (``_tall_options``), and for a 16-bit M of
+    17-32 the swapped 64-wide tiles of
     M 33-63 (a small M swapped on 16- or 32-wide tiles, ``_swapped_small_m``, comes with the
     skinny swapped tiles); ``choose_schedule``'s pick first; ``swapped``, ``majors``
     and ``c_aligned`` as there.
@@ -1203,6 +1221,9 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
         tile, splits, picked = _model_pick(m, n, batch, num_sms, max_splits, math, space)
         for config in _swapped_wide_options(m, n, batch, num_sms, math, majors, c_aligned,
                                             space, tile, splits, picked):
+            if (config, 1, False) not in found:
+                found.append((config, 1, False))
+        for config in _tall_options(m, math, c_aligned, splits):
             if (config, 1, False) not in found:
                 found.append((config, 1, False))
     streamk = _streamk_candidate(m, n, space, batch, num_sms, math) if max_splits > 1 else None
