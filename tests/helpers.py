@@ -225,13 +225,15 @@ def check_c_view(mk, m: int, n: int, k: int, choice) -> None:
     assert torch.isnan(buffer[:, :40]).all() and torch.isnan(buffer[:, 40 + n:]).all()
 
 
-def dispatched(dtype: str, m: int, n: int, k: int, batch: int = 1):
+def dispatched(dtype: str, m: int, n: int, k: int, batch: int = 1,
+               majors: tuple[str, str] = ("k", "n")):
     """(family, KernelKey, splits, transposed) the dispatcher picks on this machine's current GPU
-    for row-major, 16-byte aligned operands: what a GPU test asserts its shapes still exercise."""
+    for 16-byte aligned operands of ``majors`` (A's, B's; row-major by default): what a GPU test
+    asserts its shapes still exercise."""
     from cutematmul import device, dispatch
 
     info = device.device_info(device.current_device())
     family = dispatch.choose_family(dtype, info.capability, shape=(m, n, k, batch))
     key, splits, transposed = dispatch.schedule(family, info.capability, info.num_sms, dtype,
-                                                "k", "n", (16, 16, 16), m, n, k, batch)
+                                                *majors, (16, 16, 16), m, n, k, batch)
     return family, key, splits, transposed

@@ -11,7 +11,7 @@ import pytest
 
 import cutematmul
 from conftest import require_module
-from helpers import Maker, check_matmul, dispatched, layout_operands
+from helpers import Maker, check_matmul, dispatched, forced_schedule_runs, layout_operands
 
 pytestmark = pytest.mark.gpu
 
@@ -181,6 +181,9 @@ def test_compiled_kernels_are_reused_across_sizes():
 
 # Shapes whose tiles leave a partial wave with 128x256, so the dispatcher picks 128x192 (tails in
 # M, N and K; checked against the dispatcher so the test cannot silently stop covering it).
+# With A K-major the dispatcher may run such products swapped instead (``configs.sm90
+# ._swapped_wide``, tests/test_gpu_swap.py), so the pick is read for an M-major A and forced in
+# every layout.
 WAVE_FILL = [(770, 2890, 1001), (789, 2890, 77)]
 # The widths that are no power of two (configs.sm90._WIDE_EFFICIENCY): (shape, tile_n, split).
 # An N-major B tile of these widths is 64-byte swizzled; tails in M, N and K, odd tile-row
@@ -190,10 +193,11 @@ WIDE = [((1530, 1540, 700), 160, False), ((1500, 1500, 77), 160, False),
         ((721, 666, 9001), 224, True)]
 
 
-def _sm90_pick(dtype: str, m: int, n: int, k: int, what: str, batch: int = 1):
-    """(KernelKey, splits) the dispatcher picks for the shape; a skip where the GPU runs
-    another family than sm90 (``what`` names the configuration under test)."""
-    family, key, splits, _ = dispatched(dtype, m, n, k, batch)
+def _sm90_pick(dtype: str, m: int, n: int, k: int, what: str, batch: int = 1,
+               majors: tuple[str, str] = ("k", "n")):
+    """(KernelKey, splits) the dispatcher picks for the shape (operands of ``majors``); a skip
+    where the GPU runs another family than sm90 (``what`` names the configuration under test)."""
+    family, key, splits, _ = dispatched(dtype, m, n, k, batch, majors)
     if family.name != "sm90":
         pytest.skip(f"{what} is an sm90 configuration; this GPU runs {family.name}")
     return key, splits
@@ -220,9 +224,20 @@ def _check_picked(dtype: str, layout: str, shape, what: str, splits: int | None 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_wave_filling_tile(dtype, layout, shape):
-    key, splits = _sm90_pick(dtype, *shape, "the 128x192 tile")
-    assert key.config.tile_n == 192 and splits == 1, key.config
-    _check_torch_product(dtype, layout, *shape)
+    _check_unswapped_tile(dtype, layout, shape, 192, False)
+
+
+def _check_unswapped_tile(dtype: str, layout: str, shape, tile_n: int, split: bool) -> None:
+    """The dispatcher's pick for ``shape`` with an M-major A (where no mid product runs
+    swapped) is an unswapped 128 x ``tile_n`` tile, split or not; that schedule, forced in
+    ``layout``, gives the right product."""
+    key, splits = _sm90_pick(dtype, *shape, f"the 128x{tile_n} tile", majors=("m", "n"))
+    config = key.config
+    assert (config.tile_m, config.tile_n, config.swap, splits > 1) == (128, tile_n, False, split), \
+        (config, splits)
+    a, b = layout_operands(_lib("torch"), *shape, layout, dtype)
+    (out,) = forced_schedule_runs(a, b, config, splits)
+    check_matmul(out, a, b, dtype)
 
 
 @pytest.mark.parametrize("case", WIDE, ids=lambda c: "x".join(map(str, c[0])))
@@ -230,9 +245,7 @@ def test_wave_filling_tile(dtype, layout, shape):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_wide_tiles(dtype, layout, case):
     shape, tile_n, split = case
-    key, splits = _sm90_pick(dtype, *shape, f"the 128x{tile_n} tile")
-    assert key.config.tile_n == tile_n and (splits > 1) == split, (key.config, splits)
-    _check_torch_product(dtype, layout, *shape)
+    _check_unswapped_tile(dtype, layout, shape, tile_n, split)
 
 
 # 16-bit products of one 64-row tile row (32 < M <= 64) whose N is too short to run swapped
