@@ -1,7 +1,8 @@
 """16-bit 256-row (tall) tiles, 128 to 192 wide, on the GPU: each consumer warpgroup owns 128
 rows (two m64 wgmma rows per k16 step), up to 192 fp32 accumulators per thread, three ring
 stages deep at 160 and 192 wide.  cuBLAS runs tiles of 256 x 160 and similar on mid products
-(docs/performance.md, 50th session); the wave model does not offer ours (not yet measured).
+(docs/performance.md, 50th session); the wave model does not offer ours, the tuner times
+them (measured: docs/performance.md, 52nd session).
 
 Correct against float64 in every layout and both 16-bit dtypes, with tails in M, N and K;
 unclustered and in 2x1 clusters (an odd count of tile rows: the last cluster's second CTA has

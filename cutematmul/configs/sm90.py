@@ -753,8 +753,9 @@ def _swapped_wide_options(m: int, n: int, batch: int, num_sms: int, math: str,
 
 #: The tall tiles the tuner times (``candidates``), never the wave model: 256 rows by these
 #: widths, cuBLAS's tile shapes of mid products (256 x 160 on 3304x3160x1312 and
-#: 2848x3352x2760, H100, docs/performance.md, 50th section).  Built and compile-checked, not
-#: yet measured.
+#: 2848x3352x2760, H100, docs/performance.md, 50th section).  On 30 mid products (H100,
+#: 52nd section) one was fastest on 10, by 0.2-13.8%, mostly where its tiles make about one
+#: wave, and 30-75% slower with half a wave: not yet a rule for the model.
 _TALL_TIMED = (160, 192)
 
 
@@ -1219,11 +1220,9 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
     if skinny is None and not (space.transposed or space.workspace or space.swapped):
         # The swapped wide tiles (``_swapped_wide``), timed whether or not the model's pick.
         tile, splits, picked = _model_pick(m, n, batch, num_sms, max_splits, math, space)
-        for config in _swapped_wide_options(m, n, batch, num_sms, math, majors, c_aligned,
-                                            space, tile, splits, picked):
-            if (config, 1, False) not in found:
-                found.append((config, 1, False))
-        for config in _tall_options(m, math, c_aligned, splits):
+        for config in (*_swapped_wide_options(m, n, batch, num_sms, math, majors, c_aligned,
+                                              space, tile, splits, picked),
+                       *_tall_options(m, math, c_aligned, splits)):
             if (config, 1, False) not in found:
                 found.append((config, 1, False))
     streamk = _streamk_candidate(m, n, space, batch, num_sms, math) if max_splits > 1 else None
