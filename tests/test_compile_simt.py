@@ -294,7 +294,7 @@ print("COUNTS=" + json.dumps(out))
 
 
 def test_simt_gemv_on_tensor_cores_compiles_with_mma_sync_and_2_byte_loads(tmp_path):
-    """The row-streaming kernel on tensor cores (``Config.mma``: 16-bit products of up to 64
+    """The row-streaming kernel on tensor cores (``Config.mma``: 16-bit products of up to 128
     rows, ``kernels/simt_gemv_mma.py``) for each of its row counts, both dtypes and every
     major: ``mma.sync.m16n8k16`` with fp32 accumulators and no FMA; B and A read one 2-byte
     element per global load (no wider load, no cp.async), stored to shared memory as 32-bit
@@ -311,7 +311,8 @@ def test_simt_gemv_on_tensor_cores_compiles_with_mma_sync_and_2_byte_loads(tmp_p
     combos = [[8, "float16", "k", "k", True, True], [16, "bfloat16", "k", "n", True, False],
               [32, "float16", "m", "n", True, True], [32, "bfloat16", "k", "k", False, False],
               [16, "float16", "m", "n", False, True], [64, "float16", "k", "n", True, True],
-              [64, "bfloat16", "m", "k", True, False], [64, "float16", "k", "k", False, True]]
+              [64, "bfloat16", "m", "k", True, False], [64, "float16", "k", "k", False, True],
+              [128, "bfloat16", "k", "n", True, True], [128, "float16", "m", "k", False, False]]
     counts = compile_in_child("sm_90a", _CHILD_GEMV_MMA, combos, tmp_path)
     if shutil.which("ptxas"):
         ptxas_report = load_tool("codegen_audit").ptxas_report

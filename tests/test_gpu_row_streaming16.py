@@ -76,6 +76,33 @@ def test_few_rows_over_an_unaligned_b_are_correct(mk, dtype, shape, layout):
     _twice(a, b, mk)
 
 
+#: (M, N, K) past the dispatcher's rows, for the 128-row CTA of sixteen warps on
+#: ``kernel="simt"``: a tail row, one whole tile, three row tiles, unsplit (K 100).
+WIDE_SHAPES = [(100, 2051, 3001), (128, 1027, 777), (300, 515, 100)]
+
+
+@pytest.mark.parametrize("shape", WIDE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_128_row_ctas_are_correct(mk, dtype, layout, shape):
+    """The tensor-core row-streaming kernel's 128-row CTA (two rows of eight warps), which
+    ``kernel="simt"`` runs past the dispatcher's ``HALF_GEMV_MAX_M`` rows: every layout (tt as
+    C^T), split and unsplit, twice, the same bits."""
+    import torch
+
+    import cutematmul
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    a, b = layout_operands(mk, *shape, layout, dtype)
+    work = launch.planned_launch(adapter_for(a), a, b, kernel="simt")
+    assert work.key.config.mma and work.key.config.tile_m == 128 and work.prep is None, work
+    runs = [cutematmul.matmul(a, b, out=mk.poisoned(shape[:2], dtype), kernel="simt")
+            for _ in range(2)]
+    check_matmul(runs[0], a, b, dtype)
+    assert torch.equal(runs[0], runs[1]), "two runs of the same product differ"
+
+
 @pytest.mark.parametrize("layout", ["tn", "nt"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_few_columns_over_an_unaligned_a_run_transposed(mk, dtype, layout):

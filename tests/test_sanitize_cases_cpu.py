@@ -193,11 +193,23 @@ def test_gemv16_cases_run_on_the_row_streaming_kernel():
         seen.add((config.mma, config.tile_m, work.splits > 1, work.transposed))
     # FMA rows of 16 bits: up to 2 over a K-major B, C^T included (``HALF_FMA_MAX_M``)
     assert {rows for mma, rows, _, _ in seen if not mma} == {1, 2}
-    from cutematmul.configs.simt import MMA_ROWS
+    from cutematmul.configs.simt import HALF_GEMV_MAX_M, MMA_ROWS
 
-    assert {rows for mma, rows, _, _ in seen if mma} == set(MMA_ROWS)
+    most = max(HALF_GEMV_MAX_M.values())
+    assert {rows for mma, rows, _, _ in seen if mma} == {r for r in MMA_ROWS if r <= most}
     assert {split for _, _, split, _ in seen} == {True, False}
     assert {mma for mma, _, _, transposed in seen if transposed} == {True, False}
+    # The CTAs past the dispatcher's rows, on kernel="simt": split, unsplit and C^T.
+    wide = set()
+    for m, n, k, dtype, layout in _constant("GEMV16_WIDE_CASES"):
+        work = launch.contiguous_plan(("simt",), *_H200_16BIT[1:], dtype, m, n, k, 1,
+                                      (layout[0] == "t", layout[1] == "t"))
+        config = work.key.config
+        assert config.mma and config.tile_m > most and work.prep is None, (m, n, k, layout, work)
+        wide.add((config.tile_m, work.splits > 1, work.transposed))
+    assert {rows for rows, _, _ in wide} == {r for r in MMA_ROWS if r > most}
+    assert {split for _, split, _ in wide} == {True, False}
+    assert {transposed for _, _, transposed in wide} == {True, False}
 
 
 def test_copy_cases_run_on_sm90_over_the_copies_they_assert():

@@ -23,7 +23,9 @@ pytestmark = needs_dsl()
 #: (rows, dtype, A major, B major, fp32 partials): the compiled variants (PDL on).
 VARIANTS = [(8, "float16", "k", "k", True), (8, "bfloat16", "m", "n", True),
             (16, "float16", "k", "n", False), (16, "bfloat16", "m", "k", True),
-            (32, "float16", "m", "n", True), (32, "bfloat16", "k", "n", False)]
+            (32, "float16", "m", "n", True), (32, "bfloat16", "k", "n", False),
+            (64, "float16", "k", "n", True), (128, "bfloat16", "k", "n", True),
+            (128, "float16", "m", "k", False)]
 
 _CHILD = r"""
 import dataclasses, json, sys
@@ -100,7 +102,9 @@ def _run(ptxsim, ptx, row_bytes, variant, m, n, k, batch, splits, pad=(0, 0, 0),
               3: (-(-n // 128)).to_bytes(4, "little")}
     # Both operands' stages (the kernel's allocation): 128 columns of B^T and the rows of A.
     smem = (128 + rows) * row_bytes
-    sim = ptxsim.Sim(ptx, params, [reg_a, reg_b, reg_c], smem,
+    from cutematmul.configs import simt
+
+    sim = ptxsim.Sim(ptx, params, [reg_a, reg_b, reg_c], smem, threads=simt.mma_config(rows).threads,
                      dtype="f16" if dtype == "float16" else "bf16")
     for cta in range(-(-m // rows) * -(-n // 128) * batch * splits):
         sim.run_cta(cta)

@@ -145,19 +145,20 @@ def _swapped(gen, quick: bool, poison: bool) -> int:
 
 
 def _as_dispatched(gen, m: int, n: int, k: int, dtype: str, layout: str, poison: bool, holds,
-                   what: str) -> int:
-    """A fresh ``layout`` product as the dispatcher plans it, an AssertionError unless the
-    planned launch (None: staged) ``holds``; checked against float64.  Returns 1."""
+                   what: str, **call) -> int:
+    """A fresh ``layout`` product as the dispatcher plans it (``call``: ``matmul``'s keywords,
+    e.g. ``kernel``), an AssertionError unless the planned launch (None: staged) ``holds``;
+    checked against float64.  Returns 1."""
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
 
     a, b = _operands(m, n, k, layout, dtype, gen)
-    work = launch.planned_launch(adapter_for(a), a, b)
+    work = launch.planned_launch(adapter_for(a), a, b, **call)
     if not holds(work):
         raise AssertionError(f"{what}: the dispatcher planned "
                              f"{'a staged product' if work is None else work.key.config.name}")
     out = _out((m, n), a.dtype, poison)
-    _check(cutematmul.matmul(a, b, out=out), a, b, (dtype, "highest"), what)
+    _check(cutematmul.matmul(a, b, out=out, **call), a, b, (dtype, "highest"), what)
     return 1
 
 
@@ -502,8 +503,17 @@ GEMV16_CASES = [(1, 3001, 2049, "float16", "nn"), (3, 1027, 129, "bfloat16", "tn
                 (1025, 60, 2048, "float16", "tn"), (50, 8001, 100, "float16", "nn")]
 
 
+#: The tensor-core row-streaming kernel's 128-row CTAs (sixteen warps), which the dispatcher
+#: does not pick yet (``configs.simt.HALF_GEMV_MAX_M``), on ``kernel="simt"``: (M, N, K, dtype,
+#: layout).  A tail row, every B major, C^T, three row tiles, split and unsplit.
+GEMV16_WIDE_CASES = [(100, 2051, 3001, "float16", "nn"), (128, 1027, 777, "bfloat16", "tn"),
+                     (97, 515, 2049, "float16", "nt"), (1025, 120, 2048, "bfloat16", "tn"),
+                     (300, 515, 100, "float16", "nn")]
+
+
 def _simt_gemv16(gen, quick: bool, poison: bool) -> int:
-    """The row-streaming kernel over 16-bit inputs as the dispatcher picks it."""
+    """The row-streaming kernel over 16-bit inputs as the dispatcher picks it, then its
+    128-row CTAs as ``kernel="simt"`` runs them."""
     count = 0
     for m, n, k, dtype, layout in GEMV16_CASES[:2] if quick else GEMV16_CASES:
         count += _as_dispatched(
@@ -511,6 +521,12 @@ def _simt_gemv16(gen, quick: bool, poison: bool) -> int:
             lambda work: work is not None and work.key.family == "simt"
             and work.key.config.gemv and work.prep is None,
             f"simt gemv {dtype} {m}x{n}x{k} {layout}")
+    for m, n, k, dtype, layout in GEMV16_WIDE_CASES[:1] if quick else GEMV16_WIDE_CASES:
+        count += _as_dispatched(
+            gen, m, n, k, dtype, layout, poison,
+            lambda work: work is not None and work.key.config.mma and work.key.config.tile_m == 128
+            and work.prep is None,
+            f"simt gemv 128 rows {dtype} {m}x{n}x{k} {layout}", kernel="simt")
     return count
 
 

@@ -47,20 +47,24 @@ _GEMV_GRANULE = 128
 _GEMV_UNROLL = 4
 #: The row-streaming kernel on tensor cores (``Config.mma``, 16 bits only): its rows per CTA
 #: (the MMA's N: 8 per ``mma.sync``), the columns of C one warp owns (one MMA row of 16) and
-#: its threads (eight warps: 128 columns per CTA, as the FMA kernel).  A CTA of 64 rows reads
-#: each of B's elements once for M up to 64, where 32-row tiles read B once per 32 rows
-#: (``HALF_GEMV_MAX_M``).
-MMA_ROWS = (8, 16, 32, 64)
+#: the warps along C's columns (eight: 128 columns per CTA, as the FMA kernel).  A CTA of 64
+#: rows reads each of B's elements once for M up to 64, where 32-row tiles read B once per 32
+#: rows (``HALF_GEMV_MAX_M``); one of 128 rows, once for M up to 128.
+MMA_ROWS = (8, 16, 32, 64, 128)
 MMA_WARP_N = 16
-_MMA_THREADS = 256
+MMA_WARPS_N = 8
+#: Threads of each row count's CTA: one row of ``MMA_WARPS_N`` warps, each over all the CTA's
+#: rows; at 128 rows two such rows of warps, each over 64 of them (a 64-row CTA's accumulators
+#: per thread, and half its share of B's loads).
+_MMA_THREADS = {8: 256, 16: 256, 32: 256, 64: 256, 128: 512}
 #: CTAs per SM of each row count: two, 128 registers per thread, which ptxas (CUDA 13.0,
 #: sm_90a) fills without spills up to 32 rows (90-128 used).  64 rows spill up to 204 bytes
 #: there (168 registers unspilled), yet two such CTAs per SM ran 1.06-1.44x faster than one
 #: without spills on each of 13 products of M 33-64 (H100, 2026-12-06, fp16/bf16 over odd N
 #: or K, e.g. nn 64x4097x14336 112.0 -> 82.2 us, bf16 tn 48x3316x10476 75.8 -> 52.6).
-#: 128-row CTAs (one per SM, 233-255 registers) lost to the sm90 route's copy at M 65-128
-#: (``HALF_GEMV_MAX_M``).
-_MMA_BLOCKS = {8: 2, 16: 2, 32: 2, 64: 2}
+#: 128-row CTAs of eight warps (one per SM, 233-255 registers) lost to the sm90 route's copy at
+#: M 65-128 (``HALF_GEMV_MAX_M``); those of sixteen warps fill an SM as two 64-row CTAs do.
+_MMA_BLOCKS = {8: 2, 16: 2, 32: 2, 64: 2, 128: 1}
 #: Bytes per element of each input dtype the family reads.
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -85,7 +89,7 @@ class Config:
     (128) columns per CTA of ``threads`` threads, ``min_blocks`` CTAs per SM; it has no shared
     k-tile ring, so ``tile_k``, ``stages`` and ``raster_group`` keep their defaults there.
     ``mma`` (with ``gemv``, 16-bit inputs only) computes its sums on tensor cores
-    (``kernels/simt_gemv_mma.py``): ``tile_m`` of ``MMA_ROWS`` over 256 threads.
+    (``kernels/simt_gemv_mma.py``): ``tile_m`` of ``MMA_ROWS`` over ``_MMA_THREADS`` threads.
     ``pdl``: launched as a programmatic dependent launch (sm_90 and newer; ``for_capability``).
     """
 
@@ -206,12 +210,12 @@ class Config:
     def _validate_gemv(self) -> None:
         warps = self.threads // 32
         if self.mma:
-            if (self.tile_m not in MMA_ROWS or self.tile_n != MMA_WARP_N * warps
-                    or self.threads != _MMA_THREADS):
+            if (self.tile_m not in MMA_ROWS or self.tile_n != MMA_WARP_N * MMA_WARPS_N
+                    or self.threads != _MMA_THREADS[self.tile_m]):
                 raise ValueError(
-                    f"a gemv mma CTA computes one of {MMA_ROWS} rows by {_GEMV_TILE_N} columns"
-                    f" on {_MMA_THREADS} threads, got {self.tile_m}x{self.tile_n} on"
-                    f" {self.threads}.")
+                    f"a gemv mma CTA computes one of {MMA_ROWS} rows by"
+                    f" {MMA_WARP_N * MMA_WARPS_N} columns on the threads of its rows"
+                    f" ({_MMA_THREADS}), got {self.tile_m}x{self.tile_n} on {self.threads}.")
             return
         if self.tile_m not in GEMV_ROWS:
             raise ValueError(f"a gemv tile_m must be one of {GEMV_ROWS}, got {self.tile_m}.")
@@ -384,7 +388,7 @@ def mma_config(rows: int) -> Config:
     """The row-streaming configuration on tensor cores for ``rows`` (``MMA_ROWS``) rows:
     ``_MMA_THREADS`` threads, and as many CTAs per SM as their registers allow
     (``_MMA_BLOCKS``)."""
-    cfg = Config(tile_m=rows, tile_n=_GEMV_TILE_N, threads=_MMA_THREADS,
+    cfg = Config(tile_m=rows, tile_n=_GEMV_TILE_N, threads=_MMA_THREADS[rows],
                  min_blocks=_MMA_BLOCKS[rows], gemv=True, mma=True)
     return replace(cfg, pdl=_pdl(cfg))
 

@@ -1,4 +1,4 @@
-"""The row-streaming kernel on tensor cores: 16-bit products of up to 64 rows that read B as it
+"""The row-streaming kernel on tensor cores: 16-bit products of up to 128 rows that read B as it
 is, of any alignment, and sum on ``mma.sync`` (sm_80+).  A member of the SIMT family: its
 scheduler and interface are the row-streaming kernel's (``kernels/simt_gemv.py``); its math
 alone is on tensor cores.
@@ -14,8 +14,10 @@ What it computes
 
 How
     The product is computed as C^T = B^T A^T: N is the MMA's M (16 per ``mma.sync.m16n8k16``)
-    and the CTA's rows (``Config.tile_m``: 8 to 64) its N.  A CTA of eight warps takes 128
-    columns of C over its split's run of K, in chunks of ``_CHUNK_K``:
+    and the CTA's rows (``Config.tile_m``: 8 to 128) its N.  A CTA of eight warps (sixteen at
+    128 rows: two rows of eight, each over 64 of the CTA's rows, so that a thread holds a
+    64-row CTA's accumulators) takes 128 columns of C over its split's run of K, in chunks of
+    ``_CHUNK_K``:
 
     * Global to registers: B's rows may have any length and base, so neither TMA nor 16-byte
       ``cp.async`` can read them; each thread loads pairs of neighbouring elements along the
@@ -41,7 +43,8 @@ How
 Constraints
     fp16 or bf16 inputs, A K- or M-major, B K- or N-major, any alignment; ``tile_m`` of
     ``configs.simt.MMA_ROWS`` (M past it: several row tiles, neighbouring CTAs), ``tile_n``
-    128 over 256 threads (one MMA row of 16 columns per warp); K splits in runs of the
+    128 over 256 threads, 512 at 128 rows (``configs.simt._MMA_THREADS``; one MMA row of 16
+    columns per warp); K splits in runs of the
     family's granule (128: four chunks).  See ``configs/simt.Config`` (``gemv`` and ``mma``).
 
 Benchmark
@@ -59,7 +62,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass._mlir.dialects import llvm
 
-from ..configs.simt import _GEMV_GRANULE, Config
+from ..configs.simt import _GEMV_GRANULE, MMA_WARP_N, Config
 from ..configs.sm80 import _SMEM_ALIGN, chunk_swizzle
 from .simt_gemv import RowStreaming, cta_work
 
@@ -237,13 +240,17 @@ class SimtGemvMma(RowStreaming):
         rB = cute.make_rmem_tensor(cute.make_layout((_PAIR, b_runs, b_passes)), self.dtype)
         rA = cute.make_rmem_tensor(cute.make_layout((_PAIR, a_runs, a_passes)), self.dtype)
 
-        # The warps along the MMA's M (C's columns, 16 each); 16 of its N per ldmatrix.x4 of
-        # A where the CTA has 16 rows or more, else 8 per x2.
+        # The warps along the MMA's M (C's columns, 16 each), and where the CTA has more
+        # threads than those, rows of such warps along its N (the CTA's rows, interleaved by
+        # 16); 16 of its N per ldmatrix.x4 of A where the CTA has 16 rows or more, else 8 per
+        # x2.
         wide = rows >= 16
+        warps_n = cols // MMA_WARP_N
+        warps_m = threads // 32 // warps_n
         op = cute.nvgpu.warp.MmaF16BF16Op(self.dtype, cutlass.Float32, (16, 8, _STEP_K))
-        tiled_mma = cute.make_tiled_mma(op, cute.make_layout((threads // 32, 1, 1)),
-                                        permutation_mnk=(threads // 32 * 16,
-                                                         16 if wide else 8, _STEP_K))
+        tiled_mma = cute.make_tiled_mma(op, cute.make_layout((warps_n, warps_m, 1)),
+                                        permutation_mnk=(cols, warps_m * (16 if wide else 8),
+                                                         _STEP_K))
         thr_mma = tiled_mma.get_slice(tid)
         fB = tiled_mma.make_fragment_A(thr_mma.partition_A(sB)[None, None, None, 0])
         fA = tiled_mma.make_fragment_B(thr_mma.partition_B(sA)[None, None, None, 0])
@@ -330,10 +337,20 @@ class SimtGemvMma(RowStreaming):
                     n = n0 + cutlass.min((tid - line * 3) * (cols // 2), cols - 1)
                     k = k0 + line
                     self._prefetch_at(gB, n, k, n_size, k_hi)
+            elif cutlass.const_expr(self.config.threads > 2 * cols):
+                if tid < 2 * cols:
+                    self._prefetch_k_major(gB, n0, n_size, k0, k_hi, tid)
             else:
-                n = n0 + tid // 2
-                k = k0 + (tid % 2) * (_CHUNK_K - 1)
-                self._prefetch_at(gB, n, k, n_size, k_hi)
+                self._prefetch_k_major(gB, n0, n_size, k0, k_hi, tid)
+
+    @cute.jit
+    def _prefetch_k_major(self, gB: cute.Tensor, n0: cutlass.Int32, n_size: cutlass.Int32,
+                          k0: cutlass.Int32, k_hi: cutlass.Int32, tid: cutlass.Int32):
+        """Thread ``tid`` (< 2 x the CTA's columns) asks L2 for the first or the last line of
+        its column's row of a K-major B's chunk at ``k0``."""
+        n = n0 + tid // 2
+        k = k0 + (tid % 2) * (_CHUNK_K - 1)
+        self._prefetch_at(gB, n, k, n_size, k_hi)
 
     @cute.jit
     def _prefetch_at(self, g: cute.Tensor, n: cutlass.Int32, k: cutlass.Int32,
