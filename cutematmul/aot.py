@@ -264,7 +264,7 @@ def _family_keys(selection: Selection, family, capability, num_sms: int, math: s
                 count = batch[0] if batch else 1
                 runs = (family if selection.families is not None
                         else choose_family(math, capability, shape=(m, n, k, count),
-                                           majors=LAYOUTS[layout],
+                                           num_sms=num_sms, majors=LAYOUTS[layout],
                                            vectors=vector_rows(LAYOUTS[layout], aligns[:2], m, n,
                                                                k, itemsize(math))))
                 # The majors the kernel reads once the prep has copied what it copies, and

@@ -245,11 +245,11 @@ def choose_families(dtype: str, capability: tuple[int, int], requested: str = "a
 LAUNCH_BOUND_SIDE = 128
 
 
-def problem_order(names: tuple[str, ...], m: int, n: int, k: int, batch: int,
+def problem_order(names: tuple[str, ...], m: int, n: int, k: int, batch: int, num_sms: int,
                   majors: tuple[str, str] = ("k", "n"),
                   vectors: tuple[bool, bool] = (True, True)) -> tuple[str, ...]:
     """``names`` (a ``choose_families`` order, by family name) for one (M, N, K, batch) problem
-    of these operand ``majors``: sm80 ahead of sm90 for a launch-bound product
+    of these operand ``majors`` on a GPU of ``num_sms`` SMs: sm80 ahead of sm90 for a launch-bound product
     (``LAUNCH_BOUND_SIDE``); SIMT's row-streaming kernel first for a 16-bit product of few rows
     whose long operand's rows are no whole 16-byte vectors (``vectors``: A's and B's), which
     it reads as they are (``configs.simt.streams_in_place``); else unchanged.  The launch takes
@@ -257,24 +257,27 @@ def problem_order(names: tuple[str, ...], m: int, n: int, k: int, batch: int,
     if names[:2] == ("sm90", "sm80") and batch == 1 and max(m, n, k) <= LAUNCH_BOUND_SIDE:
         return ("sm80", "sm90") + names[2:]
     # SIMT behind another family: a 16-bit order (``AUTO_ORDER``).
-    if "simt" in names[1:] and FAMILIES["simt"].configs().streams_in_place(m, n, majors,
-                                                                           vectors):
+    if "simt" in names[1:] and FAMILIES["simt"].configs().streams_in_place(
+            m, n, k, batch, num_sms, majors, vectors):
         return ("simt",) + tuple(name for name in names if name != "simt")
     return names
 
 
 def choose_family(dtype: str, capability: tuple[int, int], requested: str = "auto",
-                  shape: tuple[int, int, int, int] | None = None,
+                  shape: tuple[int, int, int, int] | None = None, num_sms: int | None = None,
                   majors: tuple[str, str] = ("k", "n"),
                   vectors: tuple[bool, bool] = (True, True)) -> Family:
     """The preferred family for ``dtype`` on a GPU of ``capability``; with the product's
-    ``shape`` (M, N, K, batch), the one ``problem_order`` puts first for it (with its operand
-    ``majors`` and whether their rows are whole 16-byte ``vectors``: the XLA route pads them
-    so)."""
+    ``shape`` (M, N, K, batch) and the GPU's ``num_sms``, the one ``problem_order`` puts first
+    for it (with its operand ``majors`` and whether their rows are whole 16-byte ``vectors``:
+    the XLA route pads them so)."""
     families = choose_families(dtype, capability, requested)
     if shape is None:
         return families[0]
-    return FAMILIES[problem_order(tuple(f.name for f in families), *shape, majors, vectors)[0]]
+    if num_sms is None:
+        raise TypeError("choose_family: a shape needs the GPU's num_sms (problem_order).")
+    return FAMILIES[problem_order(tuple(f.name for f in families), *shape, num_sms, majors,
+                                  vectors)[0]]
 
 
 def target_arch(capability: tuple[int, int]) -> str:

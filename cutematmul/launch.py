@@ -581,7 +581,7 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
     majors = (gemm.a.major, gemm.b.major)
     whole = whole_vectors((*unit_extents(*majors, gemm.m, gemm.n, gemm.k), gemm.n), itemsize,
                           tuple(padded))
-    order = problem_order(family_names, gemm.m, gemm.n, gemm.k, gemm.batch, majors,
+    order = problem_order(family_names, gemm.m, gemm.n, gemm.k, gemm.batch, num_sms, majors,
                           vector_rows(majors, tuple(aligns[:2]), gemm.m, gemm.n, gemm.k,
                                       itemsize, tuple(padded[:2])))
     if order != family_names:  # another family first, where it needs no staging

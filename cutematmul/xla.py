@@ -434,7 +434,7 @@ def xla_plan(capability, num_sms: int, dtype: str, precision: str, kernel: str, 
     # XLA's buffers are aligned: the rows' lengths decide whether they are whole vectors, so
     # 16-bit rows of few lines over an odd N read in place on SIMT (``dispatch.problem_order``).
     stored = ("m" if trans_a else "k", "k" if trans_b else "n")
-    family = choose_family(arithmetic, capability, kernel, (m, n, k, batch), stored,
+    family = choose_family(arithmetic, capability, kernel, (m, n, k, batch), num_sms, stored,
                            vector_rows(stored, (16, 16), m, n, k, itemsize(dtype)))
     if arithmetic == "tf32x3":
         check_tf32x3_k(k)

@@ -233,7 +233,8 @@ def dispatched(dtype: str, m: int, n: int, k: int, batch: int = 1,
     from cutematmul import device, dispatch
 
     info = device.device_info(device.current_device())
-    family = dispatch.choose_family(dtype, info.capability, shape=(m, n, k, batch))
+    family = dispatch.choose_family(dtype, info.capability, shape=(m, n, k, batch),
+                                    num_sms=info.num_sms)
     key, splits, transposed = dispatch.schedule(family, info.capability, info.num_sms, dtype,
                                                 *majors, (16, 16, 16), m, n, k, batch)
     return family, key, splits, transposed

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import require_module
-from cutematmul.configs.simt import HALF_GEMV_MAX_M
+from cutematmul.configs.simt import streams_in_place
 from helpers import Maker, check_matmul, layout_operands
 
 pytestmark = pytest.mark.gpu
@@ -24,15 +24,19 @@ pytestmark = pytest.mark.gpu
 #: (M, N, K): N and K odd, so that in every layout the long operand's rows are no whole
 #: 16-byte vectors; M of every CTA row count either kernel has (FMA 1, 2, 4, 8; tensor cores
 #: 8, 16, 32, 64; which takes which M is ``configs.simt.HALF_FMA_MAX_M``'s, by B's major),
-#: and inside one (3, 7, 12, 17, 20, 30, 33, 50, 57); 20 and 50 rows unsplit.
+#: and inside one (3, 7, 12, 17, 20, 30, 33, 50, 57); 20 and 50 rows unsplit; 100 rows on a
+#: 128-row CTA whose grid fills the SMs (``configs.simt.STREAM_FILL``).
 SHAPES = [(1, 3001, 4097), (2, 515, 777), (3, 1027, 9001), (7, 4099, 2049), (8, 2053, 3001),
           (4, 8191, 1025), (12, 2051, 3001), (16, 1027, 4097), (17, 4099, 1025),
           (30, 515, 777), (32, 3001, 2049), (20, 8001, 100), (33, 2051, 3001), (64, 1027, 4097),
-          (57, 515, 2049), (50, 8001, 100)]
-#: (layout, shape) pairs the dispatcher runs on the row-streaming kernel: M within the limit
-#: of B's major (``HALF_GEMV_MAX_M``: N-major in "nn" and "tn", K-major in "nt").
+          (57, 515, 2049), (50, 8001, 100), (100, 4099, 8193)]
+#: Each layout's operand majors in the kernel's orientation (A's, B's).
+LAYOUT_MAJORS = {"nn": ("k", "n"), "tn": ("m", "n"), "nt": ("k", "k")}
+#: (layout, shape) pairs the dispatcher runs on the row-streaming kernel
+#: (``streams_in_place``: M within the limit of B's major, N-major in "nn" and "tn", K-major
+#: in "nt", and a grid that fills the 132 SMs of an H100 or H200).
 CASES = [(layout, shape) for layout in ("nn", "tn", "nt") for shape in SHAPES
-         if shape[0] <= HALF_GEMV_MAX_M["k" if layout == "nt" else "n"]]
+         if streams_in_place(*shape, 1, 132, LAYOUT_MAJORS[layout], (False, False))]
 
 
 @pytest.fixture

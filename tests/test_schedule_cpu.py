@@ -723,7 +723,7 @@ def test_a_launch_bound_product_sm80_would_stage_keeps_sm90():
     # 8-element vectors: sm80 would copy A first, sm90 reads it as it is.
     work = _family_of(64, 64, 100, a_cols=104)
     assert isinstance(work, launch.Launch) and work.key.family == "sm90", work
-    assert dispatch.problem_order(("sm90", "sm80"), 64, 64, 100, 1) == ("sm80", "sm90")
+    assert dispatch.problem_order(("sm90", "sm80"), 64, 64, 100, 1, 132) == ("sm80", "sm90")
 
 
 def test_the_default_precompile_set_holds_the_launch_bound_kernels():
@@ -968,7 +968,7 @@ def _half_plan(m, n, k, layout, dtype="float16", batch=1):
 
 
 @pytest.mark.parametrize("layout", ["nn", "tn", "nt"])
-@pytest.mark.parametrize("m", [1, 3, 4, 5, 8, 9, 16, 17, 32, 33])
+@pytest.mark.parametrize("m", [1, 3, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65, 100, 128, 129])
 def test_16_bit_few_rows_over_a_b_of_no_whole_vectors_stream_it_in_place(m, layout):
     """A 16-bit product of at most ``HALF_GEMV_MAX_M`` rows whose B's rows are no whole
     16-byte vectors (odd N with B N-major, odd K with B K-major) runs on SIMT's row-streaming
@@ -991,6 +991,29 @@ def test_16_bit_few_rows_over_a_b_of_no_whole_vectors_stream_it_in_place(m, layo
     assert not work.transposed
     assert config.partials == (work.splits > 1) == (work.reduce is not None), work
     assert work.key.dtype == "float16" and work.key.align_b == 1
+
+
+@pytest.mark.parametrize("m, n, k, layout, streams", [
+    (96, 4097, 8192, "nn", True),     # 33 column tiles x 4 splits: 132 CTAs
+    (80, 4096, 4097, "nt", True),     # 32 x 4: 128 CTAs, 97% of the SMs
+    (128, 11007, 4096, "nn", False),  # 86 tiles, one split: 65% of the SMs
+    (72, 6145, 14336, "tn", False),   # 49 x 2: 74%
+    (128, 3316, 1024, "tn", False),   # 26 x 5 = 130 CTAs, but partials 1.25x B's bytes
+    (64, 11007, 1024, "nn", True),    # 64 rows: two CTAs per SM, no fill rule
+])
+def test_16_bit_products_of_65_to_128_rows_stream_where_their_grid_fills_the_machine(
+        m, n, k, layout, streams):
+    """M 65-128 over a B of no whole vectors runs on one 128-row CTA per SM
+    (``configs.simt.STREAM_FILL``, ``STREAM_PARTIALS``) where those CTAs fill 85% of an
+    H200's SMs and their fp32 partials stay within a quarter of B's bytes, else on sm90 over
+    a copy of B."""
+    work = _half_plan(m, n, k, layout)
+    assert (work.key.family == "simt") == streams, (m, n, k, layout, work.key)
+    if streams:
+        config = work.key.config
+        assert config.mma and work.prep is None and config.tile_m == (64 if m <= 64 else 128)
+    else:
+        assert work.prep is not None, work
 
 
 def test_16_bit_products_that_tma_reads_or_of_more_rows_stay_on_tensor_cores():

@@ -431,10 +431,25 @@ def _half_gemv_config(extent: int, b_major: str) -> Config:
 #: geometric mean, e.g. fp16 nn 64x4097x14336 0.718 -> 1.585, 64x4097x4096 0.755 -> 1.320,
 #: bf16 tn 48x3316x10476 0.428 -> 0.757, nt 40x14336x8191 0.741 -> 1.139; slower only with a
 #: short K: bf16 nn 48x2051x1024 1.220 -> 1.096, fp16 tn 56x3316x1024 0.984 -> 0.914.  M
-#: 65-128 stays on the copy: 15 products 0.933x there, 0.823x on 128-row CTAs (fp16 nn
-#: 96x4097x8192 0.669 -> 0.853, but 128x11007x4096 0.929 -> 0.704), 0.824x on two 64-row
-#: tiles.
-HALF_GEMV_MAX_M = {"n": 64, "k": 64}
+#: 65-128 streams on 128-row CTAs where they fill the machine (``STREAM_FILL``,
+#: ``STREAM_PARTIALS``), else the copy route runs it.
+HALF_GEMV_MAX_M = {"n": 128, "k": 128}
+#: M 65-128 streams on one 128-row CTA per SM (``_MMA_BLOCKS``), which keeps half the loads of
+#: B in flight that two 64-row CTAs do: it beats the sm90 route's copy of B only where its grid
+#: (column tiles x K-splits x batch) fills at least this share of the SMs, and where its fp32
+#: partial sums (M N splits x 4 bytes) are at most ``STREAM_PARTIALS`` of B's bytes.  H100,
+#: 2026-12-06, L2-cold rotated inputs, us, copy route / 128-row streaming (x cuBLAS), 15
+#: products over an odd N or K (``.lab/sr.cases``, not committed): the 6 that fill 90-100% of
+#: the SMs with small partials all stream faster, e.g. fp16 nn 96x4097x8192 109.0 / 71.6
+#: (0.672 -> 1.017x), bf16 nn 120x4099x4096 59.8 / 47.0, fp16 nt 80x4096x4097 55.7 / 44.2,
+#: bf16 nt 128x3072x8191 (120 CTAs) 67.9 / 64.4; the 8 that fill 65-77% lose, e.g. fp16 nn
+#: 128x11007x4096 (86 CTAs) 112.0 / 131.3, bf16 nn 96x11007x1024 30.5 / 35.9, and so does bf16
+#: tn 128x3316x1024 (130 CTAs, partials 1.25x B's bytes) 14.2 / 18.4; bf16 tn 72x6145x14336
+#: (98 CTAs) ties, 216.5 / 214.0.  The 15 together: 0.935x on the copy route, 0.936x all
+#: streamed, 1.015x as this rule picks.  64-row CTAs (two per SM) always stream: they ran ahead
+#: of the copy on all 13 products of M 33-64 above.
+STREAM_FILL = 0.85
+STREAM_PARTIALS = 0.25
 #: The rows up to which a 16-bit product streams on the FMA kernel (``GEMV_ROWS``), by B's
 #: major; more, up to ``HALF_GEMV_MAX_M``, stream on the tensor-core kernel (``mma_config``).
 #: H100, 2026-12-05, L2-cold rotated inputs, us, sm90 route / tensor-core row streaming
@@ -454,18 +469,37 @@ HALF_GEMV_MAX_M = {"n": 64, "k": 64}
 HALF_FMA_MAX_M = {"n": 0, "k": 2}
 
 
-def streams_in_place(m: int, n: int, majors: tuple[str, str],
-                     vectors: tuple[bool, bool]) -> bool:
+def streams_in_place(m: int, n: int, k: int, batch: int, num_sms: int,
+                     majors: tuple[str, str], vectors: tuple[bool, bool]) -> bool:
     """Whether a 16-bit product runs on the row-streaming kernel ahead of the tensor-core
     families (``dispatch.problem_order``): M of at most ``HALF_GEMV_MAX_M`` (for B's major)
     over a B whose rows are no whole 16-byte vectors (``vectors``: A's and B's), or N of at
     most it (for A^T's major, B's as C^T) over such an A, each where the kernel reads the
-    majors well (``gemv_reads``)."""
+    majors well (``gemv_reads``) and, on one CTA per SM, fills the machine
+    (``_fills_machine``)."""
     flipped = transposed_majors(*majors)
-    if not vectors[1] and gemv_reads(*majors) and m <= HALF_GEMV_MAX_M.get(majors[1], 0):
+    if (not vectors[1] and gemv_reads(*majors) and m <= HALF_GEMV_MAX_M.get(majors[1], 0)
+            and _fills_machine(m, n, k, batch, num_sms, majors[1])):
         return True
     return (not vectors[0] and gemv_reads(*flipped)
-            and n <= HALF_GEMV_MAX_M.get(flipped[1], 0))
+            and n <= HALF_GEMV_MAX_M.get(flipped[1], 0)
+            and _fills_machine(n, m, k, batch, num_sms, flipped[1]))
+
+
+def _fills_machine(rows: int, cols: int, k: int, batch: int, num_sms: int,
+                   b_major: str) -> bool:
+    """Whether the row-streaming schedule of a 16-bit ``rows`` x ``cols`` product (kernel
+    orientation) keeps enough of B in flight to beat a copy of B: always on CTAs of two or more
+    per SM; on one per SM (128 rows) where its CTAs fill ``STREAM_FILL`` of the SMs and its
+    partial sums stay within ``STREAM_PARTIALS`` of B's bytes (16-bit: the CTA is the same
+    for fp16 and bf16)."""
+    config, splits, _ = _gemv_ranked(rows, cols, k, batch, num_sms, waves.MAX_SPLITS, False,
+                                     0, "float16", b_major)[0]
+    if config.min_blocks > 1:
+        return True
+    ctas = -(-cols // config.tile_n) * splits * batch
+    partial_bytes = rows * splits * 4 if splits > 1 else 0
+    return ctas >= STREAM_FILL * num_sms and partial_bytes <= STREAM_PARTIALS * 2 * k
 
 
 def schedule_options(math: str, a_major: str, b_major: str, c_aligned: bool = True) -> dict:
