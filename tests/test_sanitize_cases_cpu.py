@@ -199,15 +199,16 @@ def test_gemv16_cases_run_on_the_row_streaming_kernel():
     assert {rows for mma, rows, _, _ in seen if mma} == {r for r in MMA_ROWS if r <= most}
     assert {split for _, _, split, _ in seen} == {True, False}
     assert {mma for mma, _, _, transposed in seen if transposed} == {True, False}
-    # The CTAs past the dispatcher's rows, on kernel="simt": split, unsplit and C^T.
+    # 128-row CTAs the dispatcher leaves to the copy route, on kernel="simt": split, unsplit
+    # and C^T.
     wide = set()
     for m, n, k, dtype, layout in _constant("GEMV16_WIDE_CASES"):
         work = launch.contiguous_plan(("simt",), *_H200_16BIT[1:], dtype, m, n, k, 1,
                                       (layout[0] == "t", layout[1] == "t"))
         config = work.key.config
-        assert config.mma and config.tile_m > most and work.prep is None, (m, n, k, layout, work)
+        assert config.mma and config.tile_m == MMA_ROWS[-1] and work.prep is None, (
+            m, n, k, layout, work)
         wide.add((config.tile_m, work.splits > 1, work.transposed))
-    assert {rows for rows, _, _ in wide} == {r for r in MMA_ROWS if r > most}
     assert {split for _, split, _ in wide} == {True, False}
     assert {transposed for _, _, transposed in wide} == {True, False}
 

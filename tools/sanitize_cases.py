@@ -500,12 +500,16 @@ GEMV16_CASES = [(1, 3001, 2049, "float16", "nn"), (3, 1027, 129, "bfloat16", "tn
                 # 64-row CTAs: a tail row, every B major, C^T, split and unsplit.
                 (33, 2051, 3001, "float16", "nn"), (64, 1027, 4097, "bfloat16", "tn"),
                 (57, 515, 2049, "float16", "nt"), (64, 4099, 777, "bfloat16", "nn"),
-                (1025, 60, 2048, "float16", "tn"), (50, 8001, 100, "float16", "nn")]
+                (1025, 60, 2048, "float16", "tn"), (50, 8001, 100, "float16", "nn"),
+                # 128-row CTAs where they fill the SMs (``configs.simt.STREAM_FILL``): a tail
+                # row, split, an N-major and a K-major B.
+                (100, 4099, 8193, "float16", "nn"), (97, 4096, 4097, "bfloat16", "nt")]
 
 
-#: The tensor-core row-streaming kernel's 128-row CTAs (sixteen warps), which the dispatcher
-#: does not pick yet (``configs.simt.HALF_GEMV_MAX_M``), on ``kernel="simt"``: (M, N, K, dtype,
-#: layout).  A tail row, every B major, C^T, three row tiles, split and unsplit.
+#: The tensor-core row-streaming kernel's 128-row CTAs (sixteen warps) where the dispatcher
+#: would copy the operand instead (grids short of ``configs.simt.STREAM_FILL`` of the SMs, or
+#: M past ``HALF_GEMV_MAX_M``), on ``kernel="simt"``: (M, N, K, dtype, layout).  A tail row,
+#: every B major, C^T, three row tiles, split and unsplit.
 GEMV16_WIDE_CASES = [(100, 2051, 3001, "float16", "nn"), (128, 1027, 777, "bfloat16", "tn"),
                      (97, 515, 2049, "float16", "nt"), (1025, 120, 2048, "bfloat16", "tn"),
                      (300, 515, 100, "float16", "nn")]
