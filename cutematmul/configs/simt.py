@@ -493,10 +493,10 @@ def _fills_machine(rows: int, cols: int, k: int, batch: int, num_sms: int,
     per SM; on one per SM (128 rows) where its CTAs fill ``STREAM_FILL`` of the SMs and its
     partial sums stay within ``STREAM_PARTIALS`` of B's bytes (16-bit: the CTA is the same
     for fp16 and bf16)."""
+    if _half_gemv_config(rows, b_major).min_blocks > 1:
+        return True
     config, splits, _ = _gemv_ranked(rows, cols, k, batch, num_sms, waves.MAX_SPLITS, False,
                                      0, "float16", b_major)[0]
-    if config.min_blocks > 1:
-        return True
     ctas = -(-cols // config.tile_n) * splits * batch
     partial_bytes = rows * splits * 4 if splits > 1 else 0
     return ctas >= STREAM_FILL * num_sms and partial_bytes <= STREAM_PARTIALS * 2 * k
