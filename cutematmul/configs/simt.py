@@ -442,7 +442,7 @@ HALF_GEMV_MAX_M = {"n": 128, "k": 128}
 #: products over an odd N or K (``.lab/sr.cases``, not committed): the 6 that fill 90-100% of
 #: the SMs with small partials all stream faster, e.g. fp16 nn 96x4097x8192 109.0 / 71.6
 #: (0.672 -> 1.017x), bf16 nn 120x4099x4096 59.8 / 47.0, fp16 nt 80x4096x4097 55.7 / 44.2,
-#: bf16 nt 128x3072x8191 (120 CTAs) 67.9 / 64.4; the 8 that fill 65-77% lose, e.g. fp16 nn
+#: bf16 nt 128x3072x8191 (120 CTAs) 67.9 / 64.4; 7 of the 8 that fill 65-77% lose, e.g. fp16 nn
 #: 128x11007x4096 (86 CTAs) 112.0 / 131.3, bf16 nn 96x11007x1024 30.5 / 35.9, and so does bf16
 #: tn 128x3316x1024 (130 CTAs, partials 1.25x B's bytes) 14.2 / 18.4; bf16 tn 72x6145x14336
 #: (98 CTAs) ties, 216.5 / 214.0.  The 15 together: 0.935x on the copy route, 0.936x all
@@ -498,6 +498,7 @@ def _fills_machine(rows: int, cols: int, k: int, batch: int, num_sms: int,
     config, splits, _ = _gemv_ranked(rows, cols, k, batch, num_sms, waves.MAX_SPLITS, False,
                                      0, "float16", b_major)[0]
     ctas = -(-cols // config.tile_n) * splits * batch
+    # Per column of C: fp32 partials of every row and split against B's 16-bit column of K.
     partial_bytes = rows * splits * 4 if splits > 1 else 0
     return ctas >= STREAM_FILL * num_sms and partial_bytes <= STREAM_PARTIALS * 2 * k
 
