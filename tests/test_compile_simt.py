@@ -204,8 +204,6 @@ for rows, dtype, a_major, b_major, align, align_c, pdl, partials in json.loads(s
     kernel = Kernel(config, dtype, a_major, b_major, align, align, align_c, 132)
     assert isinstance(kernel, SimtGemv)
     ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
-    with open(f"mma{len(out)}.ptx", "w") as f:
-        f.write(ptx)
     out.append({k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()})
 print("COUNTS=" + json.dumps(out))
 """
