@@ -225,6 +225,11 @@ def check_c_view(mk, m: int, n: int, k: int, choice) -> None:
     assert torch.isnan(buffer[:, :40]).all() and torch.isnan(buffer[:, 40 + n:]).all()
 
 
+#: Each layout's operand majors in the kernel's orientation (A's, B's): "t" is a transposed
+#: (column-major) view.
+LAYOUT_MAJORS = {"nn": ("k", "n"), "tn": ("m", "n"), "nt": ("k", "k"), "tt": ("m", "k")}
+
+
 def dispatched(dtype: str, m: int, n: int, k: int, batch: int = 1,
                majors: tuple[str, str] = ("k", "n")):
     """(family, KernelKey, splits, transposed) the dispatcher picks on this machine's current GPU

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import require_module
 from cutematmul.configs.simt import streams_in_place
-from helpers import Maker, check_matmul, layout_operands
+from helpers import LAYOUT_MAJORS, Maker, check_matmul, layout_operands
 
 pytestmark = pytest.mark.gpu
 
@@ -30,8 +30,6 @@ SHAPES = [(1, 3001, 4097), (2, 515, 777), (3, 1027, 9001), (7, 4099, 2049), (8, 
           (4, 8191, 1025), (12, 2051, 3001), (16, 1027, 4097), (17, 4099, 1025),
           (30, 515, 777), (32, 3001, 2049), (20, 8001, 100), (33, 2051, 3001), (64, 1027, 4097),
           (57, 515, 2049), (50, 8001, 100), (100, 4099, 8193)]
-#: Each layout's operand majors in the kernel's orientation (A's, B's).
-LAYOUT_MAJORS = {"nn": ("k", "n"), "tn": ("m", "n"), "nt": ("k", "k")}
 #: (layout, shape) pairs the dispatcher runs on the row-streaming kernel
 #: (``streams_in_place``: M within the limit of B's major, N-major in "nn" and "tn", K-major
 #: in "nt", and a grid that fills the 132 SMs of an H100 or H200).

@@ -14,6 +14,7 @@ import pytest
 from cutematmul import cache, dispatch, launch
 from cutematmul.configs import simt, sm80, sm90, waves
 from cutematmul.plan import plan_gemm, transposed_majors
+from helpers import LAYOUT_MAJORS
 
 H200 = ((9, 0), 132)
 SKINNY = [(1, 4096, 4096), (16, 8192, 8192), (16, 1024, 4096), (8, 2048, 16384)]
@@ -880,9 +881,6 @@ def test_2x2_clusters_are_built_for_data_parallel_cooperative_16bit_tiles_only()
 
 
 # ----------------------------------------------------------------------- SIMT few-row products
-
-LAYOUT_MAJORS = {"nn": ("k", "n"), "tn": ("m", "n"), "nt": ("k", "k"), "tt": ("m", "k")}
-
 
 @pytest.mark.parametrize("layout", LAYOUT_MAJORS)
 @pytest.mark.parametrize("m", [1, 2, 3, 5, 8])
