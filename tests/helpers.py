@@ -200,6 +200,18 @@ def forced_schedule_runs(a, b, config, splits: int = 1, repeats: int = 1) -> lis
     return forced_runs(a, b, lambda work: (config, splits, False), holds, repeats)
 
 
+def check_forced_twice(mk, shape, config, splits: int = 1) -> None:
+    """A fresh fp16 "nn" product of ``shape`` (M, N, K) with ``config`` and ``splits`` forced
+    as its schedule (``forced_schedule_runs``), run twice into NaN-poisoned outputs: the first
+    correct against float64, the two bitwise equal."""
+    import torch
+
+    a, b = layout_operands(mk, *shape, "nn", "float16")
+    first, second = forced_schedule_runs(a, b, config, splits, repeats=2)
+    check_matmul(first, a, b, "float16")
+    assert torch.equal(first, second), "two runs of the same product differ"
+
+
 def check_c_view(mk, m: int, n: int, k: int, choice) -> None:
     """A fresh fp16 ``m x n x k`` product with ``choice`` (config, splits, transposed) forced,
     written into ``out``, a column slice of a wider NaN-poisoned row-major buffer: correct, and

@@ -14,7 +14,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import require_module
-from helpers import Maker, check_c_view, check_matmul, forced_schedule_runs, layout_operands
+from helpers import (Maker, check_c_view, check_forced_twice, check_matmul,
+                     forced_schedule_runs, layout_operands)
 
 pytestmark = pytest.mark.gpu
 
@@ -56,12 +57,7 @@ def mk():
 @pytest.mark.parametrize("tile", TILES, ids=_id)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_odd_width_tiles_are_correct(mk, shape, tile):
-    import torch
-
-    a, b = layout_operands(mk, *shape, "nn", "float16")
-    first, second = _run(a, b, tile, repeats=2)
-    check_matmul(first, a, b, "float16")
-    assert torch.equal(first, second), "two runs of the same product differ"
+    check_forced_twice(mk, shape, *_config(tile))
 
 
 @pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
