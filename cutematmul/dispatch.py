@@ -249,11 +249,12 @@ def problem_order(names: tuple[str, ...], m: int, n: int, k: int, batch: int, nu
                   majors: tuple[str, str] = ("k", "n"),
                   vectors: tuple[bool, bool] = (True, True)) -> tuple[str, ...]:
     """``names`` (a ``choose_families`` order, by family name) for one (M, N, K, batch) problem
-    of these operand ``majors`` on a GPU of ``num_sms`` SMs: sm80 ahead of sm90 for a launch-bound product
-    (``LAUNCH_BOUND_SIDE``); SIMT's row-streaming kernel first for a 16-bit product of few rows
-    whose long operand's rows are no whole 16-byte vectors (``vectors``: A's and B's), which
-    it reads as they are (``configs.simt.streams_in_place``); else unchanged.  The launch takes
-    the family moved first only where it reads the operands as they are (no staging)."""
+    of these operand ``majors`` on a GPU of ``num_sms`` SMs: sm80 ahead of sm90 for a
+    launch-bound product (``LAUNCH_BOUND_SIDE``); SIMT's row-streaming kernel first for a
+    16-bit product of few rows whose long operand's rows are no whole 16-byte vectors
+    (``vectors``: A's and B's), which it reads as they are (``configs.simt.streams_in_place``);
+    else unchanged.  The launch takes the family moved first only where it reads the operands
+    as they are (no staging)."""
     if names[:2] == ("sm90", "sm80") and batch == 1 and max(m, n, k) <= LAUNCH_BOUND_SIDE:
         return ("sm80", "sm90") + names[2:]
     # SIMT behind another family: a 16-bit order (``AUTO_ORDER``).
