@@ -275,7 +275,7 @@ class NumpyBackend(Backend):
     def _probe(self):
         return True, ""
 
-    def supports(self, dtype):
+    def supports(self, dtype, batched=False):
         return (dtype != "bfloat16", "" if dtype != "bfloat16" else "no bfloat16 in NumPy")
 
     def upload(self, host):
@@ -342,6 +342,23 @@ def test_run_point_flags_wrong_results_and_errors_and_skips():
     tight = Settings(rounds=1, bursts=1, heat=0.0, max_gb=1e-6)
     big = run_point(Point(Shape(64, 64, 64), "float32", "nn"), backends[:1], tight)
     assert big[0].status == SKIPPED and "GB of device memory" in big[0].note
+
+
+def test_run_point_asks_whether_a_backend_multiplies_stacks():
+    """A backend that multiplies matrices but not stacks of them (CuPy 14.2's bfloat16) is
+    skipped, with its reason, on batched points only."""
+
+    class NoStacks(NumpyBackend):
+        def supports(self, dtype, batched=False):
+            return (False, "no stacks here") if batched else (True, "")
+
+    backends = [NumpyBackend("torch"), NoStacks("flat")]
+    flat = {r.backend: r for r in run_point(Point(Shape(8, 8, 8), "float32", "nn"), backends,
+                                            FAST)}
+    stacked = {r.backend: r for r in run_point(Point(Shape(8, 8, 8, batch=2), "float32", "nn"),
+                                               backends, FAST)}
+    assert flat["flat"].status == OK and stacked["torch"].status == OK
+    assert stacked["flat"].status == SKIPPED and stacked["flat"].note == "no stacks here"
 
 
 def test_run_point_without_check():
@@ -980,7 +997,7 @@ def test_host_mode_takes_turns_and_keeps_the_best_round(monkeypatch):
         def _probe(self):
             return True, ""
 
-        def supports(self, dtype):
+        def supports(self, dtype, batched=False):
             return (dtype == "float32", "float32 only")
 
         def upload(self, h):
@@ -1026,7 +1043,7 @@ def test_host_mode_times_each_named_shape(monkeypatch):
         def _probe(self):
             return True, ""
 
-        def supports(self, dtype):
+        def supports(self, dtype, batched=False):
             return True, ""
 
         def make_inputs(self, shape, dtype):

@@ -2,7 +2,8 @@
 
 CuPy's matmul uses true fp32 for float32 unless ``CUPY_TF32=1`` is set (the run's environment
 header shows it when it is).  CuPy may hold bfloat16 arrays (through ``ml_dtypes``) without
-multiplying them: ``supports`` finds out on a 2x2 array (and product) and says why not.
+multiplying them, or multiply matrices but not stacks of them: ``supports`` finds out on a 2x2
+array (and product, of a stack of two where the point is batched) and says why not.
 
 Imports: ``base``, ``data`` of this package, ``cutematmul.api``; ``numpy``; lazily ``cupy``
 and ``ml_dtypes``.
@@ -45,17 +46,19 @@ def _bfloat16_dtype():
 
 
 @functools.cache
-def _cupy_bfloat16(product: bool) -> tuple[bool, str]:
-    """Whether CuPy holds bfloat16 arrays, and (``product``) multiplies them."""
+def _cupy_bfloat16(product: bool, batched: bool = False) -> tuple[bool, str]:
+    """Whether CuPy holds bfloat16 arrays, and (``product``) multiplies them, as matrices or
+    (``batched``) as stacks of them (CuPy 14.2 multiplies bfloat16 matrices but not stacks)."""
     cupy = _cupy()
     try:
-        x = cupy.zeros((2, 2), dtype=np.uint16).view(_bfloat16_dtype())
+        x = cupy.zeros((2, 2, 2) if batched else (2, 2), dtype=np.uint16).view(_bfloat16_dtype())
         if product:
             cupy.matmul(x, x)
             cupy.cuda.get_current_stream().synchronize()
     except Exception as exc:
         what = "multiply" if product else "hold"
-        return False, f"this CuPy cannot {what} bfloat16 arrays ({describe_error(exc)})"
+        kind = "stacks of bfloat16 matrices" if batched else "bfloat16 arrays"
+        return False, f"this CuPy cannot {what} {kind} ({describe_error(exc)})"
     return True, ""
 
 
@@ -75,7 +78,7 @@ class CupyArrays(Backend):
             return False, f"CuPy sees no CUDA GPU ({describe_error(exc)})"
         return (True, "") if count else (False, "CuPy sees no CUDA GPU")
 
-    def supports(self, dtype):
+    def supports(self, dtype, batched=False):
         if dtype == "bfloat16":
             return _cupy_bfloat16(False)
         return True, ""
@@ -133,9 +136,9 @@ class CupyMatmul(CupyArrays):
     description = "cuBLAS through CuPy's matmul"
     cublas = True
 
-    def supports(self, dtype):
+    def supports(self, dtype, batched=False):
         if dtype == "bfloat16":
-            return _cupy_bfloat16(True)
+            return _cupy_bfloat16(True, batched)
         return True, ""
 
     def matmul(self, a, b, out):

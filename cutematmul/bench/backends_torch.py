@@ -115,7 +115,7 @@ class TorchTF32Matmul(TorchArrays):
     cublas = True
     precision = "tf32"
 
-    def supports(self, dtype):
+    def supports(self, dtype, batched=False):
         if dtype != "float32":
             return False, f"TF32 applies to float32 products only, not {dtype} (see the torch rows)"
         return True, ""

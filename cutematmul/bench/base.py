@@ -84,8 +84,9 @@ class Backend:
     def _probe(self) -> tuple[bool, str]:
         raise NotImplementedError
 
-    def supports(self, dtype: str) -> tuple[bool, str]:
-        """(True, "") when this backend computes ``dtype``, else (False, why)."""
+    def supports(self, dtype: str, batched: bool = False) -> tuple[bool, str]:
+        """(True, "") when this backend computes ``dtype`` (``batched``: products with a batch
+        dimension), else (False, why)."""
         return True, ""
 
     # ---- arrays
@@ -194,6 +195,6 @@ class CutematmulBackend:
         ok, why = super()._probe()
         return cutematmul_probe() if ok else (ok, why)
 
-    def supports(self, dtype):
+    def supports(self, dtype, batched=False):
         ok, why = cutematmul_supports(self.kernel, dtype)
-        return super().supports(dtype) if ok else (ok, why)
+        return super().supports(dtype, batched) if ok else (ok, why)

@@ -172,7 +172,7 @@ def run_point(point: Point, backends: list[Backend], settings: Settings) -> list
     active = []
     for b in backends:
         try:
-            ok, why = b.supports(point.dtype)
+            ok, why = b.supports(point.dtype, batched=point.shape.batch is not None)
         except Exception as exc:
             ok, why = False, describe_error(exc)
         if ok:
