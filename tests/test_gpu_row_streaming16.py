@@ -90,6 +90,25 @@ def test_few_rows_over_an_unaligned_b_are_correct(mk, dtype, shape, layout):
     _twice(a, b, mk)
 
 
+#: (layout, (M, N, K)): a deep product of one or a few row-streaming tiles, which splits K
+#: past ``configs.waves.DEEP_SPLITS`` up to its CTA slots (``configs.simt._gemv_ranked``).
+DEEP = [("nn", (17, 133, 63265)), ("tn", (23, 93, 40001)), ("nt", (9, 70, 50001)),
+        ("nn", (100, 130, 60001))]
+
+
+@pytest.mark.parametrize("layout,shape", DEEP, ids=[f"{lay}-{'x'.join(map(str, s))}"
+                                                      for lay, s in DEEP])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_deep_products_split_past_64_ways(mk, dtype, layout, shape):
+    from cutematmul.configs import waves
+
+    a, b = layout_operands(mk, *shape, layout, dtype)
+    work = _planned(a, b)
+    splits = work.calls[0][1][4]
+    assert splits > waves.DEEP_SPLITS, (shape, splits)
+    _twice(a, b, mk)
+
+
 #: (M, N, K) past the dispatcher's rows, for the 128-row CTA of sixteen warps on
 #: ``kernel="simt"``: a tail row, one whole tile, three row tiles, unsplit (K 100).
 WIDE_SHAPES = [(100, 2051, 3001), (128, 1027, 777), (300, 515, 100)]

@@ -920,6 +920,26 @@ def test_simt_row_streaming_splits_fill_one_wave():
         assert -(-n // config.tile_n) * splits <= slots or splits == 1
 
 
+def test_row_streaming_deep_product_splits_to_its_cta_slots():
+    """A deep product of a row-streaming tile or a few splits past ``waves.DEEP_SPLITS`` up to
+    the CTA slots (two per SM on 8-64-row CTAs, one on 128-row ones), never past them, for
+    either dtype and B major; a caller's cap stands."""
+    cases = {(23, 93, 179080, "float16", "n"): 264, (17, 133, 63264, "float16", "n"): 132,
+             (45, 265, 144736, "float16", "k"): 88, (100, 500, 50000, "float16", "n"): 33,
+             (4, 64, 262144, "float32", "n"): 264}
+    for (rows, cols, k, math, b_major), want in cases.items():
+        config, splits, _ = simt._gemv_ranked(rows, cols, k, 1, 132, waves.MAX_SPLITS, False, 0,
+                                              math, b_major)[0]
+        tiles = -(-rows // config.tile_m) * -(-cols // config.tile_n)
+        assert splits == want and tiles * splits <= 132 * config.min_blocks, (rows, splits)
+        assert config.partials
+    # 8 column tiles: 33 splits fill the slots, as before the deep splits.
+    assert simt._gemv_ranked(8, 1024, 131072, 1, 132, waves.MAX_SPLITS, False, 0, "float16",
+                             "n")[0][1] == 33
+    # A caller's cap stands.
+    assert simt._gemv_ranked(23, 93, 179080, 1, 132, 8, False, 0, "float16", "n")[0][1] == 8
+
+
 def test_simt_unsplit_route_never_transposes_or_splits_a_row_streaming_product():
     config = simt.choose_config(4096, 1, 4096, 1, 132, majors=("k", "k"))
     assert not config.gemv, config  # transposing needs a workspace, which an unsplit route lacks

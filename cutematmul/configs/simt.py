@@ -680,7 +680,13 @@ def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_spl
     config = (gemv_config(_gemv_rows(rows)) if math == "float32"
               else _half_gemv_config(rows, b_major))
     tiles = -(-rows // config.tile_m) * -(-cols // config.tile_n) * batch
-    rate = waves.Rate(_FLOPS_PER_SM, config.min_blocks, 4, 4, _GEMV_GRANULE // Config.tile_k)
+    # A deep product of a tile or a few splits past ``waves.DEEP_SPLITS``, up to the CTA
+    # slots: H100, 2026-12-06, fp16, us at 64 splits (cuBLAS), tn 93x23x179080 80.1 (44.5),
+    # tn 265x45x144736 99.9 (75.7), nn 17x133x63264 32.8 (26.7); each split count from 1 to
+    # 64 was slower than the next (``tools/sweep_schedule.py --tuner --cold``).
+    rate = waves.Rate(_FLOPS_PER_SM, config.min_blocks, 4, 4, _GEMV_GRANULE // Config.tile_k,
+                      max_splits=waves.DEEP_MOST_SPLITS,
+                      deep_ctas_per_sm=waves.DEEP_CTAS_PER_SM)
     choices = waves.split_choices(rows, cols, k, batch, Config.tile_k, rate, max_splits,
                                   tiles=tiles, num_sms=num_sms)
     slots = num_sms * config.min_blocks
