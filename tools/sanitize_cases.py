@@ -503,7 +503,10 @@ GEMV16_CASES = [(1, 3001, 2049, "float16", "nn"), (3, 1027, 129, "bfloat16", "tn
                 (1025, 60, 2048, "float16", "tn"), (50, 8001, 100, "float16", "nn"),
                 # 128-row CTAs where they fill the SMs (``configs.simt.STREAM_FILL``): a tail
                 # row, split, an N-major and a K-major B.
-                (100, 4099, 8193, "float16", "nn"), (97, 4096, 4097, "bfloat16", "nt")]
+                (100, 4099, 8193, "float16", "nn"), (97, 4096, 4097, "bfloat16", "nt"),
+                # Deep products of a tile or a few, split past 64 ways up to the CTA slots
+                # (``configs.simt._gemv_ranked``): 264 splits of a 16-row CTA, 66 of 128 rows.
+                (9, 70, 50001, "float16", "nt"), (100, 130, 60001, "bfloat16", "nn")]
 
 
 #: The tensor-core row-streaming kernel's 128-row CTAs (sixteen warps) where the dispatcher
