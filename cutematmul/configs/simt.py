@@ -682,8 +682,9 @@ def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_spl
     tiles = -(-rows // config.tile_m) * -(-cols // config.tile_n) * batch
     # A deep product of a tile or a few splits past ``waves.DEEP_SPLITS``, up to the CTA
     # slots: H100, 2026-12-06, fp16, us at 64 splits (cuBLAS), tn 93x23x179080 80.1 (44.5),
-    # tn 265x45x144736 99.9 (75.7), nn 17x133x63264 32.8 (26.7); each split count from 1 to
-    # 64 was slower than the next (``tools/sweep_schedule.py --tuner --cold``).
+    # tn 265x45x144736 99.9 (75.7), nn 17x133x63264 32.8 (26.7), the time falling about as
+    # 1 / splits from 1 to 64 (``tools/sweep_schedule.py --tuner --cold``); at the slots 40.3,
+    # 79.3 and 22.8 (docs/performance.md, 54th section).
     rate = waves.Rate(_FLOPS_PER_SM, config.min_blocks, 4, 4, _GEMV_GRANULE // Config.tile_k,
                       max_splits=waves.DEEP_MOST_SPLITS,
                       deep_ctas_per_sm=waves.DEEP_CTAS_PER_SM)
