@@ -103,8 +103,7 @@ def test_deep_products_split_past_64_ways(mk, dtype, layout, shape):
     from cutematmul.configs import waves
 
     a, b = layout_operands(mk, *shape, layout, dtype)
-    work = _planned(a, b)
-    splits = work.calls[0][1][4]
+    splits = _planned(a, b).splits
     assert splits > waves.DEEP_SPLITS, (shape, splits)
     _twice(a, b, mk)
 

@@ -337,7 +337,7 @@ def test_a_small_n_launch_writes_c_itself_unsplit_and_through_the_workspace_spli
         spans = [(0, m * k * 2), (0, k * n * 2), (0, m * n * 2)]
         resolved = launch._resolve(("sm90", "sm80"), H200[0], H200[1], gemm, "float16", 2,
                                    (True, True, True), spans, (False, False, False))
-        splits = resolved.calls[0][1][4]
+        splits = resolved.splits
         config = resolved.key.config
         assert (splits > 1) == split and config.tile_n < 64, (m, n, k, splits, config)
         assert config.partials == split and (resolved.reduce is not None) == split
@@ -1575,7 +1575,7 @@ def test_a_skinny_swapped_launch_keeps_the_product_majors_and_stores_c_itself():
         assert key.config.swap and (key.a_major, key.b_major) == ("k", "n"), key
         assert resolved.reduce is None and not resolved.transposed
         assert key.config.streamk == streamk and (resolved.streamk is not None) == streamk
-        assert resolved.calls[0][1][4] == 1
+        assert resolved.splits == 1
 
 
 def test_skinny_candidates_hold_both_tile_heights_clusters_streamk_and_the_untransposed_pick():

@@ -651,16 +651,22 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     # per SM (``waves.DEEP_CTAS_PER_SM``: 64 splits of one tile left half the SMs idle); the
     # tile stays the one chosen at 64, where the deeper splits were measured.
     efficiency, rate = tiles[tile]
-    deeper = rate._replace(max_splits=waves.DEEP_MOST_SPLITS,
-                           deep_ctas_per_sm=waves.DEEP_CTAS_PER_SM)
-    _, splits = waves.best(m, n, k, batch, num_sms, Config.tile_k, {tile: (efficiency, deeper)},
-                           max_splits)
+    _, splits = waves.best(m, n, k, batch, num_sms, Config.tile_k,
+                           {tile: (efficiency, _deep_splitting(rate))}, max_splits)
     found = [(replace(configs[tile], partials=splits > 1), splits, False)]
     if limit:  # (the pick alone needs no second ranking)
         for _, s, _, other in waves.ranked(m, n, k, batch, num_sms, Config.tile_k, tiles,
                                            max_splits)[:limit]:
             found.append((replace(configs[other], partials=s > 1), s, False))
     return found
+
+
+def _deep_splitting(rate: waves.Rate) -> waves.Rate:
+    """``rate`` allowed to split a deep product of a tile or a few past ``waves.DEEP_SPLITS``,
+    up to ``waves.DEEP_CTAS_PER_SM`` CTAs per SM (``waves.split_choices``): both of this
+    family's kernels, the ladder's tiles and the row-streaming CTAs."""
+    return rate._replace(max_splits=waves.DEEP_MOST_SPLITS,
+                         deep_ctas_per_sm=waves.DEEP_CTAS_PER_SM)
 
 
 def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_splits: int,
@@ -685,9 +691,8 @@ def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_spl
     # tn 265x45x144736 99.9 (75.7), nn 17x133x63264 32.8 (26.7), the time falling about as
     # 1 / splits from 1 to 64 (``tools/sweep_schedule.py --tuner --cold``); at the slots 40.3,
     # 79.3 and 22.8 (docs/performance.md, 54th section).
-    rate = waves.Rate(_FLOPS_PER_SM, config.min_blocks, 4, 4, _GEMV_GRANULE // Config.tile_k,
-                      max_splits=waves.DEEP_MOST_SPLITS,
-                      deep_ctas_per_sm=waves.DEEP_CTAS_PER_SM)
+    rate = _deep_splitting(waves.Rate(_FLOPS_PER_SM, config.min_blocks, 4, 4,
+                                      _GEMV_GRANULE // Config.tile_k))
     choices = waves.split_choices(rows, cols, k, batch, Config.tile_k, rate, max_splits,
                                   tiles=tiles, num_sms=num_sms)
     slots = num_sms * config.min_blocks
