@@ -229,9 +229,10 @@ def test_wave_filling_tile(dtype, layout, shape):
 
 def _check_unswapped_tile(dtype: str, layout: str, shape, tile_n: int, split: bool) -> None:
     """The dispatcher's pick for ``shape`` with an M-major A (where no mid product runs
-    swapped) is an unswapped 128 x ``tile_n`` tile, split or not; that schedule, forced in
-    ``layout``, gives the right product."""
-    key, splits = _sm90_pick(dtype, *shape, f"the 128x{tile_n} tile", majors=("m", "n"))
+    swapped) and a K-major B (an N-major one does not take 128 x 160 under an M-major A:
+    ``configs.sm90._ACROSS_SLOW``) is an unswapped 128 x ``tile_n`` tile, split or not; that
+    schedule, forced in ``layout``, gives the right product."""
+    key, splits = _sm90_pick(dtype, *shape, f"the 128x{tile_n} tile", majors=("m", "k"))
     config = key.config
     assert (config.tile_m, config.tile_n, config.swap, splits > 1) == (128, tile_n, False, split), \
         (config, splits)

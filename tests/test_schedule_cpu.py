@@ -766,10 +766,15 @@ def test_wide_tiles_fill_partial_waves_of_clustered_16bit_products_only():
     assert picks[8192].tile_n == 256 and not picks[8192].swap
     assert all(p.cluster_m == 2 for p in picks.values())
     # 1536^3 and 2560^3: the wide tiles fill a wave unswapped (120 tiles of 128 x 160; 220 of
-    # 128 x 224), the swapped fine widths fill it whole (132 of 128 x 144; 260 of 128 x 208).
-    unswapped = {s: sm90.choose_schedule(s, s, s, 1, 132, majors=("m", "n"))[0]
+    # 128 x 224; A M-major, which does not swap), the swapped fine widths fill it whole (132 of
+    # 128 x 144; 260 of 128 x 208).  With B N-major as well 128 x 160 is not offered
+    # (``_ACROSS_SLOW``): 96 tiles of 128 x 192 fill the same one wave.
+    unswapped = {s: sm90.choose_schedule(s, s, s, 1, 132, majors=("m", "k"))[0]
                  for s in (1536, 2560)}
     assert (unswapped[1536].tile_n, unswapped[2560].tile_n) == (160, 224)
+    across = {s: sm90.choose_schedule(s, s, s, 1, 132, majors=("m", "n"))[0]
+              for s in (1536, 2560)}
+    assert (across[1536].tile_n, across[2560].tile_n) == (192, 224)
     assert [(picks[s].tile_n, picks[s].swap) for s in (1536, 2560)] == [(144, True), (208, True)]
     for shape in [(128, 1536, 1536), (100, 2560, 2560)]:
         assert sm90.choose_schedule(*shape, 1, 132)[0].tile_n not in (160, 224), shape

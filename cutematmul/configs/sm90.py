@@ -355,6 +355,22 @@ _CLUSTERED_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.98, (128, 128): 0.95, (6
 #: (54.4); 3328^3 101.2 / 107.6 (107.5); 5120^3 360.7 / 392.1 (354.1); 1536x1536x4096 32.3 /
 #: 35.0 (33.0); 2048x5120x2048 62.0 / 62.4 (60.7).  The other wide tile was slower each time.
 _WIDE_EFFICIENCY = {(128, 224): 0.99, (128, 160): 0.965}
+#: With A M-major and B N-major ("tn": both operands stored along the tile's edges) the
+#: 128 x 160 tile is not offered: its B tile is 64-byte swizzled (``kernels/sm90_hgemm.py``)
+#: and per round of tiles it ran 1.13-1.20 times as long as 128 x 192, not 0.83.  H100,
+#: 2026-12-06, fp16, L2-cold rotated inputs, us, 2984 x N x 2464 in 2x1 clusters (two rounds
+#: of tiles either way), 128 x 160 / 128 x 192: tn N = 1480 55.8 / 46.3, N = 1536 48.4 / 42.9,
+#: N = 1600 47.5 / 44.9; nn (A K-major) 49.2 / 43.3 at N = 1480 (B rows of no whole 128-byte
+#: lines) but 41.5 / 41.3 and 40.6 / 42.6 on whole lines; nt (B K-major, 128-byte swizzle)
+#: 40.6 / 42.2.  On one wave of 128 tiles (2048 x 8w x 8192, aligned) every width from 128 to
+#: 256 took time in proportion to its width, in all three layouts.  Of 42 mid products swept
+#: with the tuner (``classes.cases`` seeds 101-103), the tn ones picking 128 x 160 lost 10-19%
+#: to 128 x 192.  Held out (seeds 104-179: the 89 tn products of the mid, large, odd and
+#: batched classes whose pick this changes, two runs each), geometric mean x cuBLAS 0.92x ->
+#: 0.97x: to 128 x 192 on 74 (gain 1.057x, 0.82-1.29), 128 x 256 on 9 (1.079x), 128 x 224 on 3
+#: (1.030x), 128 x 128 on 3 (0.937x).
+_ACROSS_BOTH = ("m", "n")
+_ACROSS_SLOW = ((128, 160),)
 # Narrow tiles for small-M products computed transposed (C^T = B^T A^T): the long N fills the
 # tile's M, the short M its N.  Memory-bound: what they save is padding.  The 64-row ones give
 # twice the CTAs along N, which these products need to draw the bandwidth
@@ -424,6 +440,15 @@ def _is_pingpong(tile: tuple) -> bool:
 #: (8.3), which the model leaves clustered.  Split products of odd rows were not measured
 #: unclustered.
 _UNCLUSTERED = "1x1"
+#: Efficiencies of the unclustered variants where they differ from the unclustered tile's.
+#: The 64 x 128 tile: over 42 mid products swept with the tuner (H100, 2026-12-06, fp16, nn /
+#: nt / tn), the time of the 64 x 128 tile unclustered implied an efficiency 0.45-0.50 of
+#: 128 x 256's in 2x1 clusters (the model's 0.7 / 1.0): where the model took it in place of
+#: 128 x 192 in clusters (once ``_ACROSS_SLOW`` removed 128 x 160) it ran 93.9 us against 50.6
+#: (tn 2064x2008x2928).  Held out, the 4 nn products of seeds 104-179 whose pick this changes
+#: (two runs): odd 541x3709x3117 64.2 -> 53.0 us, batched 24 x 280x200x1504 27.6 -> 24.9, but
+#: 50 x 288x256x1088 31.4 -> 33.3 and 17 x 408x240x248 6.9 -> 7.7.
+_UNCLUSTERED_EFFICIENCY = {(64, 128): 0.5}
 
 
 ONE_ROW_M = 32
@@ -1343,11 +1368,13 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         if math in _CLUSTERED_MATH and _cluster_m(math, tile, m, 1) > 1:
             tiles[tile] = (_CLUSTERED_EFFICIENCY[tile], in_clusters)
             if -(-m // tile[0]) % 2:  # an odd count of tile rows: also offered unclustered
-                unclustered[(*tile, _UNCLUSTERED)] = (eff, rate._replace(max_splits=1))
+                unclustered[(*tile, _UNCLUSTERED)] = (_UNCLUSTERED_EFFICIENCY.get(tile, eff),
+                                                      rate._replace(max_splits=1))
         else:
             tiles[tile] = (eff, rate)
     if math in _CLUSTERED_MATH and _cluster_m(math, (128, 256), m, 1) > 1:
-        tiles.update((tile, (eff, in_clusters)) for tile, eff in _WIDE_EFFICIENCY.items())
+        tiles.update((tile, (eff, in_clusters)) for tile, eff in _WIDE_EFFICIENCY.items()
+                     if majors != _ACROSS_BOTH or tile not in _ACROSS_SLOW)
     odd = _odd_width(math, n, majors[1])
     if odd is not None:
         # Priced as the 128-wide tiles of as many rows: the narrower tile costs less math for
