@@ -1206,6 +1206,25 @@ def test_the_default_precompile_set_holds_the_small_n_narrow_kernels_and_their_r
     assert dispatch.reduce_key((9, 0), "float16") in keys
 
 
+def test_tn_products_price_the_cooperative_128x128_tile_down():
+    """With A M-major and B N-major the cooperative 128 x 128 tile is priced at
+    ``configs.sm90._ACROSS_SQUARE``'s fraction: tn products the model would put on it take a
+    wider tile (10 held-out products 1.11x faster), while short-K tn products keep the pingpong
+    128 x 128 tile, and the other layouts keep their price."""
+    tn = ("m", "n")
+    unscaled = dict(sm90._space(3392, 3712, 5376, 1, 132, 16, "bfloat16", ("k", "n")).tiles)
+    scaled = dict(sm90._space(3392, 3712, 5376, 1, 132, 16, "bfloat16", tn).tiles)
+    square, factor = sm90._ACROSS_SQUARE
+    assert factor < 1 and scaled[square][0] == pytest.approx(unscaled[square][0] * factor)
+    pingpong = sm90._PINGPONG_TILE[0]
+    assert scaled[pingpong][0] == unscaled[pingpong][0]
+    for shape in [(3392, 3712, 5376), (2624, 3104, 984), (1720, 3552, 2720)]:
+        config = sm90.choose_schedule(*shape, 1, 132, math="bfloat16", majors=tn)[0]
+        assert config.tile_n > 128 and not config.pingpong, (shape, config)
+    config = sm90.choose_schedule(4096, 4096, 512, 1, 132, majors=tn)[0]
+    assert config.pingpong and (config.tile_m, config.tile_n) == (128, 128), config
+
+
 # ----------------------------------------------------------------------- pingpong (short K)
 
 SHORT_K = [(4096, 4096, 512), (4096, 4096, 256), (8192, 8192, 512), (2048, 8192, 512),

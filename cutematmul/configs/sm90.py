@@ -371,6 +371,19 @@ _WIDE_EFFICIENCY = {(128, 224): 0.99, (128, 160): 0.965}
 #: (1.030x), 128 x 128 on 3 (0.937x).
 _ACROSS_BOTH = ("m", "n")
 _ACROSS_SLOW = ((128, 160),)
+#: With both operands stored along the tile's edges (tn) the cooperative 128 x 128 tile (in
+#: clusters or alone) is priced at this fraction of its efficiency.  Over the 42 tuner sweeps
+#: (55th session) tn 128 x 128 in clusters implied 0.85 of the model's level where 128 x 256
+#: implied 1.15; on 23 held-out tn products that moved from 128 x 224 to 128 x 128 (branch
+#: ``tn-224``) the time rose 1.15x.  H100, 2026-12-06, L2-cold, us, two runs each, the 10 tn
+#: products of the mid, large, odd and batched classes of seeds 104-179 whose pick this
+#: changes (old -> new, cuBLAS): bf16 3392x3712x5376 265.3 -> 201.2 (185.4), bf16
+#: 3968x6592x7104 650.8 -> 557.1 (506.4), 2624x3104x984 37.2 -> 31.4 (34.1), 1720x3552x2720
+#: 67.1 -> 58.1 (50.8); geometric mean gain 1.11x, least 0.992 (888x2160x2712 to 64 x 128),
+#: x cuBLAS 0.85x -> 0.94x (least 0.70x -> 0.88x).
+#: The pingpong 128 x 128 keeps its price: on short K it is what wins in tn as well
+#: (``_PINGPONG_TILE``), though on five long-K tn products it lost 7-12% to wide tiles.
+_ACROSS_SQUARE = ((128, 128), 0.85)
 # Narrow tiles for small-M products computed transposed (C^T = B^T A^T): the long N fills the
 # tile's M, the short M its N.  Memory-bound: what they save is padding.  The 64-row ones give
 # twice the CTAs along N, which these products need to draw the bandwidth
@@ -1390,6 +1403,10 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         tiles[_PINGPONG_TILE[0]] = (_PINGPONG_TILE[1], pingpong._replace(
             slots=2, wave_seconds=_PINGPONG_WAVE_SECONDS, max_splits=1))
     tiles.update(unclustered)  # last: a tie goes to the clustered tile
+    if majors == _ACROSS_BOTH:
+        square, factor = _ACROSS_SQUARE
+        tiles = {tile: (eff * factor if tile[:2] == square and not _is_pingpong(tile) else eff,
+                        tile_rate) for tile, (eff, tile_rate) in tiles.items()}
     return _Space(tiles, walked, tile_k, fewest, extra, False, False)
 
 
