@@ -462,6 +462,16 @@ _UNCLUSTERED = "1x1"
 #: (two runs): odd 541x3709x3117 64.2 -> 53.0 us, batched 24 x 280x200x1504 27.6 -> 24.9, but
 #: 50 x 288x256x1088 31.4 -> 33.3 and 17 x 408x240x248 6.9 -> 7.7.
 _UNCLUSTERED_EFFICIENCY = {(64, 128): 0.5}
+#: The same for one product (batch 1) only.  128 x 192 unclustered: the 42 sweeps implied 0.81 /
+#: 0.85 / 0.87 (nn / nt / tn) where 2x1 clusters implied 0.92 / 1.03 / 1.00 (the model's 0.95
+#: against 0.98).  H100, 2026-12-06, fp16 and bf16, L2-cold, two runs each, old -> new x
+#: cuBLAS: first priced so at every batch, the 35 products of seeds 104-179 whose pick changed:
+#: the 23 single products gained 1.091x (mid 0.887x -> 1.004x, large 0.854x -> 0.945x), the 12
+#: batched ones lost (0.945x; 22 x 312x1136x152 12.8 -> 17.8 us on pingpong 128 x 128).  Then,
+#: batch 1 only, held out on the 50 products of seeds 180-299 whose pick changes: gain 1.080x
+#: (0.90-1.36), 1.12x -> 1.20x cuBLAS, least 0.72x -> 0.81x; large (24) 0.835x -> 0.942x (bf16
+#: 7488x5952x12032 1864 -> 1473 us, cuBLAS 1481), mid (17) 0.985x -> 1.024x, odd (9) 1.002x.
+_UNCLUSTERED_SINGLE_EFFICIENCY = {(128, 192): 0.85}
 
 
 ONE_ROW_M = 32
@@ -1377,11 +1387,12 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         return _Space(tiles, walked, tile_k, fewest, extra, False, not c_aligned)
     tiles, unclustered = {}, {}
     in_clusters = rate._replace(cluster_rows=2)
+    alone = {**_UNCLUSTERED_EFFICIENCY, **(_UNCLUSTERED_SINGLE_EFFICIENCY if batch == 1 else {})}
     for tile, eff in efficiency.items():
         if math in _CLUSTERED_MATH and _cluster_m(math, tile, m, 1) > 1:
             tiles[tile] = (_CLUSTERED_EFFICIENCY[tile], in_clusters)
             if -(-m // tile[0]) % 2:  # an odd count of tile rows: also offered unclustered
-                unclustered[(*tile, _UNCLUSTERED)] = (_UNCLUSTERED_EFFICIENCY.get(tile, eff),
+                unclustered[(*tile, _UNCLUSTERED)] = (alone.get(tile, eff),
                                                       rate._replace(max_splits=1))
         else:
             tiles[tile] = (eff, rate)
