@@ -382,7 +382,8 @@ _ACROSS_SLOW = ((128, 160),)
 #: 67.1 -> 58.1 (50.8); geometric mean gain 1.11x, least 0.992 (888x2160x2712 to 64 x 128),
 #: x cuBLAS 0.85x -> 0.94x (least 0.70x -> 0.88x).
 #: The pingpong 128 x 128 keeps its price: on short K it is what wins in tn as well
-#: (``_PINGPONG_TILE``), though on five long-K tn products it lost 7-12% to wide tiles.
+#: (``_PINGPONG_TILE``).  On long K it is over-rated in tn too (of five tn products of K
+#: 3520-11328 on it, four ran 7-12% faster on wide tiles, one 7% slower), not yet a rule.
 _ACROSS_SQUARE = ((128, 128), 0.85)
 # Narrow tiles for small-M products computed transposed (C^T = B^T A^T): the long N fills the
 # tile's M, the short M its N.  Memory-bound: what they save is padding.  The 64-row ones give
