@@ -200,3 +200,26 @@ def test_the_command_line_calls_the_gpu_sweep_with_arguments_it_takes(monkeypatc
     assert bound.arguments["dtype"] == "bfloat16" and bound.arguments["layout"] == "nt"
     assert bound.arguments["shapes"] == [(64, 1024, 1024, 1024)]
     assert bound.arguments["clusters"] and bound.arguments["cold"]
+
+
+def test_the_tensor_core_fp32_modes_sweep_their_tuners_lists(monkeypatch):
+    """``tf32`` and ``high`` plan the TF32 and 3xTF32 kernels' problems (float32 operands called
+    with ``precision="tf32"`` / ``"high"``), sweep the tuner's list of them, and need ``--tuner``
+    or ``--ring``: the fixed menu is the 16-bit and SIMT kernels'."""
+    from cutematmul import dispatch
+
+    tool = _tool()
+    assert tool._FP32_MODES == {"tf32": "tf32", "tf32x3": "high"}
+    for which, math in (("tf32", "tf32"), ("high", "tf32x3")):
+        assert tool.DTYPES[which] == math
+        p = tool.problem_of(math, 272, 2664, 2112, "tt")
+        assert (p.family, p.math) == ("sm90", math)
+        found = tool._choices(math, p, True, False)
+        assert [c[:3] for c in found] == dispatch.tunable(p, dispatch.EVERY_CANDIDATE)
+        assert tool.kernel_keys(p, found[:2])
+        with pytest.raises(SystemExit):
+            tool.main([which, "--shapes", "272x2664x2112"])
+    calls = []
+    monkeypatch.setattr(tool, "sweep", lambda *a, **kw: calls.append((a, kw)))
+    assert tool.main(["tf32", "--tuner", "--layout", "tt", "--shapes", "272x2664x2112"]) == 0
+    assert calls[0][0] == ("tf32", [(1, 272, 2664, 2112)]) and calls[0][1]["layout"] == "tt"

@@ -1,13 +1,16 @@
 """Calibrate the wave model: time forced (tile, K-split) choices beside the model's pick and cuBLAS.
 
-    python tools/sweep_schedule.py [fp16|bf16|fp32|both] [--clusters | --tuner [--max-splits N]
+    python tools/sweep_schedule.py [fp16|bf16|fp32|tf32|high|both]
+                                   [--clusters | --tuner [--max-splits N]
                                    | --occupancy | --ring | --widths W,RxW,...]
                                    [--shapes MxNxK|LxMxNxK,...] [--cold]
                                    [--layout nt] [--precompile DIR [--jobs N]]
 
 For each shape, the model's pick (``configs/<family>.choose_schedule``) and every forced candidate
-run on the same Gaussian operands; each is timed like the benchmark (a spin kernel hides the
-host's enqueue time, 5 bursts of 20 products, the median).  With ``--cold`` consecutive products
+run on the same Gaussian operands (float32 ones for ``tf32`` and ``high``, the
+``precision="tf32"`` and ``"high"`` modes, beside cuBLAS TF32 and SGEMM respectively); each is
+timed like the benchmark (a spin kernel hides the host's enqueue time, 5 bursts of 20 products,
+the median).  With ``--cold`` consecutive products
 rotate over copies of the operands that together exceed twice the L2 cache (at least three, at
 most ``ROTATION_MOST``: the benchmark's rule, ``bench.shapes.rotation_sets``), so each product
 reads A and B from DRAM, as a layer's weights are read in a real workload (the autotuner's
@@ -139,7 +142,12 @@ def candidates(dtype: str, m: int, n: int, clusters: bool):
 
 
 #: dtype names of the command line.
-DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "tf32": "tf32",
+          "high": "tf32x3"}
+#: The tensor-core fp32 modes: the math a sweep plans (``dispatch.PRECISIONS``' values) and the
+#: ``precision`` its products are called with; their operands are float32 arrays.
+_FP32_MODES = {math: precision for precision, math in dispatch.PRECISIONS.items()
+               if math in dispatch.TF32_MATH}
 
 
 def problem_of(dtype: str, m: int, n: int, k: int, layout: str = "nn",
@@ -298,12 +306,14 @@ def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = Fa
     from cutematmul import cache
     from cutematmul.adapters import adapter_for
 
+    precision = _FP32_MODES.get(dtype, "highest")
+    storage = getattr(torch, "float32" if dtype in _FP32_MODES else dtype)
     for batch, m, n, k in shapes:
         stack = (batch,) if batch > 1 else ()
 
         def operands():
-            a = torch.randn(*stack, m, k, device="cuda").to(getattr(torch, dtype))
-            b = torch.randn(*stack, k, n, device="cuda").to(getattr(torch, dtype))
+            a = torch.randn(*stack, m, k, device="cuda").to(storage)
+            b = torch.randn(*stack, k, n, device="cuda").to(storage)
             if layout[0] == "t":
                 a = a.mT.contiguous().mT
             if layout[1] == "t":
@@ -323,11 +333,18 @@ def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = Fa
             return lambda: call(*pairs[next(turn) % copies])
 
         out = torch.empty(*stack, m, n, device="cuda", dtype=a.dtype)
+        # cuBLAS in the mode's own terms: TF32 for "tf32", SGEMM for "high" and "highest".
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
         cublas = time_us(rotated(lambda x, y: torch.matmul(x, y, out=out)))
-        work = launch.planned_launch(adapter_for(a), a, b)  # the pick as the call plans it
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+        def ours(x, y):
+            return cutematmul.matmul(x, y, out=out, precision=precision)
+
+        work = launch.planned_launch(adapter_for(a), a, b, precision=precision)  # the call's pick
         cfg, splits, transposed, problem = (work.key.config, work.splits, work.transposed,
                                             work.problem)
-        picked = time_us(rotated(lambda x, y: cutematmul.matmul(x, y, out=out)))
+        picked = time_us(rotated(ours))
         cluster = (getattr(cfg, "cluster_m", 1), getattr(cfg, "cluster_n", 1))  # sm90 only
         label = _label(cfg.tile_m, cfg.tile_n, splits, transposed, cluster,
                        getattr(cfg, "pingpong", False))
@@ -336,7 +353,7 @@ def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = Fa
         for config, s, tr, label in _choices(dtype, problem, tuner, clusters, occupancy, ring,
                                              max_splits, widths):
             with cache.trial_tuned(problem, (config, s, tr)):  # clears the plans, then restores
-                seconds = time_us(rotated(lambda x, y: cutematmul.matmul(x, y, out=out)))
+                seconds = time_us(rotated(ours))
                 row.append(f"{label} {seconds:.1f}")
         head = f"{dtype} {layout} {_shape_name((batch, m, n, k))}{' cold' if cold else ''}"
         print(f"{head}: cuBLAS {cublas:.1f}us | " + " | ".join(row), flush=True)
@@ -359,7 +376,9 @@ def _widths(text: str) -> list:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("which", nargs="?", default="both", choices=("fp16", "bf16", "fp32", "both"))
+    p.add_argument("which", nargs="?", default="both", choices=(*DTYPES, "both"),
+                   help="fp32: the SIMT SGEMM; tf32 / high: precision=\"tf32\" / \"high\" "
+                        "(with --tuner or --ring)")
     p.add_argument("--clusters", action="store_true", help="also 2x1 and 1x2 clusters (fp16)")
     p.add_argument("--tuner", action="store_true",
                    help="time every schedule cutematmul.tune may time instead of the menu")
@@ -388,6 +407,8 @@ def main(argv=None) -> int:
     if args.max_splits is not None and (not args.tuner or args.max_splits < 1):
         p.error(f"--max-splits takes --tuner and a count of at least 1, got {args.max_splits}"
                 f"{'' if args.tuner else ' without --tuner'}")
+    if DTYPES.get(args.which) in _FP32_MODES and not (args.tuner or args.ring):
+        p.error(f"{args.which} sweeps the schedules of its own kernels: give --tuner or --ring")
     shapes = parse_shapes(args.shapes) if args.shapes else [(1, *s) for s in SHAPES]
     dtypes = [DTYPES[args.which]] if args.which in DTYPES else ["float16", "float32"]
     if args.precompile:
