@@ -1236,7 +1236,8 @@ def test_one_product_prices_the_unclustered_128x192_variant_down():
     assert single[variant][0] == sm90._UNCLUSTERED_SINGLE_EFFICIENCY[tile]
     assert batched[variant][0] == sm90._TILE_EFFICIENCY[tile]
     for majors in LAYOUT_MAJORS.values():
-        for shape, math in [((7488, 5952, 12032, 1), "bfloat16"), ((888, 3128, 2256, 1), "float16")]:
+        for shape, math in [((7488, 5952, 12032, 1), "bfloat16"),
+                            ((888, 3128, 2256, 1), "float16")]:
             config = sm90.choose_schedule(*shape, 132, math=math, majors=majors)[0]
             assert config.cluster_m == 2 and config.tile_n > 192, (shape, majors, config)
         config = sm90.choose_schedule(312, 1136, 152, 22, 132, majors=majors)[0]
