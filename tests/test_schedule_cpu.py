@@ -1225,16 +1225,17 @@ def test_tn_products_price_the_cooperative_128x128_tile_down():
     assert config.pingpong and (config.tile_m, config.tile_n) == (128, 128), config
 
 
-def test_one_product_prices_the_unclustered_128x192_variant_down():
-    """The odd-row unclustered 128 x 192 variant is priced at
+def test_one_product_prices_the_wide_unclustered_variants_down():
+    """The odd-row unclustered 128 x 192 and 128 x 256 variants are priced at
     ``configs.sm90._UNCLUSTERED_SINGLE_EFFICIENCY`` for one product (held out: 50 products 1.08x
-    faster) and keeps the unclustered tile's price in a batch, where moving off it lost."""
-    tile = (128, 192)
+    faster, then 78 products 1.09x) and keep the unclustered tile's price in a batch, where
+    moving off them lost."""
     single = dict(sm90._space(7488, 5952, 12032, 1, 132, 16, "bfloat16", ("k", "n")).tiles)
     batched = dict(sm90._space(7488, 5952, 12032, 2, 132, 16, "bfloat16", ("k", "n")).tiles)
-    variant = (*tile, sm90._UNCLUSTERED)
-    assert single[variant][0] == sm90._UNCLUSTERED_SINGLE_EFFICIENCY[tile]
-    assert batched[variant][0] == sm90._TILE_EFFICIENCY[tile]
+    for tile in [(128, 192), (128, 256)]:
+        variant = (*tile, sm90._UNCLUSTERED)
+        assert single[variant][0] == sm90._UNCLUSTERED_SINGLE_EFFICIENCY[tile] < 1
+        assert batched[variant][0] == sm90._TILE_EFFICIENCY[tile]
     for majors in LAYOUT_MAJORS.values():
         for shape, math in [((7488, 5952, 12032, 1), "bfloat16"),
                             ((888, 3128, 2256, 1), "float16")]:
