@@ -382,8 +382,7 @@ _ACROSS_SLOW = ((128, 160),)
 #: 67.1 -> 58.1 (50.8); geometric mean gain 1.11x, least 0.992 (888x2160x2712 to 64 x 128),
 #: x cuBLAS 0.85x -> 0.94x (least 0.70x -> 0.88x).
 #: The pingpong 128 x 128 keeps its price: on short K it is what wins in tn as well
-#: (``_PINGPONG_TILE``).  On long K it is over-rated in tn too (of five tn products of K
-#: 3520-11328 on it, four ran 7-12% faster on wide tiles, one 7% slower), not yet a rule.
+#: (``_PINGPONG_TILE``); past ``_PINGPONG_MAX_K`` it is not offered at all.
 _ACROSS_SQUARE = ((128, 128), 0.85)
 # Narrow tiles for small-M products computed transposed (C^T = B^T A^T): the long N fills the
 # tile's M, the short M its N.  Memory-bound: what they save is padding.  The 64-row ones give
@@ -437,6 +436,15 @@ _ONE_ROW_SATURATION = 1.3
 #: bandwidth bound, where hiding epilogues buys nothing), 16384^2 x 128 within 1.5%.
 _PINGPONG_TILE = ((128, 128, "pingpong"), 0.95)
 _PINGPONG_WAVE_SECONDS = 0.2e-6
+#: The longest K (``gemm_k``) the pingpong tile is offered for.  Past it a tile's epilogue is a
+#: small part of its work, so hiding it buys little, and the model over-rated the tile in
+#: every layout: of five tn products of K 3520-11328 on it, four ran 7-12% faster on wide tiles.
+#: H100, 2026-12-06, fp16 and bf16, L2-cold, two runs each, held out: the 28 products of the
+#: mid, large and odd classes of seeds 300-399 whose pick this changes, x cuBLAS 0.997x /
+#: 1.018x -> 1.039x / 1.040x (least 0.72x -> 0.74x); large (17) gain 1.069x (bf16 tn
+#: 9024x6976x10752 2621 -> 1983 us to 128 x 256, cuBLAS 1872; bf16 nn 11648x3968x9984 1727 ->
+#: 1325, cuBLAS 1248), mid (7) 0.996x (least 0.986), odd (4) 1.016x.
+_PINGPONG_MAX_K = 2048
 
 
 def _is_pingpong(tile: tuple) -> bool:
@@ -1417,7 +1425,7 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         # Priced unclustered: its split schedules run so, and unsplit over N <= 64 an odd count
         # of tile rows leaves one CTA idle in one tile column only.
         tiles[_ONE_ROW_TILE[0]] = (_ONE_ROW_TILE[1], rate._replace(saturation=_ONE_ROW_SATURATION))
-    if math in _CLUSTERED_MATH:
+    if math in _CLUSTERED_MATH and walked <= _PINGPONG_MAX_K:
         pingpong = in_clusters if _cluster_m(math, _PINGPONG_TILE[0][:2], m, 1) > 1 else rate
         tiles[_PINGPONG_TILE[0]] = (_PINGPONG_TILE[1], pingpong._replace(
             slots=2, wave_seconds=_PINGPONG_WAVE_SECONDS, max_splits=1))
