@@ -816,11 +816,32 @@ def test_odd_tile_rows_that_spill_a_wave_in_clusters_run_unclustered(layout):
     assert (config.tile_m, config.tile_n, config.cluster_m, splits) == (128, 128, 1, 1)
     for shape in [(768, 2912, 1368), (8192, 8192, 8192), (4096, 14336, 4096)]:
         assert sm90.choose_schedule(*shape, 1, 132, majors=majors)[0].cluster_m == 2, shape
-    for math in ("tf32", "tf32x3"):  # TF32 clusters only even counts of rows already
+    for math in ("tf32", "tf32x3"):  # one-pass TF32 as 16-bit; 3xTF32 never clusters
         assert sm90.choose_schedule(640, 2912, 1368, 1, 132, math=math)[0].cluster_m == 1
     # Split products keep their clusters (not measured unclustered): 5 rows of 64 in 2x1.
     config, splits, _ = sm90.choose_schedule(257, 1032, 9001, 1, 132, majors=majors)
     assert splits > 1 and config.cluster_m == 2, (config, splits)
+
+
+def test_one_pass_tf32_clusters_odd_tile_rows_where_it_pays():
+    """Unsplit one-pass TF32 runs in 2x1 clusters from two 128-row tiles on, an odd count too;
+    what runs unclustered (splits, 64-row tiles, the unsplit variant for odd rows whose idle CTA
+    would cost a wave) is priced at ``configs.sm90._TF32_UNCLUSTERED``, and the 128 x 128 tile
+    at ``_TF32_SQUARE``."""
+    for majors in LAYOUT_MAJORS.values():
+        for shape in [(6016, 8000, 5184), (2368, 7616, 2176), (4224, 4224, 4224)]:
+            config, splits, _ = sm90.choose_schedule(*shape, 1, 132, math="tf32", majors=majors)
+            assert (config.tile_m, config.cluster_m, splits) == (128, 2, 1), (shape, config)
+        tiles = dict(sm90._space(6016, 8000, 5184, 1, 132, 16, "tf32", majors).tiles)
+        alone = tiles[(128, 256, sm90._UNCLUSTERED)]
+        assert alone[0] == sm90._TILE_EFFICIENCY[(128, 256)] * sm90._TF32_UNCLUSTERED
+        # Split schedules run unclustered: only the unclustered key prices them.
+        assert tiles[(128, 256)][1].cluster_rows == 2 and tiles[(128, 256)][1].max_splits == 1
+        assert alone[1].cluster_rows == 1 and alone[1].max_splits > 1
+        assert tiles[(64, 128)][0] == sm90._TILE_EFFICIENCY[(64, 128)] * sm90._TF32_UNCLUSTERED
+        square, factor = sm90._TF32_SQUARE
+        if majors != sm90._ACROSS_BOTH:  # (TF32 reads no such pair: one operand is copied)
+            assert tiles[square][0] == pytest.approx(sm90._TILE_EFFICIENCY[square] * factor)
 
 
 def test_resident_clusters_leave_each_gpc_up_to_two_sms_under_4_cta_clusters():

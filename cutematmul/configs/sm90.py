@@ -619,12 +619,34 @@ _PROMOTED_CHAIN = 512
 _TF32_EPI_STAGES = 2
 
 
-#: Why one-pass TF32 products of an even number of 128-row tiles run in 2x1 clusters (the B
+#: Why unsplit one-pass TF32 products of two 128-row tiles or more run in 2x1 clusters (the B
 #: tile loaded once per cluster by TMA multicast): H200, 2026-12-01, one run, K-major operands,
 #: against cuBLAS TF32: 4096^3 398 TFLOP/s (0.98x) clustered, 380 (0.94x) not; 8192^3 398
 #: (1.03x) against 365 (0.94x).  TF32 reads twice the bytes of fp16 per flop, so L2 traffic
 #: matters more than in the fp16 kernel (which runs unclustered).
 _TF32_CLUSTER = (2, 1)
+#: One-pass TF32 schedules that run unclustered (split ones, 64-row tiles, one tile row, and
+#: the unsplit variant ``_UNCLUSTERED``) are priced at this fraction of the tile's efficiency,
+#: the level of 2x1 clusters.  H100, 2026-12-06, L2-cold tuner sweeps, us, 2x1 / 1x1:
+#: nt 5888x2368x5440 128 x 192 439 / 579, 128 x 256 445 / 558, 128 x 128 523 / 644; nn
+#: 7488x4096x2176 128 x 192 383 / 455, 128 x 256 406 / 465, 128 x 128 440 / 541; tn
+#: 788x2796x2196 128 x 192 54.6 / 65.9 (0.76-0.87).  Before, odd counts of tile rows ran
+#: unclustered and nothing was priced for it.  Same method, two runs each, the 44 TF32 class
+#: products of seeds 300-399 whose pick clustering odd rows changed: tf32 (24) gain 1.15x (nn
+#: 6784x2112x7168 843 -> 598 us, cuBLAS 601), but tf32T (20) 0.99x, where pricing the idle CTA
+#: into split schedules (which run unclustered) moved small-M products to 64 x 128 (tt
+#: 564x1124x6316 57.4 -> 82.2 us); hence clustered tiles are priced unsplit only, and every
+#: unclustered schedule at this fraction.
+_TF32_UNCLUSTERED = 0.82
+#: The one-pass TF32 128 x 128 tile is priced at this fraction of its efficiency: per wave of
+#: equal work it ran 0.87 of 128 x 192's speed where the model has 0.95 (same sweeps: nn
+#: 7488x4096x2176 in clusters 440 us against 383, nt 5888x2368x5440 523 against 439; moving
+#: 128 x 128 in clusters to 128 x 192 or 128 x 256 in clusters gained 1.11-1.15x on 17 of seeds
+#: 300-399).  Both rules, held out: the 56 TF32 class products of seeds 400-499 whose pick
+#: they change, x cuBLAS 0.947x / 0.951x -> 1.021x / 1.031x, least 0.62x -> 0.78x; tf32 (28)
+#: gain 1.12x, tf32T (28) 1.04x (tt 668x6124x4236 308.5 -> 167.3 us, cuBLAS 191.0); it lost on
+#: tiny split products whose split count moved (tt 196x1240x3172 21.9 -> 26.4 us).
+_TF32_SQUARE = ((128, 128), 0.9)
 
 
 def promoted_fits(k: int) -> bool:
@@ -1382,6 +1404,9 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     # 3xTF32 keeps a second accumulator in registers (the kernel's promotion): at most 192 wide;
     # its promoted sums run in sequence over a split's K-tiles, so long K is split for accuracy.
     efficiency, fewest = _TILE_EFFICIENCY, 1
+    if math == "tf32":
+        square, factor = _TF32_SQUARE
+        efficiency = {**efficiency, square: efficiency[square] * factor}
     if math == "tf32x3":
         efficiency = _PROMOTED_EFFICIENCY
         fewest = -(-promoted_sums(k) // _PROMOTED_CHAIN) if max_splits > 1 else 1
@@ -1405,13 +1430,16 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     in_clusters = rate._replace(cluster_rows=2)
     alone = {**_UNCLUSTERED_EFFICIENCY, **(_UNCLUSTERED_SINGLE_EFFICIENCY if batch == 1 else {})}
     for tile, eff in efficiency.items():
-        if math in _CLUSTERED_MATH and _cluster_m(math, tile, m, 1) > 1:
+        if _cluster_m(math, tile, m, 1) < 2:
+            tiles[tile] = (eff * _TF32_UNCLUSTERED if math == "tf32" else eff, rate)
+        elif math == "tf32":  # its split schedules run unclustered (``_cluster_m``)
+            tiles[tile] = (eff, in_clusters._replace(max_splits=1))
+            unclustered[(*tile, _UNCLUSTERED)] = (eff * _TF32_UNCLUSTERED, rate)
+        else:
             tiles[tile] = (_CLUSTERED_EFFICIENCY[tile], in_clusters)
             if -(-m // tile[0]) % 2:  # an odd count of tile rows: also offered unclustered
                 unclustered[(*tile, _UNCLUSTERED)] = (alone.get(tile, eff),
                                                       rate._replace(max_splits=1))
-        else:
-            tiles[tile] = (eff, rate)
     if math in _CLUSTERED_MATH and _cluster_m(math, (128, 256), m, 1) > 1:
         tiles.update((tile, (eff, in_clusters)) for tile, eff in _WIDE_EFFICIENCY.items()
                      if majors != _ACROSS_BOTH or tile not in _ACROSS_SLOW)
@@ -1496,8 +1524,8 @@ def _cluster_m(math: str, tile: tuple[int, int], m: int, splits: int) -> int:
     on the unsplit narrow tiles of small-N products (``_NARROW_N_MATH``), on the unsplit tiles
     80-112 wide (``_odd_width``) and on the unsplit
     64 x 64 tile (``_ONE_ROW_TILE``: N of at most 64 there); the narrow 128 x 64 tile was
-    measured unclustered.  One-pass TF32: unsplit products of an even number of
-    128-row tiles (``_TF32_CLUSTER``).  3xTF32: never.
+    measured unclustered.  One-pass TF32: unsplit products of two 128-row tiles or more
+    (``_TF32_CLUSTER``).  3xTF32: never.
     """
     tile_m, tile_n = tile
     m_tiles = -(-m // tile_m)
@@ -1505,7 +1533,7 @@ def _cluster_m(math: str, tile: tuple[int, int], m: int, splits: int) -> int:
         wide_enough = tile_n >= 128 or (splits == 1 and (tile_n < 64 or tile_n in _ODD_N
                                                           or tile == _ONE_ROW_TILE[0]))
         return 2 if m_tiles >= 2 and wide_enough else 1
-    if math == "tf32" and splits == 1 and tile_m == 128 and m_tiles % 2 == 0:
+    if math == "tf32" and splits == 1 and tile_m == 128 and m_tiles >= 2:
         return _TF32_CLUSTER[0]
     return 1
 
