@@ -795,6 +795,8 @@ def _swapped_wide_tiles(n: int, batch: int, math: str, majors: tuple[str, str],
     tiles = {}
     for (tm, tn), eff in {**_SWAPPED_WIDE_TILES, **_SWAPPED_FINE_TILES}.items():
         clustered = _cluster_m(math, (tm, tn), n, 1) > 1
+        if clustered and (tm, tn) == _SQUARE_IN_CLUSTERS[0]:
+            eff *= _SQUARE_IN_CLUSTERS[1]
         tiles[(tm, tn)] = (eff, rate._replace(cluster_rows=2) if clustered else rate)
     return tiles
 
