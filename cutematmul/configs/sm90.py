@@ -1468,7 +1468,7 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         square, factor = _ACROSS_SQUARE
         tiles = {tile: (eff * factor if tile[:2] == square and not _is_pingpong(tile) else eff,
                         tile_rate) for tile, (eff, tile_rate) in tiles.items()}
-    elif math in _CLUSTERED_MATH:
+    elif math in _CLUSTERED_MATH and m > _SQUARE_IN_CLUSTERS[0][0]:
         square, factor = _SQUARE_IN_CLUSTERS
         tiles = {tile: (eff * factor if tile[:2] == square and not _is_pingpong(tile) else eff,
                         tile_rate) for tile, (eff, tile_rate) in tiles.items()}
