@@ -384,6 +384,10 @@ _ACROSS_SLOW = ((128, 160),)
 #: The pingpong 128 x 128 keeps its price: on short K it is what wins in tn as well
 #: (``_PINGPONG_TILE``); past ``_PINGPONG_MAX_K`` it is not offered at all.
 _ACROSS_SQUARE = ((128, 128), 0.85)
+#: The same for the other layouts' cooperative 128 x 128 tile, clustered, alone and swapped
+#: (branch: 16 nn products that moved to it in clusters lost 0.96x, three of them 12-14%; not
+#: yet timed).
+_SQUARE_IN_CLUSTERS = ((128, 128), 0.92)
 # Narrow tiles for small-M products computed transposed (C^T = B^T A^T): the long N fills the
 # tile's M, the short M its N.  Memory-bound: what they save is padding.  The 64-row ones give
 # twice the CTAs along N, which these products need to draw the bandwidth
@@ -792,6 +796,8 @@ def _swapped_wide_tiles(n: int, batch: int, math: str, majors: tuple[str, str],
     tiles = {}
     for (tm, tn), eff in {**_SWAPPED_WIDE_TILES, **_SWAPPED_FINE_TILES}.items():
         clustered = _cluster_m(math, (tm, tn), n, 1) > 1
+        if (tm, tn) == _SQUARE_IN_CLUSTERS[0]:
+            eff *= _SQUARE_IN_CLUSTERS[1]
         tiles[(tm, tn)] = (eff, rate._replace(cluster_rows=2) if clustered else rate)
     return tiles
 
@@ -1460,6 +1466,10 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     tiles.update(unclustered)  # last: a tie goes to the clustered tile
     if majors == _ACROSS_BOTH:
         square, factor = _ACROSS_SQUARE
+        tiles = {tile: (eff * factor if tile[:2] == square and not _is_pingpong(tile) else eff,
+                        tile_rate) for tile, (eff, tile_rate) in tiles.items()}
+    elif math in _CLUSTERED_MATH and m > _SQUARE_IN_CLUSTERS[0][0]:
+        square, factor = _SQUARE_IN_CLUSTERS
         tiles = {tile: (eff * factor if tile[:2] == square and not _is_pingpong(tile) else eff,
                         tile_rate) for tile, (eff, tile_rate) in tiles.items()}
     return _Space(tiles, walked, tile_k, fewest, extra, False, False)
