@@ -384,9 +384,10 @@ _ACROSS_SLOW = ((128, 160),)
 #: The pingpong 128 x 128 keeps its price: on short K it is what wins in tn as well
 #: (``_PINGPONG_TILE``); past ``_PINGPONG_MAX_K`` it is not offered at all.
 _ACROSS_SQUARE = ((128, 128), 0.85)
-#: The same for the other layouts' cooperative 128 x 128 tile, clustered, alone and swapped
-#: (branch: 16 nn products that moved to it in clusters lost 0.96x, three of them 12-14%; not
-#: yet timed).
+#: The same for the other layouts' cooperative 128 x 128 tile, clustered, alone and swapped,
+#: where M spans at least two tile rows: 16 nn products of seeds 300-399 that moved to it in
+#: clusters lost 0.96x.  Held out (60 products of seeds 500-799 whose pick it changes, two runs,
+#: H100, 2026-12-06): 1.08x -> 1.14x cuBLAS, least 0.56x -> 0.66x.
 _SQUARE_IN_CLUSTERS = ((128, 128), 0.92)
 # Narrow tiles for small-M products computed transposed (C^T = B^T A^T): the long N fills the
 # tile's M, the short M its N.  Memory-bound: what they save is padding.  The 64-row ones give
