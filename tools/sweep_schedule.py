@@ -2,7 +2,7 @@
 
     python tools/sweep_schedule.py [fp16|bf16|fp32|tf32|high|both]
                                    [--clusters | --tuner [--max-splits N]
-                                   | --occupancy | --ring | --widths W,RxW,...]
+                                   | --occupancy | --ring | --streaming | --widths W,RxW,...]
                                    [--shapes MxNxK|LxMxNxK,...] [--cold]
                                    [--layout nt] [--precompile DIR [--jobs N]]
 
@@ -23,7 +23,11 @@ with ``--occupancy`` (fp32 "highest") the SIMT pick
 itself at each CTAs-per-SM budget it may ask ptxas for, from the rule's
 (``configs/simt._min_blocks``) down to the one that leaves 255 registers per thread: fewer CTAs
 per SM give each thread more registers, which the 8 x 8 micro-tiles need to run without
-spilling (``tools/codegen_audit.py``), or with ``--ring`` (sm90) the pick itself at each depth
+spilling (``tools/codegen_audit.py``), or with ``--streaming`` (fp32 "highest") the
+row-streaming kernel (``configs/simt.gemv_config``) on the product's rows, in tiles of the
+fewest ``GEMV_ROWS`` that hold them or, past 8 rows, of 8 (the later row tiles of a column
+block read B from L2), at every split from 1 to 16: what it is worth beside the ladder's tiles
+for products of a few dozen rows, or with ``--ring`` (sm90) the pick itself at each depth
 of its shared-memory ring in ``RING_DEPTHS`` that fits (the split, orientation, tile and
 cluster kept): a CTA's bytes in flight, which bound the few CTAs of a small-M product
 (``configs/sm90._NARROW_RING_STAGES``), or with ``--widths`` (sm90, 16-bit) unsplit
@@ -222,6 +226,23 @@ RING_DEPTHS = (4, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32)
 ROTATION_MOST = 64
 
 
+#: ``--streaming``: the K-splits it times.
+STREAMING_SPLITS = range(1, 17)
+
+
+def streaming_candidates(problem: dispatch.Problem):
+    """(config, splits, transposed, label): a SIMT fp32 problem untransposed on the
+    row-streaming kernel (``--streaming``) at each of ``STREAMING_SPLITS``; nothing where it
+    does not read the majors well (``simt.gemv_reads``) or for other families."""
+    if (problem.family != "simt" or problem.math != "float32"
+            or not simt.gemv_reads(problem.a_major, problem.b_major)):
+        return []
+    rows = next((r for r in simt.GEMV_ROWS if r >= problem.m), simt.GEMV_ROWS[-1])
+    config = simt.gemv_config(rows)
+    return [(replace(config, partials=s > 1), s, False, f"{config.name}/s{s}")
+            for s in STREAMING_SPLITS]
+
+
 def ring_candidates(problem: dispatch.Problem):
     """(config, splits, transposed, label): an sm90 problem's pick at each ring depth of
     ``RING_DEPTHS`` that fits beside its epilogue (``Config.fitting_stages``), the pick's own
@@ -261,7 +282,9 @@ def width_candidates(problem: dispatch.Problem, widths: list):
 
 def _choices(dtype: str, problem: dispatch.Problem, tuner: bool, clusters: bool,
              occupancy: bool = False, ring: bool = False, max_splits: int | None = None,
-             widths: list[int] | None = None):
+             widths: list[int] | None = None, streaming: bool = False):
+    if streaming:
+        return streaming_candidates(problem)
     if widths:
         return width_candidates(problem, widths)
     if ring:
@@ -284,21 +307,22 @@ def kernel_keys(problem: dispatch.Problem, choices) -> list:
 
 def precompile(dtypes, shapes, layout: str, tuner: bool, clusters: bool, directory: str,
                jobs: int | None = None, occupancy: bool = False, ring: bool = False,
-               max_splits: int | None = None, widths: list[int] | None = None):
+               max_splits: int | None = None, widths: list[int] | None = None,
+               streaming: bool = False):
     """Build every kernel the sweep would launch into ``directory`` (no GPU)."""
     keys = []
     for dtype in dtypes:
         for batch, m, n, k in shapes:
             problem = problem_of(dtype, m, n, k, layout, batch=batch)
             keys += kernel_keys(problem, _choices(dtype, problem, tuner, clusters, occupancy,
-                                                  ring, max_splits, widths))
+                                                  ring, max_splits, widths, streaming))
     return aot.build_keys(keys, jobs=jobs, cache_dir=directory)
 
 
 def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = False,
           layout: str = "nn", tuner: bool = False, occupancy: bool = False, cold: bool = False,
           ring: bool = False, max_splits: int | None = None,
-          widths: list[int] | None = None) -> None:
+          widths: list[int] | None = None, streaming: bool = False) -> None:
     """Time the pick and each candidate of every (batch, M, N, K) of ``shapes``."""
     import torch
 
@@ -351,7 +375,7 @@ def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = Fa
         row = [f"pick {label} "
                f"{picked:.1f}us ({cublas / picked:.2f}x)"]
         for config, s, tr, label in _choices(dtype, problem, tuner, clusters, occupancy, ring,
-                                             max_splits, widths):
+                                             max_splits, widths, streaming):
             with cache.trial_tuned(problem, (config, s, tr)):  # clears the plans, then restores
                 seconds = time_us(rotated(ours))
                 row.append(f"{label} {seconds:.1f}")
@@ -386,6 +410,9 @@ def main(argv=None) -> int:
                    help="fp32: the SIMT pick at each CTAs-per-SM budget (register spills)")
     p.add_argument("--ring", action="store_true",
                    help="sm90: the pick at each shared-memory ring depth that fits")
+    p.add_argument("--streaming", action="store_true",
+                   help="fp32: the row-streaming kernel on the product's rows (8-row tiles past "
+                        "8 rows) at every split 1-16")
     p.add_argument("--max-splits", type=int, metavar="N",
                    help="with --tuner: only schedules splitting K at most N ways")
     p.add_argument("--widths", type=_widths, metavar="W,RxW,...",
@@ -407,6 +434,9 @@ def main(argv=None) -> int:
     if args.max_splits is not None and (not args.tuner or args.max_splits < 1):
         p.error(f"--max-splits takes --tuner and a count of at least 1, got {args.max_splits}"
                 f"{'' if args.tuner else ' without --tuner'}")
+    if args.streaming and (args.which != "fp32" or args.tuner or args.occupancy or args.ring
+                           or args.widths or args.clusters):
+        p.error("--streaming is fp32's menu of its own: not with another dtype or menu")
     if DTYPES.get(args.which) in _FP32_MODES and not (args.tuner or args.ring):
         p.error(f"{args.which} sweeps the schedules of its own kernels: give --tuner or --ring")
     shapes = parse_shapes(args.shapes) if args.shapes else [(1, *s) for s in SHAPES]
@@ -414,7 +444,7 @@ def main(argv=None) -> int:
     if args.precompile:
         report = precompile(dtypes, shapes, args.layout, args.tuner, args.clusters,
                             args.precompile, args.jobs, args.occupancy, args.ring,
-                            args.max_splits, args.widths)
+                            args.max_splits, args.widths, args.streaming)
         print(f"{report.keys} kernels: {report.built} built, {report.present} already there, "
               f"{len(report.failed)} failed")
         for key, error in report.failed:
@@ -423,7 +453,7 @@ def main(argv=None) -> int:
     for dtype in dtypes:
         sweep(dtype, shapes, clusters=args.clusters, layout=args.layout, tuner=args.tuner,
               occupancy=args.occupancy, cold=args.cold, ring=args.ring,
-              max_splits=args.max_splits, widths=args.widths)
+              max_splits=args.max_splits, widths=args.widths, streaming=args.streaming)
     return 0
 
 
