@@ -136,6 +136,28 @@ def test_occupancy_candidates_are_the_simt_pick_at_each_register_budget():
     assert tool.occupancy_candidates(tool.problem_of("float16", 1000, 1000, 1000, "nn")) == []
 
 
+def test_streaming_candidates_are_the_row_streaming_kernel_at_every_split():
+    from cutematmul.configs import simt
+
+    tool = _tool()
+    # 31 rows over a K-major B (x @ w.T): 8-row tiles, the later ones reading B from L2.
+    found = tool.streaming_candidates(tool.problem_of("float32", 31, 5456, 2624, "nt"))
+    assert [s for _, s, _, _ in found] == list(tool.STREAMING_SPLITS)
+    for config, splits, transposed, label in found:
+        assert config.gemv and not config.mma and config.tile_m == simt.GEMV_ROWS[-1]
+        assert config.partials == (splits > 1) and not transposed
+        assert label == f"{config.name}/s{splits}"
+        config.validate()
+    # At most 8 rows: the fewest that hold them.
+    assert {c.tile_m for c, *_ in tool.streaming_candidates(
+        tool.problem_of("float32", 3, 4096, 4096, "nn"))} == {4}
+    # Not where the kernel reads the majors badly (an M-major A over a K-major B), nor for the
+    # tensor-core families.
+    p = tool.problem_of("float32", 16, 4096, 4096, "tt")
+    assert (p.a_major, p.b_major) == ("m", "k") and tool.streaming_candidates(p) == []
+    assert tool.streaming_candidates(tool.problem_of("float16", 16, 4096, 4096, "nn")) == []
+
+
 def test_cold_rotation_exceeds_twice_the_l2():
     """The benchmark's rule (``bench.shapes.rotation_sets``), which the tools share."""
     from cutematmul.bench.shapes import MIN_SETS, rotation_sets

@@ -238,9 +238,9 @@ def streaming_candidates(problem: dispatch.Problem):
             or not simt.gemv_reads(problem.a_major, problem.b_major)):
         return []
     rows = next((r for r in simt.GEMV_ROWS if r >= problem.m), simt.GEMV_ROWS[-1])
-    config = simt.gemv_config(rows)
-    return [(replace(config, partials=s > 1), s, False, f"{config.name}/s{s}")
-            for s in STREAMING_SPLITS]
+    configs = [replace(simt.gemv_config(rows), partials=s > 1) for s in STREAMING_SPLITS]
+    return [(config, s, False, f"{config.name}/s{s}")
+            for config, s in zip(configs, STREAMING_SPLITS)]
 
 
 def ring_candidates(problem: dispatch.Problem):
