@@ -116,7 +116,8 @@ def tensor_param(ptr: int, shape, strides) -> bytes:
 class Region:
     """One global allocation at ``base`` of ``nbytes``: ``valid`` the byte offsets of its
     elements (None: every byte), ``writable`` whether the kernel may store into it;
-    ``writes`` maps each stored offset to the CTA that stored it."""
+    ``writes`` maps each stored offset to the CTA that stored it, ``loads`` each loaded offset
+    (a vector's first byte) to the number of loads there (across the CTAs run)."""
 
     def __init__(self, name, base, nbytes, valid=None, writable=False, element=None):
         self.name, self.base, self.data = name, base, bytearray(nbytes)
@@ -126,6 +127,7 @@ class Region:
         self.element = element
         self.writable = writable
         self.writes = {}
+        self.loads = {}
 
 
 class Sim:
@@ -159,6 +161,7 @@ class Sim:
         if addr % size:
             raise SimError("misaligned global load")
         r, off = self.region_of(addr, size, "load")
+        r.loads[off] = r.loads.get(off, 0) + 1
         return int.from_bytes(r.data[off:off + size], "little")
 
     def gstore(self, addr, size, val, tid):
@@ -394,9 +397,19 @@ class Sim:
             a, b = bits32_to_f(V(args[1])), bits32_to_f(V(args[2]))
             r = {"add": a + b, "sub": a - b, "mul": a * b}[name]
             R[args[0]] = f_to_bits32(np.float32(r))  # computed in float64, rounded once
+        elif name == "fma" and parts[1:] == ["rn", "f32"]:
+            # a * b is exact in float64 (24 + 24 bits); the sum is then rounded to float64 and
+            # to fp32: exact where the fp32 result is (the small integers the tests feed it).
+            a, b, c = (bits32_to_f(V(x)) for x in args[1:4])
+            with np.errstate(invalid="ignore", over="ignore"):
+                R[args[0]] = f_to_bits32(np.float32(a * b + c))
         elif name == "cvt":
             dt, st = parts[-2], parts[-1]
-            if parts[1] in ("rn", "rz", "rm", "rp"):
+            if dt == "f32" and st == "bf16":  # exact: the bf16 bits are fp32's top half
+                R[args[0]] = (R[args[1]] & 0xFFFF) << 16
+            elif dt == "f32" and st == "f16":  # exact
+                R[args[0]] = f_to_bits32(f16_to_f(R[args[1]] & 0xFFFF))
+            elif parts[1] in ("rn", "rz", "rm", "rp"):
                 dt, st = parts[2], parts[3]
                 x = bits32_to_f(R[args[1]]) if st == "f32" else None
                 if dt == "f16":
@@ -463,6 +476,14 @@ class Sim:
             v = Rs[src][args[1]]
             for R in Rs:
                 R[args[0]] = v
+        elif op.startswith("shfl.sync.bfly"):
+            # Lane l reads lane l ^ b's value: every lane of the warp takes part (membermask
+            # -1) and no lane falls outside it (clamp 31), the only form modelled.
+            if (args[3], args[4]) != ("31", "-1"):
+                raise SimError("shfl.sync.bfly with clamp/membermask " + ", ".join(args[3:]))
+            vs = [R[args[1]] for R in Rs]
+            for l, R in enumerate(Rs):
+                R[args[0]] = vs[l ^ (self.val(R, args[2]) & 31)]
         elif op.startswith("ldmatrix"):
             num = int(re.search(r"\.x(\d)", op).group(1))
             trans = ".trans" in op

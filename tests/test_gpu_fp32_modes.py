@@ -392,9 +392,12 @@ def test_simt_small_m_picks_sixteen_rows(torch, shape, layout):
 #: Forced row-streaming (gemv) schedules: (rows, M, N, K, splits).  M at the tile's rows and
 #: below them, M across several row tiles (5 rows on 2-row CTAs), N tails inside a lane's 4
 #: columns and past the last warp's group, K = 1, K tails inside a 128-k step and inside an
-#: unrolled run of 4 k-rows, splits whose runs are empty (K = 1 in 3 splits).
+#: unrolled run of 4 k-rows, splits whose runs are empty (K = 1 in 3 splits).  N of whole
+#: 4-column vectors short of a whole tile (300, 260, 2052): the last tile's lanes past N read
+#: N's last vector (an N-major B read by vectors).
 GEMV_CASES = [(1, 1, 300, 1000, 1), (1, 1, 129, 4099, 3), (2, 2, 777, 7, 1), (2, 5, 130, 1001, 2),
-              (4, 3, 1030, 4100, 4), (4, 4, 64, 1, 3), (8, 8, 258, 2049, 1), (8, 6, 1, 300, 2)]
+              (4, 3, 1030, 4100, 4), (4, 4, 64, 1, 3), (8, 8, 258, 2049, 1), (8, 6, 1, 300, 2),
+              (8, 7, 260, 515, 2), (2, 2, 2052, 999, 3)]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -467,12 +467,15 @@ def _simt_tiles(gen, quick: bool, poison: bool) -> int:
 def _simt_gemv(gen, quick: bool, poison: bool) -> int:
     """The SIMT family's row-streaming kernel (``configs/simt.gemv_config``) for every row
     count, forced in all four layouts on products with tails in M, N and K (K = 1 in 3 splits:
-    empty splits), untransposed and transposed (C^T = B^T A^T through the workspace)."""
+    empty splits), untransposed and transposed (C^T = B^T A^T through the workspace); N of
+    whole 4-column vectors short of a whole tile (260), whose last tile's lanes past N read
+    N's last vector of an N-major B."""
     from cutematmul.configs import simt
 
     count = 0
     cases = [(1, 1, 130, 300, 1, False), (2, 5, 77, 1001, 2, False), (4, 3, 1030, 1, 3, False),
-             (8, 7, 129, 2049, 1, False), (8, 301, 6, 777, 2, True), (1, 129, 1, 130, 1, True)]
+             (8, 7, 129, 2049, 1, False), (8, 301, 6, 777, 2, True), (1, 129, 1, 130, 1, True),
+             (8, 6, 260, 515, 2, False)]
     for rows, m, n, k, splits, transposed in cases[:2] if quick else cases:
         config = replace(simt.gemv_config(rows), partials=splits > 1 or transposed)
         for layout in ("nn", "tn", "nt", "tt"):

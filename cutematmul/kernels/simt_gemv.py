@@ -263,12 +263,26 @@ class SimtGemv(RowStreaming):
         acc = cute.make_rmem_tensor(cute.make_layout((rows, _VEC), stride=(_VEC, 1)),
                                     cutlass.Float32)
         acc.fill(0.0)
-        # Whether this lane's 4 columns all lie inside N: the same for the whole loop.
-        if col + (_VEC - 1) * spread < n_size:
+        # One loop for the whole CTA (a branch per lane would run both loops in the warp that
+        # holds N's edge, and the last column tile's CTAs, twice as slow, set the kernel's
+        # time): the tile inside N reads unpredicated; the last tile too where B is read in
+        # vectors and N is whole vectors, its lanes past N reading N's last vector instead
+        # (their sums are never stored); else every lane of it reads predicated.
+        if n0 + cols <= n_size:
             self._n_major_sums(gA, gB, acc, m0, m_size, n_size, col, kw_lo, kw_hi, self._b_vec,
                                False)
         else:
-            self._n_major_sums(gA, gB, acc, m0, m_size, n_size, col, kw_lo, kw_hi, False, True)
+            if cutlass.const_expr(self._b_vec):
+                if n_size % _VEC == 0:
+                    self._n_major_sums(gA, gB, acc, m0, m_size, n_size,
+                                       cutlass.min(col, n_size - _VEC), kw_lo, kw_hi, True,
+                                       False)
+                else:
+                    self._n_major_sums(gA, gB, acc, m0, m_size, n_size, col, kw_lo, kw_hi,
+                                       False, True)
+            else:
+                self._n_major_sums(gA, gB, acc, m0, m_size, n_size, col, kw_lo, kw_hi, False,
+                                   True)
 
         # Every warp's (rows, 128) partial sums to shared memory, then added in warp order.
         smem = cutlass.memory.SmemAllocator()
