@@ -28,23 +28,37 @@ Imports: nothing of ours (NumPy only).
 """
 
 import re
+import struct
 
 import numpy as np
 
+# The conversions between bits and floats go through ``struct`` (a few times faster than
+# NumPy scalars, and the interpreter runs millions of them).
+
+
 def f16_to_f(b):
-    return float(np.array([b], dtype=np.uint16).view(np.float16)[0])
+    return struct.unpack("<e", struct.pack("<H", b))[0]
 
 
 def bf16_to_f(b):
-    return float(np.array([b << 16], dtype=np.uint32).view(np.float32)[0])
+    return struct.unpack("<f", struct.pack("<I", b << 16))[0]
 
 
 def f_to_bits32(f):
-    return int(np.array([f], dtype=np.float32).view(np.uint32)[0])
+    """The bits of ``f``, an fp32 value (one that fp32 holds exactly: see ``round_to_f32``)."""
+    return struct.unpack("<I", struct.pack("<f", f))[0]
+
+
+def round_to_f32(x):
+    """The bits of ``x`` (a float64) rounded to nearest even in fp32, inf past fp32's range."""
+    try:
+        return struct.unpack("<I", struct.pack("<f", x))[0]
+    except OverflowError:  # finite, but past fp32's largest
+        return 0x7F800000 | (0x80000000 if x < 0 else 0)
 
 
 def bits32_to_f(b):
-    return float(np.array([b], dtype=np.uint32).view(np.float32)[0])
+    return struct.unpack("<f", struct.pack("<I", b))[0]
 
 
 class SimError(Exception):
@@ -143,6 +157,7 @@ class Sim:
         self.threads = threads
         self.to_f = f16_to_f if dtype == "f16" else bf16_to_f
         self.prefetches = {}  # region name -> prefetches into it
+        self.decoded, self.addresses = {}, {}  # opcode / address operand -> its parts
 
     # ------------------------------------------------------------ memory
     def region_of(self, addr, size, kind):
@@ -284,7 +299,7 @@ class Sim:
             pc[t] = p + 1
 
     def val(self, R, a, width=32):
-        if a.startswith("%"):
+        if a[0] == "%":
             return R[a]
         if a.startswith("0f"):
             return int(a[2:], 16)
@@ -293,18 +308,27 @@ class Sim:
         return int(a, 0) & ((1 << width) - 1)
 
     def addr(self, R, a):
-        m = re.match(r"^\[([%\w.]+)(?:\+(-?\d+))?\]$", a)
-        base, off = m.group(1), int(m.group(2) or 0)
-        return base, off
+        got = self.addresses.get(a)
+        if got is None:
+            m = re.match(r"^\[([%\w.]+)(?:\+(-?\d+))?\]$", a)
+            got = self.addresses[a] = (m.group(1), int(m.group(2) or 0))
+        return got
+
+    WIDTHS = {"b16": 16, "u16": 16, "s16": 16, "b32": 32, "u32": 32, "s32": 32, "f32": 32,
+              "b64": 64, "u64": 64, "s64": 64, "pred": 1, "f16": 16, "bf16": 16}
+
+    def decode(self, op):
+        """(parts, name, type, width, mask, signed) of opcode ``op``, worked out once."""
+        got = self.decoded.get(op)
+        if got is None:
+            parts = op.split(".")
+            width = self.WIDTHS.get(parts[-1], 32)
+            got = self.decoded[op] = (parts, parts[0], parts[-1], width, (1 << width) - 1,
+                                      parts[-1].startswith("s"))
+        return got
 
     def execute(self, t, R, op, args):
-        parts = op.split(".")
-        name = parts[0]
-        typ = parts[-1]
-        width = {"b16": 16, "u16": 16, "s16": 16, "b32": 32, "u32": 32, "s32": 32, "f32": 32,
-                 "b64": 64, "u64": 64, "s64": 64, "pred": 1, "f16": 16, "bf16": 16}.get(typ, 32)
-        mask = (1 << width) - 1
-        signed = typ.startswith("s")
+        parts, name, typ, width, mask, signed = self.decode(op)
 
         def sv(x):
             if not signed:
@@ -396,13 +420,12 @@ class Sim:
         elif name in ("add", "sub", "mul") and typ == "f32":
             a, b = bits32_to_f(V(args[1])), bits32_to_f(V(args[2]))
             r = {"add": a + b, "sub": a - b, "mul": a * b}[name]
-            R[args[0]] = f_to_bits32(np.float32(r))  # computed in float64, rounded once
+            R[args[0]] = round_to_f32(r)  # computed in float64, rounded once
         elif name == "fma" and parts[1:] == ["rn", "f32"]:
             # a * b is exact in float64 (24 + 24 bits); the sum is then rounded to float64 and
             # to fp32: exact where the fp32 result is (the small integers the tests feed it).
             a, b, c = (bits32_to_f(V(x)) for x in args[1:4])
-            with np.errstate(invalid="ignore", over="ignore"):
-                R[args[0]] = f_to_bits32(np.float32(a * b + c))
+            R[args[0]] = round_to_f32(a * b + c)
         elif name == "cvt":
             dt, st = parts[-2], parts[-1]
             if dt == "f32" and st == "bf16":  # exact: the bf16 bits are fp32's top half
