@@ -1393,7 +1393,8 @@ def test_simt_tiles_of_few_rows_give_way_to_taller_ones_when_b_is_k_major():
     _, n_major = simt._space(75, 2864)
     _, k_major = simt._space(75, 2864, "k")
     for tile, (efficiency, _) in n_major.items():
-        assert k_major[tile][0] == pytest.approx(efficiency * simt._K_MAJOR_B[tile[0]])
+        factor = simt._K_MAJOR_B_TILES.get(tile, simt._K_MAJOR_B[tile[0]])
+        assert k_major[tile][0] == pytest.approx(efficiency * factor)
     assert k_major[(128, 256)][0] == n_major[(128, 256)][0]
 
 
