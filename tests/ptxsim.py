@@ -36,29 +36,32 @@ import numpy as np
 # NumPy scalars, and the interpreter runs millions of them).
 
 
+_U16, _U32, _F16, _F32 = (struct.Struct(f) for f in ("<H", "<I", "<e", "<f"))
+
+
 def f16_to_f(b):
-    return struct.unpack("<e", struct.pack("<H", b))[0]
+    return _F16.unpack(_U16.pack(b))[0]
 
 
 def bf16_to_f(b):
-    return struct.unpack("<f", struct.pack("<I", b << 16))[0]
+    return _F32.unpack(_U32.pack(b << 16))[0]
 
 
 def f_to_bits32(f):
     """The bits of ``f``, an fp32 value (one that fp32 holds exactly: see ``round_to_f32``)."""
-    return struct.unpack("<I", struct.pack("<f", f))[0]
+    return _U32.unpack(_F32.pack(f))[0]
 
 
 def round_to_f32(x):
     """The bits of ``x`` (a float64) rounded to nearest even in fp32, inf past fp32's range."""
     try:
-        return struct.unpack("<I", struct.pack("<f", x))[0]
+        return _U32.unpack(_F32.pack(x))[0]
     except OverflowError:  # finite, but past fp32's largest
         return 0x7F800000 | (0x80000000 if x < 0 else 0)
 
 
 def bits32_to_f(b):
-    return struct.unpack("<f", struct.pack("<I", b))[0]
+    return _F32.unpack(_U32.pack(b))[0]
 
 
 class SimError(Exception):
@@ -151,6 +154,10 @@ class Sim:
 
     def __init__(self, ptx, params, regions, smem_bytes, threads=256, dtype="f16"):
         self.insts, self.labels = parse(ptx)
+        # What each instruction is to ``step_thread``: 0 executed, 1 a collective, 2 ret, 3 a
+        # branch.
+        self.kinds = [1 if op.startswith(self.COLLECTIVE) else 2 if op == "ret"
+                      else 3 if op.startswith("bra") else 0 for _, op, _ in self.insts]
         self.params = params  # param index -> bytes
         self.regions = regions
         self.smem_bytes = smem_bytes
@@ -276,6 +283,7 @@ class Sim:
     COLLECTIVE = ("ldmatrix", "mma.sync", "bar.sync", "shfl.sync")
 
     def step_thread(self, t, R, pc, state, insts, labels):
+        kinds = self.kinds
         while True:
             p = pc[t]
             pred, op, args = insts[p]
@@ -286,13 +294,14 @@ class Sim:
                 if not v:
                     pc[t] = p + 1
                     continue
-            if op.startswith(self.COLLECTIVE):
+            kind = kinds[p]
+            if kind == 1:
                 state[t] = "wait"
                 return
-            if op == "ret":
+            if kind == 2:
                 state[t] = "done"
                 return
-            if op.startswith("bra"):
+            if kind == 3:
                 pc[t] = labels[args[0]]
                 continue
             self.execute(t, R, op, args)
@@ -336,8 +345,18 @@ class Sim:
             x &= mask
             return x - (1 << width) if x >> (width - 1) else x
 
-        V = lambda a: self.val(R, a, width)
-        if name == "mov":
+        V = lambda a: R[a] if a[0] == "%" else self.val(R, a, width)
+        # fp32 arithmetic first: most of what the FMA kernels execute.
+        if name == "fma" and parts[1:] == ["rn", "f32"]:
+            # a * b is exact in float64 (24 + 24 bits); the sum is then rounded to float64 and
+            # to fp32: exact where the fp32 result is (the small integers the tests feed it).
+            R[args[0]] = round_to_f32(bits32_to_f(V(args[1])) * bits32_to_f(V(args[2]))
+                                      + bits32_to_f(V(args[3])))
+        elif name in ("add", "sub", "mul") and typ == "f32":
+            a, b = bits32_to_f(V(args[1])), bits32_to_f(V(args[2]))
+            r = a + b if name == "add" else a - b if name == "sub" else a * b
+            R[args[0]] = round_to_f32(r)  # computed in float64, rounded once
+        elif name == "mov":
             src = args[1]
             if src == "__dynamic_shmem__0":
                 R[args[0]] = 0
@@ -417,15 +436,6 @@ class Sim:
             bits = R[args[1]] & 0xFFFFFFFF
             R[args[0]] = bits if (bits & 0x7F800000) == 0x7F800000 else (
                 (bits + 0x1000) & 0xFFFFE000)
-        elif name in ("add", "sub", "mul") and typ == "f32":
-            a, b = bits32_to_f(V(args[1])), bits32_to_f(V(args[2]))
-            r = {"add": a + b, "sub": a - b, "mul": a * b}[name]
-            R[args[0]] = round_to_f32(r)  # computed in float64, rounded once
-        elif name == "fma" and parts[1:] == ["rn", "f32"]:
-            # a * b is exact in float64 (24 + 24 bits); the sum is then rounded to float64 and
-            # to fp32: exact where the fp32 result is (the small integers the tests feed it).
-            a, b, c = (bits32_to_f(V(x)) for x in args[1:4])
-            R[args[0]] = round_to_f32(a * b + c)
         elif name == "cvt":
             dt, st = parts[-2], parts[-1]
             if dt == "f32" and st == "bf16":  # exact: the bf16 bits are fp32's top half
@@ -504,9 +514,15 @@ class Sim:
             # -1) and no lane falls outside it (clamp 31), the only form modelled.
             if (args[3], args[4]) != ("31", "-1"):
                 raise SimError("shfl.sync.bfly with clamp/membermask " + ", ".join(args[3:]))
-            vs = [R[args[1]] for R in Rs]
-            for l, R in enumerate(Rs):
-                R[args[0]] = vs[l ^ (self.val(R, args[2]) & 31)]
+            d, a, b = args[:3]
+            vs = [R[a] for R in Rs]
+            if b[0] == "%":
+                for l, R in enumerate(Rs):
+                    R[d] = vs[l ^ (R[b] & 31)]
+            else:
+                b = int(b, 0) & 31
+                for l, R in enumerate(Rs):
+                    R[d] = vs[l ^ b]
         elif op.startswith("ldmatrix"):
             num = int(re.search(r"\.x(\d)", op).group(1))
             trans = ".trans" in op
