@@ -28,23 +28,40 @@ Imports: nothing of ours (NumPy only).
 """
 
 import re
+import struct
 
 import numpy as np
 
+# The conversions between bits and floats go through ``struct`` (a few times faster than
+# NumPy scalars, and the interpreter runs millions of them).
+
+
+_U16, _U32, _F16, _F32 = (struct.Struct(f) for f in ("<H", "<I", "<e", "<f"))
+
+
 def f16_to_f(b):
-    return float(np.array([b], dtype=np.uint16).view(np.float16)[0])
+    return _F16.unpack(_U16.pack(b))[0]
 
 
 def bf16_to_f(b):
-    return float(np.array([b << 16], dtype=np.uint32).view(np.float32)[0])
+    return _F32.unpack(_U32.pack(b << 16))[0]
 
 
 def f_to_bits32(f):
-    return int(np.array([f], dtype=np.float32).view(np.uint32)[0])
+    """The bits of ``f``, an fp32 value (one that fp32 holds exactly: see ``round_to_f32``)."""
+    return _U32.unpack(_F32.pack(f))[0]
+
+
+def round_to_f32(x):
+    """The bits of ``x`` (a float64) rounded to nearest even in fp32, inf past fp32's range."""
+    try:
+        return _U32.unpack(_F32.pack(x))[0]
+    except OverflowError:  # finite, but past fp32's largest
+        return 0x7F800000 | (0x80000000 if x < 0 else 0)
 
 
 def bits32_to_f(b):
-    return float(np.array([b], dtype=np.uint32).view(np.float32)[0])
+    return _F32.unpack(_U32.pack(b))[0]
 
 
 class SimError(Exception):
@@ -137,12 +154,17 @@ class Sim:
 
     def __init__(self, ptx, params, regions, smem_bytes, threads=256, dtype="f16"):
         self.insts, self.labels = parse(ptx)
+        # What each instruction is to ``step_thread``: 0 executed, 1 a collective, 2 ret, 3 a
+        # branch.
+        self.kinds = [1 if op.startswith(self.COLLECTIVE) else 2 if op == "ret"
+                      else 3 if op.startswith("bra") else 0 for _, op, _ in self.insts]
         self.params = params  # param index -> bytes
         self.regions = regions
         self.smem_bytes = smem_bytes
         self.threads = threads
         self.to_f = f16_to_f if dtype == "f16" else bf16_to_f
         self.prefetches = {}  # region name -> prefetches into it
+        self.decoded, self.addresses = {}, {}  # opcode / address operand -> its parts
 
     # ------------------------------------------------------------ memory
     def region_of(self, addr, size, kind):
@@ -261,6 +283,7 @@ class Sim:
     COLLECTIVE = ("ldmatrix", "mma.sync", "bar.sync", "shfl.sync")
 
     def step_thread(self, t, R, pc, state, insts, labels):
+        kinds = self.kinds
         while True:
             p = pc[t]
             pred, op, args = insts[p]
@@ -271,20 +294,21 @@ class Sim:
                 if not v:
                     pc[t] = p + 1
                     continue
-            if op.startswith(self.COLLECTIVE):
+            kind = kinds[p]
+            if kind == 1:
                 state[t] = "wait"
                 return
-            if op == "ret":
+            if kind == 2:
                 state[t] = "done"
                 return
-            if op.startswith("bra"):
+            if kind == 3:
                 pc[t] = labels[args[0]]
                 continue
             self.execute(t, R, op, args)
             pc[t] = p + 1
 
     def val(self, R, a, width=32):
-        if a.startswith("%"):
+        if a[0] == "%":
             return R[a]
         if a.startswith("0f"):
             return int(a[2:], 16)
@@ -293,18 +317,27 @@ class Sim:
         return int(a, 0) & ((1 << width) - 1)
 
     def addr(self, R, a):
-        m = re.match(r"^\[([%\w.]+)(?:\+(-?\d+))?\]$", a)
-        base, off = m.group(1), int(m.group(2) or 0)
-        return base, off
+        got = self.addresses.get(a)
+        if got is None:
+            m = re.match(r"^\[([%\w.]+)(?:\+(-?\d+))?\]$", a)
+            got = self.addresses[a] = (m.group(1), int(m.group(2) or 0))
+        return got
+
+    WIDTHS = {"b16": 16, "u16": 16, "s16": 16, "b32": 32, "u32": 32, "s32": 32, "f32": 32,
+              "b64": 64, "u64": 64, "s64": 64, "pred": 1, "f16": 16, "bf16": 16}
+
+    def decode(self, op):
+        """(parts, name, type, width, mask, signed) of opcode ``op``, worked out once."""
+        got = self.decoded.get(op)
+        if got is None:
+            parts = op.split(".")
+            width = self.WIDTHS.get(parts[-1], 32)
+            got = self.decoded[op] = (parts, parts[0], parts[-1], width, (1 << width) - 1,
+                                      parts[-1].startswith("s"))
+        return got
 
     def execute(self, t, R, op, args):
-        parts = op.split(".")
-        name = parts[0]
-        typ = parts[-1]
-        width = {"b16": 16, "u16": 16, "s16": 16, "b32": 32, "u32": 32, "s32": 32, "f32": 32,
-                 "b64": 64, "u64": 64, "s64": 64, "pred": 1, "f16": 16, "bf16": 16}.get(typ, 32)
-        mask = (1 << width) - 1
-        signed = typ.startswith("s")
+        parts, name, typ, width, mask, signed = self.decode(op)
 
         def sv(x):
             if not signed:
@@ -312,8 +345,18 @@ class Sim:
             x &= mask
             return x - (1 << width) if x >> (width - 1) else x
 
-        V = lambda a: self.val(R, a, width)
-        if name == "mov":
+        V = lambda a: R[a] if a[0] == "%" else self.val(R, a, width)
+        # fp32 arithmetic first: most of what the FMA kernels execute.
+        if name == "fma" and parts[1:] == ["rn", "f32"]:
+            # a * b is exact in float64 (24 + 24 bits); the sum is then rounded to float64 and
+            # to fp32: exact where the fp32 result is (the small integers the tests feed it).
+            R[args[0]] = round_to_f32(bits32_to_f(V(args[1])) * bits32_to_f(V(args[2]))
+                                      + bits32_to_f(V(args[3])))
+        elif name in ("add", "sub", "mul") and typ == "f32":
+            a, b = bits32_to_f(V(args[1])), bits32_to_f(V(args[2]))
+            r = a + b if name == "add" else a - b if name == "sub" else a * b
+            R[args[0]] = round_to_f32(r)  # computed in float64, rounded once
+        elif name == "mov":
             src = args[1]
             if src == "__dynamic_shmem__0":
                 R[args[0]] = 0
@@ -393,16 +436,6 @@ class Sim:
             bits = R[args[1]] & 0xFFFFFFFF
             R[args[0]] = bits if (bits & 0x7F800000) == 0x7F800000 else (
                 (bits + 0x1000) & 0xFFFFE000)
-        elif name in ("add", "sub", "mul") and typ == "f32":
-            a, b = bits32_to_f(V(args[1])), bits32_to_f(V(args[2]))
-            r = {"add": a + b, "sub": a - b, "mul": a * b}[name]
-            R[args[0]] = f_to_bits32(np.float32(r))  # computed in float64, rounded once
-        elif name == "fma" and parts[1:] == ["rn", "f32"]:
-            # a * b is exact in float64 (24 + 24 bits); the sum is then rounded to float64 and
-            # to fp32: exact where the fp32 result is (the small integers the tests feed it).
-            a, b, c = (bits32_to_f(V(x)) for x in args[1:4])
-            with np.errstate(invalid="ignore", over="ignore"):
-                R[args[0]] = f_to_bits32(np.float32(a * b + c))
         elif name == "cvt":
             dt, st = parts[-2], parts[-1]
             if dt == "f32" and st == "bf16":  # exact: the bf16 bits are fp32's top half
@@ -481,9 +514,15 @@ class Sim:
             # -1) and no lane falls outside it (clamp 31), the only form modelled.
             if (args[3], args[4]) != ("31", "-1"):
                 raise SimError("shfl.sync.bfly with clamp/membermask " + ", ".join(args[3:]))
-            vs = [R[args[1]] for R in Rs]
-            for l, R in enumerate(Rs):
-                R[args[0]] = vs[l ^ (self.val(R, args[2]) & 31)]
+            d, a, b = args[:3]
+            vs = [R[a] for R in Rs]
+            if b[0] == "%":
+                for l, R in enumerate(Rs):
+                    R[d] = vs[l ^ (R[b] & 31)]
+            else:
+                b = int(b, 0) & 31
+                for l, R in enumerate(Rs):
+                    R[d] = vs[l ^ b]
         elif op.startswith("ldmatrix"):
             num = int(re.search(r"\.x(\d)", op).group(1))
             trans = ".trans" in op

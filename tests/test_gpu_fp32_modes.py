@@ -378,11 +378,14 @@ def test_simt_sixteen_row_tiles(torch, tile, mnk_splits, layout):
 @pytest.mark.parametrize("shape", [(9, 4096, 4096), (13, 2056, 8200), (16, 8192, 1000)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_simt_small_m_picks_sixteen_rows(torch, shape, layout):
-    """The scheduler's own pick for fp32 products of 8 < M <= 16 is a 16-row tile, and it is
-    right in every layout, also as a batch against one broadcast B."""
+    """The scheduler's own pick for fp32 products of 8 < M <= 16 is a 16-row tile over an
+    N-major B, the one-warp 32 x 32 tile over a K-major one (``configs.simt._K_MAJOR_B_TILES``),
+    and it is right in every layout, also as a batch against one broadcast B."""
     m, n, k = shape
     _, key, _, _ = dispatched("float32", m, n, k)
     assert key.config.tile_m == 16, key.config
+    _, key, _, _ = dispatched("float32", m, n, k, majors=("k", "k"))
+    assert (key.config.tile_m, key.config.tile_n) == (32, 32), key.config
     a, b = _operands(torch, m, n, k, layout, 23)
     _check(*_errors(torch, a, b, "highest"), "highest")
     batch = torch.randn((3, m, k), device="cuda")

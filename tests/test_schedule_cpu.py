@@ -912,11 +912,12 @@ def test_2x2_clusters_are_built_for_data_parallel_cooperative_16bit_tiles_only()
 @pytest.mark.parametrize("m", [1, 2, 3, 5, 8])
 def test_simt_products_of_at_most_8_rows_stream_rows_where_read_well(m, layout):
     """M <= 8: the row-streaming kernel on the fewest rows that hold M, untransposed, except
-    for an M-major A with a K-major B (lanes along K would read A element by element)."""
+    for an M-major A with a K-major B (lanes along K would read A element by element): that
+    takes the one-warp 32 x 32 tile (``simt._K_MAJOR_B_TILES``)."""
     majors = LAYOUT_MAJORS[layout]
     config, splits, transposed = simt.choose_schedule(m, 4096, 4096, 1, 132, majors=majors)
     if layout == "tt":
-        assert not config.gemv and config.tile_m == 16, config
+        assert not config.gemv and (config.tile_m, config.tile_n) == (32, 32), config
     else:
         assert config.gemv and not transposed, config
         assert config.tile_m == next(r for r in simt.GEMV_ROWS if r >= m)
@@ -1392,7 +1393,8 @@ def test_simt_tiles_of_few_rows_give_way_to_taller_ones_when_b_is_k_major():
     _, n_major = simt._space(75, 2864)
     _, k_major = simt._space(75, 2864, "k")
     for tile, (efficiency, _) in n_major.items():
-        assert k_major[tile][0] == pytest.approx(efficiency * simt._K_MAJOR_B[tile[0]])
+        factor = simt._K_MAJOR_B_TILES.get(tile, simt._K_MAJOR_B[tile[0]])
+        assert k_major[tile][0] == pytest.approx(efficiency * factor)
     assert k_major[(128, 256)][0] == n_major[(128, 256)][0]
 
 

@@ -310,11 +310,28 @@ _TILE_EFFICIENCY = {(128, 256): 1.0, (128, 128): 0.94, (128, 64): 0.86, (64, 128
 #: 0.862x (with the two above; least 0.45 / 0.62), e.g. 75x4096x3300 0.56 / 0.98x, 48x512x2048
 #: 0.78 / 1.04x, 160x4096x8192 0.62 / 0.88x; where it lost, 1200x4096x1024 (64x128 unsplit
 #: 266.0 us against 128x256 in 4 splits 301.3).
-_K_MAJOR_B = {16: 0.54, 32: 0.54, 64: 0.9, 128: 1.0}
-# The 16-row tiles' are not fitted: below the 32-row tiles', they still win at M <= 16 (the only
-# products they are offered for), where they compute half the padding.  Their split is the
-# model's: at 16x8192x8192 its pick (16x256, 11 splits, 102.9 us) ran 22% slower than the best
-# swept (16x128 in 8 splits, 83.8; cuBLAS 145.2).  H200, 2026-12-02.
+#: The 32-row tiles take the 0.45 fitted above (they had 0.54, which kept 9x2164x11352 on 32 x
+#: 128, 137.6 us against 111.5 on 16 x 256); the 16-row tiles' 0.3 puts them below the 32 x 32
+#: tile's price (``_K_MAJOR_B_TILES``).
+_K_MAJOR_B = {16: 0.3, 32: 0.45, 64: 0.9, 128: 1.0}
+#: Tiles whose K-major-B price is their own, not their height's.  The one-warp 32 x 32 tile
+#: (16 CTAs per SM) ran such products of M 9-31
+#: 1.1-1.6x faster than the 32- and 16-row tiles the heights' prices picked (H100, 2026-12-06,
+#: fp32 "highest" nt, ``tools/sweep_schedule.py fp32 --tuner --cold``, best split of each, us):
+#: 31x5456x2624 49.7 against 32x128 69.9, 20x6000x2600 58.2 / 85.5, 20x2500x8000 66.6 / 101.1,
+#: 10x2500x8000 61.6 against 16x256 78.6, 9x5096x2504 43.8 / 55.6; from M 39 the 64 x 128 tile
+#: stayed ahead of it (39x2372x2788 38.3 / 45.8).  It took M <= 16 from the 16-row tiles too
+#: (10x6000x2600 59.3 at the split the model picks, against 68.2 on 16 x 256), whose price
+#: with a K-major B (``_K_MAJOR_B``) is cut below it.  Then, with 32-row tiles still at 0.54,
+#: on the 46 products whose pick it changed (31 nt of the fp32 class of seeds 920-999, 9 of
+#: seeds 900-919, 6 tt; same method, two runs): x cuBLAS SGEMM 0.688x -> 0.831x (least 0.46x ->
+#: 0.49x), the 31 held out 1.21x faster (least 0.81x: 9x2164x11352, which the 0.45 above
+#: moves to this tile), tt 1.17x (4x4096x4096 54.0 -> 48.1 us).
+_K_MAJOR_B_TILES = {(32, 32): 1.0}
+# The 16-row tiles' are not fitted: below the 32-row tiles', with an N-major B they still win
+# at M <= 16 (the only products they are offered for), where they compute half the padding.
+# Their split is the model's: at 16x8192x8192 its pick (16x256, 11 splits, 102.9 us) ran 22%
+# slower than the best swept (16x128 in 8 splits, 83.8; cuBLAS 145.2).  H200, 2026-12-02.
 # fp32 FMA as this family sustains it on an H100/H200-class SM (~50 TFLOP/s on 132 SMs).
 _FLOPS_PER_SM = 0.38e12
 _MIN_K_TILES = 8
@@ -722,7 +739,7 @@ def _space(m: int, n: int, b_major: str = "n") -> tuple[dict, dict]:
                               tail_scaling=_TAIL_SCALING if lone_is_faster else 0.0)
             efficiency = _TILE_EFFICIENCY[(tm, tn)]
             if b_major == "k":
-                efficiency *= _K_MAJOR_B[tm]
+                efficiency *= _K_MAJOR_B_TILES.get((tm, tn), _K_MAJOR_B[tm])
             tiles[(tm, tn)] = (efficiency, rate)
     return configs, tiles
 
