@@ -46,8 +46,12 @@ How
     (``_SPREAD``), so each load instruction of a warp reads 32 consecutive elements.  Rows of A
     past M and columns of B past N are read at M - 1 and N - 1 instead (in bounds, their
     results never stored), so the main loops carry no row or column predicates; only the
-    last, partial step along K is predicated.  C is written with one scalar store per
-    element, row by row (a warp writes 32 consecutive columns).
+    last, partial step along K is predicated.  An N-major B's last, partial column tile
+    takes one loop for the whole CTA: unpredicated where B is read in vectors and N is whole
+    vectors (lanes past N read N's last vector), else predicated for every lane (a branch per
+    lane ran both loops in the warp at N's edge, and those CTAs twice as long as the rest set
+    the kernel's time: fp32 tn 7x10064x4460 180 -> 97 us).  C is written with one scalar
+    store per element, row by row (a warp writes 32 consecutive columns).
 
 Constraints
     fp32, fp16 or bf16 inputs.  ``align_*`` in elements: a vector (4 of fp32, 8 of a 16-bit
