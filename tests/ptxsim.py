@@ -2,8 +2,10 @@
 
 It executes the PTX that the CuTe DSL builds for a kernel (``compile_gemm(...).__ptx__``), one
 CTA at a time: every thread steps through the instructions on its own; the warp collectives
-(``ldmatrix``, ``mma.sync``, ``shfl.sync.idx``) execute when all 32 lanes of a warp reach
-them, ``bar.sync`` when every thread of the CTA does.  It raises ``SimError`` on
+(``ldmatrix``, ``mma.sync``, ``shfl.sync.idx`` and ``.bfly``) execute when all 32 lanes of a
+warp reach them, ``bar.sync`` when every thread of the CTA does.  It counts the global loads
+at each offset of a region (``Region.loads``: which elements a kernel read, how often).  It
+raises ``SimError`` on
 
 * a global load, store or prefetch outside the ``Region``s it was given, or inside one but
   not on an element (``Region.valid``: row and batch padding; every element of a vector where
@@ -15,13 +17,15 @@ them, ``bar.sync`` when every thread of the CTA does.  It raises ``SimError`` on
   not model.
 
 What it models: the integer, predicate, conversion and memory instructions (scalar and
-vector loads and stores, global and shared) of the SIMT family's tensor-core row-streaming
-kernel (``kernels/simt_gemv_mma.py``) and of the operand copy (``kernels/operand_prep.py``),
-the collectives above and a grid's x and y; fp32 add, sub and mul (computed in float64,
-rounded once: exact where the fp32 result is), the conversion to TF32 (``cvt.rna``);
-``mma.sync.m16n8k16`` with fp16 or bf16 inputs and fp32 accumulators, computed in float64 and
-rounded to fp32 (exact for the small integers the tests feed it, so a result
-compares exactly with a float64 reference).  What it does not: CTAs running concurrently
+vector loads and stores, global and shared) of the SIMT family's row-streaming kernels (on
+FMA, ``kernels/simt_gemv.py``, and on tensor cores, ``kernels/simt_gemv_mma.py``) and of the
+operand copy (``kernels/operand_prep.py``), the collectives above and a grid's x and y; fp32
+add, sub and mul (computed in float64, rounded once: exact where the fp32 result is) and
+``fma.rn`` (the product exact in float64, the sum rounded to float64, then to fp32: exact
+where the fp32 result is), the exact conversions of fp16 and bf16 to fp32, the conversion to
+TF32 (``cvt.rna``); ``mma.sync.m16n8k16`` with fp16 or bf16 inputs and fp32 accumulators,
+computed in float64 and rounded to fp32 (exact for the small integers the tests feed it, so a
+result compares exactly with a float64 reference).  What it does not: CTAs running concurrently
 (they run one after another), memory ordering beyond barriers, timing.
 
 Imports: nothing of ours (NumPy only).
@@ -34,8 +38,6 @@ import numpy as np
 
 # The conversions between bits and floats go through ``struct`` (a few times faster than
 # NumPy scalars, and the interpreter runs millions of them).
-
-
 _U16, _U32, _F16, _F32 = (struct.Struct(f) for f in ("<H", "<I", "<e", "<f"))
 
 
@@ -45,6 +47,23 @@ def f16_to_f(b):
 
 def bf16_to_f(b):
     return _F32.unpack(_U32.pack(b << 16))[0]
+
+
+def to_16(x, dtype: str) -> int:
+    """The bits of ``x`` (an fp32 value) rounded to nearest even in ``dtype`` ("float16" or
+    "bfloat16"), as ``cvt.rn`` does (a NaN becomes bf16's canonical NaN)."""
+    if dtype == "float16":
+        return int(np.array([np.float32(x)], np.float16).view(np.uint16)[0])
+    if np.isnan(x):
+        return 0x7FC0
+    bits = f_to_bits32(np.float32(x))
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def from_16(bits: int, dtype: str) -> float:
+    """The value of ``dtype`` ("float16" or "bfloat16") whose bits are ``bits``."""
+    bits = int(bits)  # a NumPy uint16 would shift out of its width
+    return f16_to_f(bits) if dtype == "float16" else bf16_to_f(bits)
 
 
 def f_to_bits32(f):
@@ -327,17 +346,15 @@ class Sim:
               "b64": 64, "u64": 64, "s64": 64, "pred": 1, "f16": 16, "bf16": 16}
 
     def decode(self, op):
-        """(parts, name, type, width, mask, signed) of opcode ``op``, worked out once."""
-        got = self.decoded.get(op)
-        if got is None:
-            parts = op.split(".")
-            width = self.WIDTHS.get(parts[-1], 32)
-            got = self.decoded[op] = (parts, parts[0], parts[-1], width, (1 << width) - 1,
-                                      parts[-1].startswith("s"))
+        """(parts, name, type, width, mask, signed) of opcode ``op`` (kept in ``decoded``)."""
+        parts = op.split(".")
+        width = self.WIDTHS.get(parts[-1], 32)
+        got = self.decoded[op] = (parts, parts[0], parts[-1], width, (1 << width) - 1,
+                                  parts[-1].startswith("s"))
         return got
 
     def execute(self, t, R, op, args):
-        parts, name, typ, width, mask, signed = self.decode(op)
+        parts, name, typ, width, mask, signed = self.decoded.get(op) or self.decode(op)
 
         def sv(x):
             if not signed:
@@ -347,12 +364,12 @@ class Sim:
 
         V = lambda a: R[a] if a[0] == "%" else self.val(R, a, width)
         # fp32 arithmetic first: most of what the FMA kernels execute.
-        if name == "fma" and parts[1:] == ["rn", "f32"]:
+        if op == "fma.rn.f32":
             # a * b is exact in float64 (24 + 24 bits); the sum is then rounded to float64 and
             # to fp32: exact where the fp32 result is (the small integers the tests feed it).
             R[args[0]] = round_to_f32(bits32_to_f(V(args[1])) * bits32_to_f(V(args[2]))
                                       + bits32_to_f(V(args[3])))
-        elif name in ("add", "sub", "mul") and typ == "f32":
+        elif typ == "f32" and name in ("add", "sub", "mul"):
             a, b = bits32_to_f(V(args[1])), bits32_to_f(V(args[2]))
             r = a + b if name == "add" else a - b if name == "sub" else a * b
             R[args[0]] = round_to_f32(r)  # computed in float64, rounded once

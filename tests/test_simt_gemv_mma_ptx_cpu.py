@@ -122,29 +122,13 @@ def _run(ptxsim, ptx, row_bytes, variant, m, n, k, batch, splits, pad=(0, 0, 0),
                 for c in range(n):
                     value = got[(entry * splits + s) * c_stride + r * ldc + c]
                     if not partials:  # a 16-bit C: the wanted value rounded to it
-                        value = _from_bits(value, dtype)
-                        expect = _from_bits(_to_bits(want[r, c], dtype), dtype)
+                        value = ptxsim.from_16(value, dtype)
+                        expect = ptxsim.from_16(ptxsim.to_16(want[r, c], dtype), dtype)
                     else:
                         expect = np.float32(want[r, c])
                     if not (value == expect or (np.isnan(value) and np.isnan(expect))):
                         wrong += 1
     return wrong
-
-
-def _to_bits(x, dtype):
-    """``x`` (an fp32 sum) rounded to nearest even in ``dtype``, as ``cvt.rn`` does."""
-    if dtype == "float16":
-        return np.array([np.float32(x)], np.float16).view(np.uint16)[0]
-    bits = int(np.array([x], np.float32).view(np.uint32)[0])
-    if np.isnan(x):
-        return 0x7FC0
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
-
-
-def _from_bits(bits, dtype):
-    if dtype == "float16":
-        return np.float64(np.array([bits], np.uint16).view(np.float16)[0])
-    return np.float64(np.array([np.uint32(bits) << 16], np.uint32).view(np.float32)[0])
 
 
 def _inf_at_k_end(values):

@@ -1,0 +1,214 @@
+"""The FMA row-streaming kernel (``kernels/simt_gemv.py``) run on this CPU: its PTX, as the DSL
+builds it for sm_90a, executed by ``tests/ptxsim.py`` CTA by CTA over small products.
+
+Each product checks, exactly, that every output of every split equals the float64 product of
+its run of K (the inputs are small integers, so the fp32 FMAs are exact), that every element
+of C is stored once and nothing else is, and (``ptxsim.SimError``) that no load or store
+leaves its array or lands on padding (every element of a vector load on an element), and that
+shared memory has no race between barriers.  The variants cover every row count, fp32 (most)
+and one fp16 and one bf16, A K- and M-major, B N-major (lanes along N, sums meeting in shared
+memory) and K-major (lanes along K, butterfly shuffles), fp32 partials and C itself, and B
+(and a K-major A) read by 4-element vectors and by scalars.  The products cover tails in M
+(fewer rows than a tile, several row tiles), N (a last partial column tile, N odd and N a
+multiple of 4) and K (not a multiple of 4), splits with an empty last one, batches with a
+broadcast A or B, padded leading dimensions, B at an odd element, and inf and NaN in the last
+row of A and column of B, which the kernel's clamped reads repeat into the rows past M and
+columns past N whose sums it must not store.  Where N-major B is read by vectors and N is a
+multiple of 4, the lanes of the last column tile past N read N's last vector: B's rows there
+are padded, so a vector read past N lands on padding, and the test checks that that last
+vector was indeed read by them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import compile_in_child, needs_dsl
+
+pytestmark = needs_dsl()
+
+#: (rows, dtype, A major, B major, fp32 partials, align_a, align_b): the compiled variants (PDL
+#: on).  Never an M-major A with a K-major B (``configs.simt.gemv_reads``).  An alignment of 4
+#: elements reads B by vectors (and a K-major A too where B is K-major and read by vectors).
+VARIANTS = [(1, "float32", "k", "n", False, 4, 4), (2, "float32", "m", "n", True, 1, 4),
+            (4, "float32", "k", "n", True, 1, 1), (8, "float32", "m", "n", False, 1, 1),
+            (8, "float32", "k", "n", True, 4, 4),
+            (1, "float16", "k", "k", True, 4, 4), (2, "bfloat16", "k", "k", False, 1, 1),
+            (4, "float32", "k", "k", True, 1, 4), (8, "float32", "k", "k", False, 4, 4)]
+
+_CHILD = r"""
+import dataclasses, json, sys
+from cutematmul.configs import simt
+from cutematmul.kernels.compile import compile_gemm
+from cutematmul.kernels.simt_gemv import SimtGemv
+names = []
+for rows, dtype, a_major, b_major, partials, align_a, align_b in json.loads(sys.argv[1]):
+    config = dataclasses.replace(simt.gemv_config(rows), pdl=True, partials=partials)
+    # C's alignment as the dispatcher compiles it: a workspace of partials has rows of whole
+    # 16-byte vectors (``dispatch.schedule``), C itself is stored element by element.
+    align_c = 16 // {"float32": 4}.get(dtype, 2) if partials else 1
+    kernel = SimtGemv(config, dtype, a_major, b_major, align_a, align_b, align_c, 132)
+    name = f"{rows}{dtype}{a_major}{b_major}{int(partials)}{align_a}{align_b}.ptx"
+    open(name, "w").write(compile_gemm(kernel, keep_ptx=True).__ptx__)
+    names.append(name)
+print("NAMES=" + json.dumps({"names": names}))
+"""
+
+_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def _up(x, align):
+    return -(-x // align) * align
+
+
+def _operand(ptxsim, name, base, rows, k, batch, rows_major, pad, shared, rng, dtype, align,
+             at=0, poison=None):
+    """(Region, values (rows, K, batch), its two strides, the element offset of (row, k,
+    entry)) of a (rows, K, batch) operand of small integers: unit stride along rows
+    (``rows_major``) or K, lines of the length plus ``pad`` elements rounded up to ``align``,
+    batch stride 0 (``shared``), its first element ``at`` elements past ``base``; ``poison``
+    edits the values first.  Every element of a vector load must lie on one of its elements."""
+    size = _BYTES[dtype]
+    ld = _up((rows if rows_major else k) + pad, align)
+    matrix = (k if rows_major else rows) * ld
+    batch_stride = 0 if shared else _up(matrix + 3, align)
+
+    def offset(r, kk, entry):
+        return (r + kk * ld if rows_major else r * ld + kk) + entry * batch_stride
+
+    stored = 1 if shared else batch
+    values = rng.integers(-2, 3, size=(rows, k, stored)).astype(np.float32)
+    if poison is not None:
+        poison(values)
+    count = offset(rows - 1, k - 1, stored - 1) + 1
+    flat = np.zeros(count, np.float32)
+    valid = set()
+    for entry in range(stored):
+        for r in range(rows):
+            for kk in range(k):
+                flat[offset(r, kk, entry)] = values[r, kk, entry]
+                valid.add(size * offset(r, kk, entry))
+    if dtype == "float32":
+        raw = flat
+    elif dtype == "float16":
+        raw = flat.astype(np.float16)
+    else:  # bf16: the top half of fp32 (small integers and inf/NaN are exact)
+        raw = (flat.view(np.uint32) >> 16).astype(np.uint16)
+    region = ptxsim.Region(name, base + size * at, size * count, valid, element=size)
+    region.data[:] = raw.tobytes()
+    full = np.repeat(values, batch, axis=2) if shared else values
+    return region, full, (ld, batch_stride), offset
+
+
+def _run(ptxsim, ptx, variant, m, n, k, batch, splits, pad=(0, 0, 0), shared=(False, False),
+         at=0, poison_a=None, poison_b=None, seed=0):
+    """Every CTA of one product; returns the number of wrong or missing outputs."""
+    from cutematmul.configs import simt
+
+    rows, dtype, a_major, b_major, partials, align_a, align_b = variant
+    config = simt.gemv_config(rows)
+    rng = np.random.default_rng(seed)
+    reg_a, full_a, st_a, _ = _operand(ptxsim, "A", 0x10000000, m, k, batch, a_major == "m",
+                                      pad[0], shared[0], rng, dtype, align_a, 0, poison_a)
+    reg_b, full_b, st_b, offset_b = _operand(ptxsim, "B", 0x20000000, n, k, batch, b_major == "n",
+                                         pad[1], shared[1], rng, dtype, align_b, at, poison_b)
+    # fp32 partials: in a workspace whose strides are whole vectors of the inputs' dtype
+    # (what the compiled kernel assumes: ``_CHILD``).
+    c_dtype, align_c = ("float32", 16 // _BYTES[dtype]) if partials else (dtype, 1)
+    ldc = _up(n + pad[2], align_c)
+    c_stride = _up(m * ldc + 5, align_c)
+    size = _BYTES[c_dtype]
+    count = (batch * splits - 1) * c_stride + (m - 1) * ldc + n
+    reg_c = ptxsim.Region("C", 0x30000000, size * count, writable=True, element=size,
+                          valid={size * (e * c_stride + r * ldc + c) for e in range(batch * splits)
+                                 for r in range(m) for c in range(n)})
+    tiles_n = -(-n // config.tile_n)
+    params = {0: ptxsim.tensor_param(reg_a.base, (m, k, batch), st_a),
+              1: ptxsim.tensor_param(reg_b.base, (n, k, batch), st_b),
+              2: ptxsim.tensor_param(reg_c.base, (m, n, batch * splits), (ldc, c_stride)),
+              3: tiles_n.to_bytes(4, "little")}
+    # The N-major variant's allocation: every warp's (rows, tile_n) fp32 sums.
+    smem = 4 * config.tile_n * rows * (config.threads // 32)
+    sim = ptxsim.Sim(ptx, params, [reg_a, reg_b, reg_c], smem, threads=config.threads)
+    for cta in range(-(-m // rows) * tiles_n * batch * splits):
+        sim.run_cta(cta)
+    if b_major == "n" and align_b >= 4 and n % 4 == 0 and n % config.tile_n:
+        # Lanes past N in the last column tile read N's last vector instead: more often than
+        # the vector before it, which only its own lane reads.
+        last, before = (reg_b.loads.get(_BYTES[dtype] * offset_b(n - d, 0, 0), 0)
+                        for d in (4, 8))
+        assert last > before > 0, ("the clamped vector reads did not run", last, before)
+    got = np.frombuffer(bytes(reg_c.data), np.float32 if c_dtype == "float32" else np.uint16)
+    per_split = -(-(-(-k // simt._GEMV_GRANULE)) // splits) * simt._GEMV_GRANULE
+    wrong = len(reg_c.valid) - len(reg_c.writes)
+    for entry in range(batch):
+        for s in range(splits):
+            lo, hi = s * per_split, min(k, (s + 1) * per_split)
+            a = full_a[:, lo:hi, entry].astype(np.float64)
+            b = full_b[:, lo:hi, entry].astype(np.float64)
+            with np.errstate(invalid="ignore", over="ignore"):
+                want = (a[:, None, :] * b[None, :, :]).sum(axis=2)  # every term, inf and NaN
+            for r in range(m):
+                for c in range(n):
+                    value = got[(entry * splits + s) * c_stride + r * ldc + c]
+                    if c_dtype == "float32":
+                        expect = np.float32(want[r, c])
+                    else:  # a 16-bit C: the wanted value rounded to it
+                        value = ptxsim.from_16(value, dtype)
+                        expect = ptxsim.from_16(ptxsim.to_16(want[r, c], dtype), dtype)
+                    if not (value == expect or (np.isnan(value) and np.isnan(expect))):
+                        wrong += 1
+    return wrong
+
+
+def _inf_at_k_end(values):
+    values[0, -1, :] = np.inf
+
+
+def _nan_in_last_line(values):
+    values[-1, 0, :] = np.nan
+
+
+def _products(variant):
+    """(M, N, K, batch, splits, keyword arguments) for ``variant``; each product runs two or
+    three CTAs (the interpreter runs about a second of Python per CTA)."""
+    rows, b_major, align_b = variant[0], variant[3], variant[6]
+    odd = dict(at=1) if align_b == 1 else {}  # B at an odd element where it is read by scalars
+    return [
+        # Tails in M, N (odd: 3 columns in the second, last tile) and K = 45 (B N-major: the
+        # warps' runs of 16 k-rows, the third 13 long, the rest empty; K-major: one predicated
+        # step, less than 128).
+        (max(1, rows - 3), 131, 45, 1, 1, odd),
+        # Two row tiles (the second of one row); N a multiple of 4, its only tile partial;
+        # K = 165 (B N-major: runs of 32 k-rows, the sixth 5 long; K-major: a whole step of
+        # 128 and a predicated one); padded lines (B's by at least one vector: a read past N
+        # lands on padding); NaN in A's last row and B's last column, which the clamped reads
+        # repeat into the rows past M and columns past N (never stored).
+        (rows + 1, 36, 165, 1, 1, dict(pad=(1, 4, 2), poison_a=_nan_in_last_line,
+                                       poison_b=_nan_in_last_line)),
+        # A batch of 2 with A (B N-major) or B (B K-major) broadcast.
+        (rows, 20, 33, 2, 1, dict(shared=(True, False) if b_major == "n" else (False, True),
+                                  pad=(3, 5, 2))),
+        # 3 splits of K = 129: 128 k, 1 and none; inf at K's end.
+        (max(1, rows - 1), 20, 129, 1, 3, dict(poison_a=_inf_at_k_end,
+                                               poison_b=_inf_at_k_end, **odd)),
+    ]
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ptx")
+    out = compile_in_child("sm_90a", _CHILD, [list(v) for v in VARIANTS], tmp, prefix="NAMES=")
+    return {v: (tmp / name).read_text() for v, name in zip(VARIANTS, out["names"])}
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v[0]}{v[1][0]}{v[1][-2:]}"
+                         f"{v[2]}{v[3]}{'-partials' if v[4] else '-c'}-align{v[5]}{v[6]}")
+def test_every_output_exact_and_every_access_inside_its_array(compiled, variant):
+    import ptxsim
+
+    for i, (m, n, k, batch, splits, extra) in enumerate(_products(variant)):
+        wrong = _run(ptxsim, compiled[variant], variant, m, n, k, batch, splits, seed=i,
+                     **extra)
+        assert wrong == 0, (variant, (m, n, k, batch, splits), wrong)
