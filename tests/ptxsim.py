@@ -28,6 +28,10 @@ computed in float64 and rounded to fp32 (exact for the small integers the tests 
 result compares exactly with a float64 reference).  What it does not: CTAs running concurrently
 (they run one after another), memory ordering beyond barriers, timing.
 
+It also lays out the tests' operands (``operand``: a Region of small integers with padded
+lines and batches, and where each element lies) and rounds to the 16-bit types (``to_16``,
+``from_16``).
+
 Imports: nothing of ours (NumPy only).
 """
 
@@ -164,6 +168,54 @@ class Region:
         self.writable = writable
         self.writes = {}
         self.loads = {}
+
+
+#: Bytes per element of each input dtype ``operand`` lays out.
+ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def round_up(x: int, align: int) -> int:
+    return -(-x // align) * align
+
+
+def operand(name, base, rows, k, batch, rows_major, pad, shared, rng, dtype, align=1, at=0,
+            poison=None):
+    """(Region, values (rows, K, batch), its two strides, the element offset of (row, k,
+    entry)) of a (rows, K, batch) operand of small integers in ``dtype``: unit stride along
+    rows (``rows_major``) or K, lines of the length plus ``pad`` elements rounded up to
+    ``align``, batch stride 0 (``shared``), its first element ``at`` elements past ``base``;
+    ``poison`` edits the values first.  Every element of a vector load must lie on one of its
+    elements (``Region.element``)."""
+    size = ELEMENT_BYTES[dtype]
+    ld = round_up((rows if rows_major else k) + pad, align)
+    matrix = (k if rows_major else rows) * ld
+    batch_stride = 0 if shared else round_up(matrix + 3, align)
+
+    def offset(r, kk, entry):
+        return (r + kk * ld if rows_major else r * ld + kk) + entry * batch_stride
+
+    stored = 1 if shared else batch
+    values = rng.integers(-2, 3, size=(rows, k, stored)).astype(np.float32)
+    if poison is not None:
+        poison(values)
+    count = offset(rows - 1, k - 1, stored - 1) + 1
+    flat = np.zeros(count, np.float32)
+    valid = set()
+    for entry in range(stored):
+        for r in range(rows):
+            for kk in range(k):
+                flat[offset(r, kk, entry)] = values[r, kk, entry]
+                valid.add(size * offset(r, kk, entry))
+    if dtype == "float32":
+        raw = flat
+    elif dtype == "float16":
+        raw = flat.astype(np.float16)
+    else:  # bf16: the top half of fp32 (small integers and inf/NaN are exact)
+        raw = (flat.view(np.uint32) >> 16).astype(np.uint16)
+    region = Region(name, base + size * at, size * count, valid, element=size)
+    region.data[:] = raw.tobytes()
+    full = np.repeat(values, batch, axis=2) if shared else values
+    return region, full, (ld, batch_stride), offset
 
 
 class Sim:

@@ -44,40 +44,6 @@ from cutematmul.kernels import simt_gemv_mma as K
 print("NAMES=" + json.dumps({"names": names, "row_bytes": K._CHUNK_K * K._STAGES * 2}))
 """
 
-def _operand(ptxsim, name, base, rows, k, batch, rows_major, pad, shared, rng, dtype, at=0,
-             poison=None):
-    """A Region holding a (rows, K, batch) operand of small integers: unit stride along rows
-    (``rows_major``) or K, ``pad`` elements of padding per line, batch stride 0 (``shared``),
-    its first element ``at`` elements past ``base``; ``poison`` edits the values first."""
-    ld = (rows if rows_major else k) + pad
-    matrix = (k if rows_major else rows) * ld
-    batch_stride = 0 if shared else matrix + 3
-
-    def offset(r, kk, entry):
-        return (r + kk * ld if rows_major else r * ld + kk) + entry * batch_stride
-
-    stored = 1 if shared else batch
-    values = rng.integers(-2, 3, size=(rows, k, stored)).astype(np.float32)
-    if poison is not None:
-        poison(values)
-    count = offset(rows - 1, k - 1, stored - 1) + 1
-    flat = np.zeros(count, np.float32)
-    valid = set()
-    for entry in range(stored):
-        for r in range(rows):
-            for kk in range(k):
-                flat[offset(r, kk, entry)] = values[r, kk, entry]
-                valid.add(2 * offset(r, kk, entry))
-    if dtype == "float16":
-        raw = flat.astype(np.float16).view(np.uint16)
-    else:  # bf16: the top half of fp32 (small integers and inf/NaN are exact)
-        raw = (flat.view(np.uint32) >> 16).astype(np.uint16)
-    region = ptxsim.Region(name, base + 2 * at, 2 * count, valid)
-    region.data[:] = raw.tobytes()
-    full = np.repeat(values, batch, axis=2) if shared else values
-    strides = (ld, batch_stride)
-    return region, full, strides
-
 
 def _run(ptxsim, ptx, row_bytes, variant, m, n, k, batch, splits, pad=(0, 0, 0),
          shared=(False, False), at=0, poison_a=None, poison_b=None, seed=0):
@@ -85,10 +51,11 @@ def _run(ptxsim, ptx, row_bytes, variant, m, n, k, batch, splits, pad=(0, 0, 0),
     returns the number of wrong or missing outputs."""
     rows, dtype, a_major, b_major, partials = variant
     rng = np.random.default_rng(seed)
-    reg_a, full_a, st_a = _operand(ptxsim, "A", 0x10000000, m, k, batch, a_major == "m",
-                                   pad[0], shared[0], rng, dtype, 0, poison_a)
-    reg_b, full_b, st_b = _operand(ptxsim, "B", 0x20000000, n, k, batch, b_major == "n",
-                                   pad[1], shared[1], rng, dtype, at, poison_b)
+    reg_a, full_a, st_a, _ = ptxsim.operand("A", 0x10000000, m, k, batch, a_major == "m",
+                                            pad[0], shared[0], rng, dtype, poison=poison_a)
+    reg_b, full_b, st_b, _ = ptxsim.operand("B", 0x20000000, n, k, batch, b_major == "n",
+                                            pad[1], shared[1], rng, dtype, at=at,
+                                            poison=poison_b)
     ldc = n + pad[2]
     c_stride = m * ldc + 5
     size = 4 if partials else 2

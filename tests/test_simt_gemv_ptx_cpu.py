@@ -55,51 +55,6 @@ for rows, dtype, a_major, b_major, partials, align_a, align_b in json.loads(sys.
 print("NAMES=" + json.dumps({"names": names}))
 """
 
-_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
-
-
-def _up(x, align):
-    return -(-x // align) * align
-
-
-def _operand(ptxsim, name, base, rows, k, batch, rows_major, pad, shared, rng, dtype, align,
-             at=0, poison=None):
-    """(Region, values (rows, K, batch), its two strides, the element offset of (row, k,
-    entry)) of a (rows, K, batch) operand of small integers: unit stride along rows
-    (``rows_major``) or K, lines of the length plus ``pad`` elements rounded up to ``align``,
-    batch stride 0 (``shared``), its first element ``at`` elements past ``base``; ``poison``
-    edits the values first.  Every element of a vector load must lie on one of its elements."""
-    size = _BYTES[dtype]
-    ld = _up((rows if rows_major else k) + pad, align)
-    matrix = (k if rows_major else rows) * ld
-    batch_stride = 0 if shared else _up(matrix + 3, align)
-
-    def offset(r, kk, entry):
-        return (r + kk * ld if rows_major else r * ld + kk) + entry * batch_stride
-
-    stored = 1 if shared else batch
-    values = rng.integers(-2, 3, size=(rows, k, stored)).astype(np.float32)
-    if poison is not None:
-        poison(values)
-    count = offset(rows - 1, k - 1, stored - 1) + 1
-    flat = np.zeros(count, np.float32)
-    valid = set()
-    for entry in range(stored):
-        for r in range(rows):
-            for kk in range(k):
-                flat[offset(r, kk, entry)] = values[r, kk, entry]
-                valid.add(size * offset(r, kk, entry))
-    if dtype == "float32":
-        raw = flat
-    elif dtype == "float16":
-        raw = flat.astype(np.float16)
-    else:  # bf16: the top half of fp32 (small integers and inf/NaN are exact)
-        raw = (flat.view(np.uint32) >> 16).astype(np.uint16)
-    region = ptxsim.Region(name, base + size * at, size * count, valid, element=size)
-    region.data[:] = raw.tobytes()
-    full = np.repeat(values, batch, axis=2) if shared else values
-    return region, full, (ld, batch_stride), offset
-
 
 def _run(ptxsim, ptx, variant, m, n, k, batch, splits, pad=(0, 0, 0), shared=(False, False),
          at=0, poison_a=None, poison_b=None, seed=0):
@@ -109,16 +64,18 @@ def _run(ptxsim, ptx, variant, m, n, k, batch, splits, pad=(0, 0, 0), shared=(Fa
     rows, dtype, a_major, b_major, partials, align_a, align_b = variant
     config = simt.gemv_config(rows)
     rng = np.random.default_rng(seed)
-    reg_a, full_a, st_a, _ = _operand(ptxsim, "A", 0x10000000, m, k, batch, a_major == "m",
-                                      pad[0], shared[0], rng, dtype, align_a, 0, poison_a)
-    reg_b, full_b, st_b, offset_b = _operand(ptxsim, "B", 0x20000000, n, k, batch, b_major == "n",
-                                         pad[1], shared[1], rng, dtype, align_b, at, poison_b)
+    reg_a, full_a, st_a, _ = ptxsim.operand("A", 0x10000000, m, k, batch, a_major == "m",
+                                            pad[0], shared[0], rng, dtype, align_a,
+                                            poison=poison_a)
+    reg_b, full_b, st_b, offset_b = ptxsim.operand("B", 0x20000000, n, k, batch,
+                                                   b_major == "n", pad[1], shared[1], rng,
+                                                   dtype, align_b, at, poison_b)
     # fp32 partials: in a workspace whose strides are whole vectors of the inputs' dtype
     # (what the compiled kernel assumes: ``_CHILD``).
-    c_dtype, align_c = ("float32", 16 // _BYTES[dtype]) if partials else (dtype, 1)
-    ldc = _up(n + pad[2], align_c)
-    c_stride = _up(m * ldc + 5, align_c)
-    size = _BYTES[c_dtype]
+    c_dtype, align_c = ("float32", 16 // ptxsim.ELEMENT_BYTES[dtype]) if partials else (dtype, 1)
+    ldc = ptxsim.round_up(n + pad[2], align_c)
+    c_stride = ptxsim.round_up(m * ldc + 5, align_c)
+    size = ptxsim.ELEMENT_BYTES[c_dtype]
     count = (batch * splits - 1) * c_stride + (m - 1) * ldc + n
     reg_c = ptxsim.Region("C", 0x30000000, size * count, writable=True, element=size,
                           valid={size * (e * c_stride + r * ldc + c) for e in range(batch * splits)
@@ -136,7 +93,7 @@ def _run(ptxsim, ptx, variant, m, n, k, batch, splits, pad=(0, 0, 0), shared=(Fa
     if b_major == "n" and align_b >= 4 and n % 4 == 0 and n % config.tile_n:
         # Lanes past N in the last column tile read N's last vector instead: more often than
         # the vector before it, which only its own lane reads.
-        last, before = (reg_b.loads.get(_BYTES[dtype] * offset_b(n - d, 0, 0), 0)
+        last, before = (reg_b.loads.get(ptxsim.ELEMENT_BYTES[dtype] * offset_b(n - d, 0, 0), 0)
                         for d in (4, 8))
         assert last > before > 0, ("the clamped vector reads did not run", last, before)
     got = np.frombuffer(bytes(reg_c.data), np.float32 if c_dtype == "float32" else np.uint16)
