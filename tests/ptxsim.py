@@ -30,7 +30,7 @@ result compares exactly with a float64 reference).  What it does not: CTAs runni
 
 It also lays out the tests' operands (``operand``: a Region of small integers with padded
 lines and batches, and where each element lies) and rounds to the 16-bit types (``to_16``,
-``from_16``).
+``from_16``) to compare a kernel's C with float64 products (``mismatches``).
 
 Imports: nothing of ours (NumPy only).
 """
@@ -68,6 +68,25 @@ def from_16(bits: int, dtype: str) -> float:
     """The value of ``dtype`` ("float16" or "bfloat16") whose bits are ``bits``."""
     bits = int(bits)  # a NumPy uint16 would shift out of its width
     return f16_to_f(bits) if dtype == "float16" else bf16_to_f(bits)
+
+
+def mismatches(got, offset: int, ldc: int, want, c_dtype: str, dtype: str) -> int:
+    """How many of ``want``'s (M, N) float64 values the C in ``got`` (fp32 values, or the
+    bits of 16-bit ones) does not hold at ``offset + row * ldc + column``: an fp32 C exactly
+    the value rounded to fp32, a 16-bit C (``c_dtype`` not "float32": ``dtype``'s) the value
+    rounded to it (``to_16``); NaN matches NaN."""
+    wrong = 0
+    for r in range(want.shape[0]):
+        for c in range(want.shape[1]):
+            value = got[offset + r * ldc + c]
+            if c_dtype == "float32":
+                expect = np.float32(want[r, c])
+            else:
+                value = from_16(value, dtype)
+                expect = from_16(to_16(want[r, c], dtype), dtype)
+            if not (value == expect or (np.isnan(value) and np.isnan(expect))):
+                wrong += 1
+    return wrong
 
 
 def f_to_bits32(f):

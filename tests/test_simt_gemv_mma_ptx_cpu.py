@@ -85,16 +85,8 @@ def _run(ptxsim, ptx, row_bytes, variant, m, n, k, batch, splits, pad=(0, 0, 0),
             with np.errstate(invalid="ignore", over="ignore"):
                 want = (full_a[:, lo:hi, entry].astype(np.float64)
                         @ full_b[:, lo:hi, entry].astype(np.float64).T)
-            for r in range(m):
-                for c in range(n):
-                    value = got[(entry * splits + s) * c_stride + r * ldc + c]
-                    if not partials:  # a 16-bit C: the wanted value rounded to it
-                        value = ptxsim.from_16(value, dtype)
-                        expect = ptxsim.from_16(ptxsim.to_16(want[r, c], dtype), dtype)
-                    else:
-                        expect = np.float32(want[r, c])
-                    if not (value == expect or (np.isnan(value) and np.isnan(expect))):
-                        wrong += 1
+            wrong += ptxsim.mismatches(got, (entry * splits + s) * c_stride, ldc, want,
+                                       "float32" if partials else dtype, dtype)
     return wrong
 
 

@@ -106,16 +106,8 @@ def _run(ptxsim, ptx, variant, m, n, k, batch, splits, pad=(0, 0, 0), shared=(Fa
             b = full_b[:, lo:hi, entry].astype(np.float64)
             with np.errstate(invalid="ignore", over="ignore"):
                 want = (a[:, None, :] * b[None, :, :]).sum(axis=2)  # every term, inf and NaN
-            for r in range(m):
-                for c in range(n):
-                    value = got[(entry * splits + s) * c_stride + r * ldc + c]
-                    if c_dtype == "float32":
-                        expect = np.float32(want[r, c])
-                    else:  # a 16-bit C: the wanted value rounded to it
-                        value = ptxsim.from_16(value, dtype)
-                        expect = ptxsim.from_16(ptxsim.to_16(want[r, c], dtype), dtype)
-                    if not (value == expect or (np.isnan(value) and np.isnan(expect))):
-                        wrong += 1
+            wrong += ptxsim.mismatches(got, (entry * splits + s) * c_stride, ldc, want,
+                                       c_dtype, dtype)
     return wrong
 
 
