@@ -1465,12 +1465,13 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         tiles[_PINGPONG_TILE[0]] = (_PINGPONG_TILE[1], pingpong._replace(
             slots=2, wave_seconds=_PINGPONG_WAVE_SECONDS, max_splits=1))
     tiles.update(unclustered)  # last: a tie goes to the clustered tile
-    if majors == _ACROSS_BOTH:
-        square, factor = _ACROSS_SQUARE
-        tiles = {tile: (eff * factor if tile[:2] == square and not _is_pingpong(tile) else eff,
-                        tile_rate) for tile, (eff, tile_rate) in tiles.items()}
-    elif math in _CLUSTERED_MATH and m > _SQUARE_IN_CLUSTERS[0][0]:
-        square, factor = _SQUARE_IN_CLUSTERS
+    # The cooperative 128 x 128 tile's price (not pingpong's): tn's, else the other layouts'
+    # where M spans two tile rows.
+    square_price = (_ACROSS_SQUARE if majors == _ACROSS_BOTH
+                    else _SQUARE_IN_CLUSTERS if math in _CLUSTERED_MATH
+                    and m > _SQUARE_IN_CLUSTERS[0][0] else None)
+    if square_price is not None:
+        square, factor = square_price
         tiles = {tile: (eff * factor if tile[:2] == square and not _is_pingpong(tile) else eff,
                         tile_rate) for tile, (eff, tile_rate) in tiles.items()}
     return _Space(tiles, walked, tile_k, fewest, extra, False, False)
