@@ -3,6 +3,7 @@ class's bounds and differ between seeds (the GPU run is the tool's own job)."""
 
 from __future__ import annotations
 
+import pytest
 from helpers import load_tool
 
 
@@ -81,3 +82,17 @@ def test_the_library_draws_name_their_classes_and_give_distinct_shapes():
     assert len(odd) == len(set(odd)) == 12 and all(m % 2 and n % 2 and k % 2 for m, n, k, _ in odd)
     every = classes.shapes([classes.SEED])
     assert set(odd[:6]) <= set(every) and len(every) == len(set(every))
+
+
+def test_cases_reads_a_listed_file_back(tmp_path, capsys):
+    tool = _tool()
+    tool.main(["--list", "--only", "deepK,decode"])
+    listed = tmp_path / "chosen.cases"
+    listed.write_text("# products a change moves\n\n" + capsys.readouterr().out)
+    expected = [c for c in tool.cases() if c[0] in ("deepK", "decode")]
+    assert tool.read_cases(str(listed)) == expected
+    tool.main(["--cases", str(listed), "--only", "decode", "--list"])
+    assert capsys.readouterr().out.splitlines() == [" ".join(map(str, c)) for c in expected[8:]]
+    listed.write_text("deepK float16 highest nn 8 8\n")
+    with pytest.raises(ValueError, match=r"chosen\.cases:1: .*\(8 words\), got 6"):
+        tool.read_cases(str(listed))

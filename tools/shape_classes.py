@@ -2,9 +2,13 @@
 
     python tools/shape_classes.py [--seed 20261203] [--only mid,large] [--list]
     python tools/shape_classes.py [--seed ...] [--only ...] --precompile DIR [--jobs N]
+    python tools/shape_classes.py --cases FILE [--precompile DIR]
 
 The classes and their seeded draws are ``cutematmul.classes``' (each class draws its sizes
-log-uniformly; another ``--seed`` draws an out-of-sample set of the same classes).
+log-uniformly; another ``--seed`` draws an out-of-sample set of the same classes).  ``--cases``
+reads the products from a file instead, one per line in ``--list``'s format (``class dtype
+precision layout m n k batch``; blank lines and ``#`` comments skipped): a chosen set, e.g.
+the products a schedule change moves, timed again on another build.
 
 Each product is timed by ``tools/sweep_schedule.py``'s ``time_us`` (CUDA events over 5 bursts
 of 20 products behind a spin, the median), on PyTorch arrays rotated over sets that together
@@ -114,17 +118,35 @@ def run(selected: list[tuple]) -> None:
               f"{len(values)} products")
 
 
+def read_cases(path: str) -> list[tuple]:
+    """The products listed in ``path`` (``--list``'s format), in its order."""
+    selected = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            if len(words) != 8:
+                raise ValueError(f"{path}:{number}: expected 'class dtype precision layout m n "
+                                 f"k batch' (8 words), got {len(words)}: {line.strip()!r}")
+            selected.append((*words[:4], *map(int, words[4:])))
+    return selected
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--only", default="", help="comma-separated classes (default: all)")
+    parser.add_argument("--cases", metavar="FILE",
+                        help="the products listed in FILE (--list's format), not a seed's draw")
     parser.add_argument("--list", action="store_true", help="print the products, run nothing")
     parser.add_argument("--precompile", metavar="DIR",
                         help="build the kernels of the selected products into DIR (no GPU)")
     parser.add_argument("--jobs", type=int, help="worker processes of --precompile")
     args = parser.parse_args(argv)
     only = {c for c in args.only.split(",") if c}
-    selected = [c for c in cases(args.seed) if not only or c[0] in only]
+    drawn = read_cases(args.cases) if args.cases else cases(args.seed)
+    selected = [c for c in drawn if not only or c[0] in only]
     if args.list:
         for case in selected:
             print(*case)
