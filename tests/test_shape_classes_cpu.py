@@ -3,6 +3,8 @@ class's bounds and differ between seeds (the GPU run is the tool's own job)."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 from helpers import load_tool
 
@@ -96,3 +98,29 @@ def test_cases_reads_a_listed_file_back(tmp_path, capsys):
     listed.write_text("deepK float16 highest nn 8 8\n")
     with pytest.raises(ValueError, match=r"chosen\.cases:1: .*\(8 words\), got 6"):
         tool.read_cases(str(listed))
+
+
+def test_seed_ranges_draw_each_seed_in_turn(capsys):
+    tool = _tool()
+    assert tool.seeds("7") == range(7, 8) and tool.seeds("7-10") == range(7, 10)
+    for bad in ("x", "9-3", "4-4"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            tool.seeds(bad)
+    tool.main(["--list", "--seed", "7-9", "--only", "odd"])
+    listed = capsys.readouterr().out.splitlines()
+    assert listed == [" ".join(map(str, c)) for s in (7, 8) for c in tool.cases(s) if c[0] == "odd"]
+
+
+def test_plans_name_each_products_schedule_and_read_back(tmp_path, capsys):
+    tool = _tool()
+    tool.main(["--list", "--plans", "--only", "decode,deepK"])
+    listed = tmp_path / "planned.cases"
+    listed.write_text(capsys.readouterr().out)
+    products = tool.read_cases(str(listed))  # the plans are comments
+    assert products == [c for c in tool.cases() if c[0] in ("decode", "deepK")]
+    for line, case in zip(listed.read_text().splitlines(), products):
+        plan = line.split("# ", 1)[1]
+        assert plan == tool.planned(case) and " s" in plan, line
+        # The kernel a plan names is one the precompile of that product builds.
+        names = {k.config.name for k in tool.kernel_keys([case]) if hasattr(k, "config")}
+        assert plan.split()[0] in names, (line, names)

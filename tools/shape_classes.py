@@ -1,14 +1,17 @@
 """Random shapes per shape class, the dispatcher's own picks beside cuBLAS (GPU).
 
-    python tools/shape_classes.py [--seed 20261203] [--only mid,large] [--list]
+    python tools/shape_classes.py [--seed 20261203] [--only mid,large] [--list [--plans]]
     python tools/shape_classes.py [--seed ...] [--only ...] --precompile DIR [--jobs N]
     python tools/shape_classes.py --cases FILE [--precompile DIR]
 
 The classes and their seeded draws are ``cutematmul.classes``' (each class draws its sizes
-log-uniformly; another ``--seed`` draws an out-of-sample set of the same classes).  ``--cases``
-reads the products from a file instead, one per line in ``--list``'s format (``class dtype
-precision layout m n k batch``; blank lines and ``#`` comments skipped): a chosen set, e.g.
-the products a schedule change moves, timed again on another build.
+log-uniformly; another ``--seed`` draws an out-of-sample set of the same classes, ``--seed
+LO-HI`` the draws of seeds LO to HI - 1 one after another).  ``--cases`` reads the products
+from a file instead, one per line in ``--list``'s format (``class dtype precision layout m n k
+batch``; blank lines and ``#`` comments skipped): a chosen set, e.g. the products a schedule
+change moves (``tools/pick_changes.py``), timed again on another build.  ``--list --plans``
+adds each product's planned schedule as a comment (no GPU: the wave model's pick for an
+sm_90a GPU of 132 SMs, ``planned``).
 
 Each product is timed by ``tools/sweep_schedule.py``'s ``time_us`` (CUDA events over 5 bursts
 of 20 products behind a spin, the median), on PyTorch arrays rotated over sets that together
@@ -51,11 +54,29 @@ def kernel_keys(selected: list[tuple], arch: str = "sm_90a") -> list:
 
 
 def _schedule(work) -> str:
-    """A planned launch's kernel (its configuration's name), K-splits and orientation."""
+    """A planned launch's kernel (its configuration's name), K-splits, orientation and the
+    operands it copies first."""
     if work is None:
         return "staged"
     splits = work.calls[0][1][4] if work.calls else 1
-    return f"{work.key.config.name} s{splits}{' transposed' if work.transposed else ''}"
+    copies = " and ".join(name for name, copy in zip("AB", work.prep or ()) if copy)
+    return (f"{work.key.config.name} s{splits}{' transposed' if work.transposed else ''}"
+            f"{f', {copies} copied' if copies else ''}")
+
+
+def planned(case: tuple, capability: tuple[int, int] = (9, 0), num_sms: int = 132) -> str:
+    """What a call on contiguous operands of ``case`` launches on a GPU of ``capability`` with
+    ``num_sms`` SMs, named as ``run`` names it (no GPU: the wave model's pick, never a tuned
+    schedule; ``launch.contiguous_plan``)."""
+    from cutematmul.dispatch import choose_families, math_type
+    from cutematmul.launch import Launch, contiguous_plan
+
+    _, dtype, precision, layout, m, n, k, batch = case
+    math = math_type(dtype, precision, capability)
+    families = tuple(family.name for family in choose_families(math, capability))
+    plan = contiguous_plan(families, capability, num_sms, math, m, n, k, batch,
+                           (layout[0] == "t", layout[1] == "t"))
+    return _schedule(plan if isinstance(plan, Launch) else None)
 
 
 def _measure(torch, case: tuple) -> tuple[float, float, float, str]:
@@ -133,23 +154,39 @@ def read_cases(path: str) -> list[tuple]:
     return selected
 
 
+def seeds(text: str) -> range:
+    """``--seed``'s value: one seed, or ``LO-HI`` (LO to HI - 1)."""
+    low, dash, high = text.partition("-")
+    try:
+        first, stop = int(low), int(high) if dash else int(low) + 1
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a seed or LO-HI, got {text!r}") from None
+    if stop <= first:
+        raise argparse.ArgumentTypeError(f"LO-HI needs LO < HI, got {text!r}")
+    return range(first, stop)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--seed", type=seeds, default=range(SEED, SEED + 1),
+                        help="a seed, or LO-HI: the draws of seeds LO to HI - 1")
     parser.add_argument("--only", default="", help="comma-separated classes (default: all)")
     parser.add_argument("--cases", metavar="FILE",
                         help="the products listed in FILE (--list's format), not a seed's draw")
     parser.add_argument("--list", action="store_true", help="print the products, run nothing")
+    parser.add_argument("--plans", action="store_true",
+                        help="with --list, each product's planned schedule as a comment (no GPU)")
     parser.add_argument("--precompile", metavar="DIR",
                         help="build the kernels of the selected products into DIR (no GPU)")
     parser.add_argument("--jobs", type=int, help="worker processes of --precompile")
     args = parser.parse_args(argv)
     only = {c for c in args.only.split(",") if c}
-    drawn = read_cases(args.cases) if args.cases else cases(args.seed)
+    drawn = (read_cases(args.cases) if args.cases
+             else [case for seed in args.seed for case in cases(seed)])
     selected = [c for c in drawn if not only or c[0] in only]
     if args.list:
         for case in selected:
-            print(*case)
+            print(*case, *(("#", planned(case)) if args.plans else ()))
         return
     if args.precompile:
         from cutematmul import aot
