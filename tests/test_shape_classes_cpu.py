@@ -124,3 +124,14 @@ def test_plans_name_each_products_schedule_and_read_back(tmp_path, capsys):
         # The kernel a plan names is one the precompile of that product builds.
         names = {k.config.name for k in tool.kernel_keys([case]) if hasattr(k, "config")}
         assert plan.split()[0] in names, (line, names)
+
+
+def test_a_result_line_reads_back():
+    tool = _tool()
+    case = ("skinnyM", "bfloat16", "highest", "tn", 4, 3448, 7672, 3)
+    line = tool.result_line(case, 34.56, 40.5, 2.1e-4, "sm90_128x16x64_c2x1_g8_s8_pdl_swap s1, A copied")
+    assert line.startswith("skinnyM bfloat16 highest tn 3x4x3448x7672: cuBLAS 34.6 us, cutematmul "
+                           "40.5 us, ") and "0.85x" in line
+    assert tool.parse_result(line) == (case, 34.6, 40.5, 2.1e-4,
+                                       "sm90_128x16x64_c2x1_g8_s8_pdl_swap s1, A copied")
+    assert tool.parse_result("class skinnyM: geometric mean 1.000x cuBLAS, least 1.00x") is None

@@ -54,14 +54,21 @@ def export(revision: str, into: Path) -> Path:
     return into
 
 
+def shape_classes(tree: Path, argv: list[str], **env: str) -> subprocess.CompletedProcess:
+    """This checkout's ``tools/shape_classes.py`` run with ``argv`` on ``tree``'s
+    ``cutematmul``, in a process of its own (``env`` added to this one's environment); its
+    output captured, an error raised when it fails."""
+    env = {**os.environ, "PYTHONPATH": "", **env}
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(tree), str(ROOT / "tools"), *argv],
+                         capture_output=True, text=True, env=env, cwd=tree)
+    if out.returncode:
+        raise RuntimeError(f"shape_classes {' '.join(argv)} on {tree} failed:\n{out.stderr}")
+    return out
+
+
 def plans(tree: Path, selection: list[str]) -> list[tuple[str, str]]:
     """(product, schedule) of each selected product as ``tree`` plans it."""
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": ""}
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(tree), str(ROOT / "tools"),
-                          "--list", "--plans",
-                          *selection], capture_output=True, text=True, env=env, cwd=tree)
-    if out.returncode:
-        raise RuntimeError(f"planning in {tree} failed:\n{out.stderr}")
+    out = shape_classes(tree, ["--list", "--plans", *selection], CUDA_VISIBLE_DEVICES="")
     return [tuple(part.strip() for part in line.split("#", 1))
             for line in out.stdout.splitlines()]
 

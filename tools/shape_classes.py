@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import re
 
 from cutematmul.classes import SEED, cases
 
@@ -121,18 +122,38 @@ def _measure(torch, case: tuple) -> tuple[float, float, float, str]:
     return cublas, ours, error, _schedule(work)
 
 
+def result_line(case: tuple, cublas: float, ours: float, error: float, schedule: str) -> str:
+    """One timed product as ``run`` prints it (``parse_result`` reads it back)."""
+    cls, dtype, precision, layout, m, n, k, batch = case
+    return (f"{cls} {dtype} {precision} {layout} {batch}x{m}x{n}x{k}: cuBLAS {cublas:.1f} us, "
+            f"cutematmul {ours:.1f} us, {2 * m * n * k * batch / ours / 1e6:.0f} TFLOP/s, "
+            f"{cublas / ours:.2f}x | {schedule} | rel err {error:.1e}")
+
+
+_RESULT = re.compile(r"(\S+) (\S+) (\S+) (\S+) (\d+)x(\d+)x(\d+)x(\d+): cuBLAS ([\d.]+) us, "
+                     r"cutematmul ([\d.]+) us, .*\| (.*) \| rel err (\S+)$")
+
+
+def parse_result(line: str) -> tuple[tuple, float, float, float, str] | None:
+    """(case, cuBLAS us, cutematmul us, relative error, schedule) of a ``result_line``, or None
+    for any other line."""
+    found = _RESULT.match(line.strip())
+    if found is None:
+        return None
+    cls, dtype, precision, layout, batch, m, n, k, cublas, ours, schedule, error = found.groups()
+    case = (cls, dtype, precision, layout, int(m), int(n), int(k), int(batch))
+    return case, float(cublas), float(ours), float(error), schedule
+
+
 def run(selected: list[tuple]) -> None:
     import torch
 
     ratios: dict[str, list[float]] = {}
     for case in selected:
-        cls, dtype, precision, layout, m, n, k, batch = case
         cublas, ours, error, schedule = _measure(torch, case)
         torch.cuda.empty_cache()
-        ratios.setdefault(cls, []).append(cublas / ours)
-        print(f"{cls} {dtype} {precision} {layout} {batch}x{m}x{n}x{k}: cuBLAS {cublas:.1f} us, "
-              f"cutematmul {ours:.1f} us, {2 * m * n * k * batch / ours / 1e6:.0f} TFLOP/s, "
-              f"{cublas / ours:.2f}x | {schedule} | rel err {error:.1e}", flush=True)
+        ratios.setdefault(case[0], []).append(cublas / ours)
+        print(result_line(case, cublas, ours, error, schedule), flush=True)
     for cls, values in ratios.items():
         mean = math.exp(sum(map(math.log, values)) / len(values))
         print(f"class {cls}: geometric mean {mean:.3f}x cuBLAS, least {min(values):.2f}x, "

@@ -1,0 +1,131 @@
+"""Time one set of products under two revisions, alternating, beside cuBLAS: a schedule change's A/B.
+
+    python tools/ab_compare.py prepare BASE HEAD --cases FILE --out DIR [--jobs N]  # no GPU
+    python tools/ab_compare.py run DIR [--rounds 2]                                 # GPU
+    python tools/ab_compare.py report DIR
+
+``prepare`` exports each revision's ``cutematmul`` into ``DIR/base`` and ``DIR/head``
+(``pick_changes.export``), copies the products (``--cases``: ``tools/shape_classes.py``'s
+format, e.g. what ``tools/pick_changes.py`` printed) to ``DIR/cases`` and builds each tree's
+kernels for them into ``DIR/<side>/cache`` (sm_90a, 132 SMs), so the GPU run compiles nothing.
+``run`` times the products with ``tools/shape_classes.py --cases`` (L2-cold, cuBLAS on the same
+arrays, each result checked against float64 in a NaN-poisoned output), base then head, for
+``--rounds`` rounds in one call, each tree in a process of its own with its own kernel cache
+(kernels of one name may differ between the trees), writing ``DIR/logs/<side>-<round>.log``;
+then the report.  ``report`` reads the logs: per product the mean times, cuBLAS's, the
+schedules and the gain (base time / head time); then the geometric mean gain and each round's
+geometric mean x cuBLAS of either side with its least ratio.  DIR should sit in an ignored
+folder of the checkout (``results/`` is) and travel to the GPU machine with it (the device
+call's ``carry``).  Imports: ``pick_changes`` and ``shape_classes`` (beside it); nothing of
+``cutematmul`` itself (each tree's runs in its own process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+import sys
+from pathlib import Path
+
+from pick_changes import export, shape_classes
+from shape_classes import parse_result
+
+SIDES = ("base", "head")
+
+
+def prepare(base: str, head: str, cases: Path, out: Path, jobs: int | None) -> None:
+    """The two trees, the products and each tree's kernels under ``out`` (no GPU)."""
+    out.mkdir(parents=True, exist_ok=False)
+    shutil.copyfile(cases, out / "cases")
+    for side, revision in zip(SIDES, (base, head)):
+        tree = export(revision, out / side)
+        (tree / "revision").write_text(revision + "\n")
+        built = shape_classes(tree, ["--cases", str(out / "cases"), "--precompile",
+                                     str(tree / "cache"), *(["--jobs", str(jobs)] if jobs else [])],
+                              CUTE_DSL_ARCH="sm_90a", CUDA_VISIBLE_DEVICES="")
+        print(f"{side} ({revision}): {built.stdout.strip().splitlines()[-1]}")
+
+
+def run(out: Path, rounds: int) -> None:
+    """Each round times the products under base, then head (GPU); then the report."""
+    logs = out / "logs"
+    logs.mkdir(exist_ok=True)
+    for turn in range(1, rounds + 1):
+        for side in SIDES:
+            tree = out / side
+            timed = shape_classes(tree, ["--cases", str(out / "cases")],
+                                  CUTEMATMUL_CACHE_DIR=str(tree / "cache"))
+            (logs / f"{side}-{turn}.log").write_text(timed.stdout)
+            print(f"round {turn}, {side}: {timed.stdout.strip().splitlines()[-1]}", flush=True)
+    print(report(out))
+
+
+def _results(log: Path) -> dict:
+    """case -> (cuBLAS us, cutematmul us, relative error, schedule) of one log."""
+    parsed = (parse_result(line) for line in log.read_text().splitlines())
+    return {found[0]: found[1:] for found in parsed if found is not None}
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(map(math.log, values)) / len(values))
+
+
+def report(out: Path) -> str:
+    """The A/B table and its summary from ``out``'s logs."""
+    runs = {side: [_results(log) for log in sorted((out / "logs").glob(f"{side}-*.log"))]
+            for side in SIDES}
+    if not runs["base"] or len(runs["base"]) != len(runs["head"]):
+        raise RuntimeError(f"{out / 'logs'}: expected as many base-N.log as head-N.log, found "
+                           f"{len(runs['base'])} and {len(runs['head'])}")
+    cases = [case for case in runs["base"][0] if all(case in r for s in SIDES for r in runs[s])]
+    lines, gains = [], []
+    for case in cases:
+        mean = {side: sum(r[case][1] for r in runs[side]) / len(runs[side]) for side in SIDES}
+        cublas = sum(r[case][0] for s in SIDES for r in runs[s]) / (2 * len(runs["base"]))
+        gain = mean["base"] / mean["head"]
+        gains.append(gain)
+        cls, dtype, precision, layout, m, n, k, batch = case
+        lines.append(f"{cls} {dtype} {precision} {layout} {batch}x{m}x{n}x{k}: base "
+                     f"{mean['base']:.1f} us, head {mean['head']:.1f} us, cuBLAS {cublas:.1f} us,"
+                     f" gain {gain:.3f} | {runs['base'][0][case][3]} -> "
+                     f"{runs['head'][0][case][3]}")
+    if not cases:
+        raise RuntimeError(f"{out / 'logs'}: no product timed under both sides")
+    lines.append(f"gain (base / head time) geometric mean {_geomean(gains):.3f}x over "
+                 f"{len(cases)} products, least {min(gains):.3f}x, most {max(gains):.3f}x")
+    for side in SIDES:
+        for turn, timed in enumerate(runs[side], 1):
+            ratios = [timed[case][0] / timed[case][1] for case in cases]
+            lines.append(f"{side} round {turn}: geometric mean {_geomean(ratios):.3f}x cuBLAS, "
+                         f"least {min(ratios):.2f}x")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    ready = verbs.add_parser("prepare", help="export the trees and build their kernels (no GPU)")
+    ready.add_argument("base", help="a git revision")
+    ready.add_argument("head", help="a git revision")
+    ready.add_argument("--cases", type=Path, required=True, help="the products (FILE)")
+    ready.add_argument("--out", type=Path, required=True, help="a new directory")
+    ready.add_argument("--jobs", type=int, help="compile worker processes")
+    timing = verbs.add_parser("run", help="time both trees, alternating (GPU), then report")
+    timing.add_argument("dir", type=Path)
+    timing.add_argument("--rounds", type=int, default=2)
+    table = verbs.add_parser("report", help="the table from a run's logs")
+    table.add_argument("dir", type=Path)
+    args = parser.parse_args(argv)
+    if args.verb == "prepare":
+        prepare(args.base, args.head, args.cases, args.out.resolve(), args.jobs)
+    elif args.verb == "run":
+        if args.rounds < 1:
+            parser.error(f"--rounds: expected at least 1, got {args.rounds}")
+        run(args.dir.resolve(), args.rounds)
+    else:
+        print(report(args.dir.resolve()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
