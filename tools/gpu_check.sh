@@ -5,8 +5,10 @@
 #   GPU_CHECK_PARTS=tests bash tools/gpu_check.sh OUT_DIR # one part (device calls are cut at 10 minutes)
 #
 # Parts (GPU_CHECK_PARTS, default "tests sanitize bench", in that order):
-# * tests: every GPU test (`pytest -m gpu`: the GPU files, not the CPU compile tests, which CI
-#   runs; the tests past 32-bit sizes, which need ~40 GB and minutes, only with FULL=1), in
+# * tests: first `python -m cutematmul info` (the package starts and reads its cache; exit 2
+#   and no test run where it fails), then every GPU test (`pytest -m gpu`: the GPU files, not
+#   the CPU compile tests, which CI runs; the tests past 32-bit sizes, which need ~40 GB and
+#   minutes, only with FULL=1), in
 #   GPU_TEST_JOBS pytest processes side by side on the one GPU (default 5; the files are
 #   grouped by their run times on an H200, the last group takes every file the others do not
 #   name), each cut at GPU_TEST_LIMIT seconds (default 540) so that one call of 10 minutes
@@ -51,6 +53,14 @@ for part in ${GPU_CHECK_PARTS:-tests sanitize bench}; do
   case "$part" in
   tests)
     echo "== GPU tests"
+    # A dependency missing from this environment would fail every test one by one (the 59th
+    # session's device bundle lacked platformdirs, which the disk cache imports): first check
+    # that the package starts and reads its cache here, as the tests will.
+    if ! python -m cutematmul info > "$out/cache-info.json" 2> "$out/preflight.log"; then
+      echo "gpu_check: 'python -m cutematmul info' failed, so every GPU test would; no test run:" >&2
+      tail -5 "$out/preflight.log" >&2
+      exit 2
+    fi
     select=(-m gpu)
     [ "${FULL:-0}" = 1 ] || select+=(-k "not sizes_past_int32")
     pids=()
