@@ -89,6 +89,37 @@ def mismatches(got, offset: int, ldc: int, want, c_dtype: str, dtype: str) -> in
     return wrong
 
 
+def split_mismatches(got, full_a, full_b, splits: int, granule: int, c_stride: int, ldc: int,
+                     c_dtype: str, dtype: str) -> int:
+    """``mismatches`` of every partial product of a product split along K: A's (M, K, batch)
+    values times B's (N, K, batch), K cut into ``splits`` runs of whole ``granule``s as the
+    kernel cuts it (the last runs may be short or empty), each split's C at ``(entry * splits
+    + split) * c_stride`` in ``got``.  The float64 reference sums every term, so an inf or NaN
+    an operand holds reaches it as it reaches the kernel's sums."""
+    k, batch = full_a.shape[1], full_a.shape[2]
+    per_split = -(-(-(-k // granule)) // splits) * granule
+    wrong = 0
+    for entry in range(batch):
+        for s in range(splits):
+            lo, hi = s * per_split, min(k, (s + 1) * per_split)
+            a = full_a[:, lo:hi, entry].astype(np.float64)
+            b = full_b[:, lo:hi, entry].astype(np.float64)
+            with np.errstate(invalid="ignore", over="ignore"):
+                want = (a[:, None, :] * b[None, :, :]).sum(axis=2)
+            wrong += mismatches(got, (entry * splits + s) * c_stride, ldc, want, c_dtype, dtype)
+    return wrong
+
+
+def inf_at_k_end(values):
+    """An ``operand`` poison: inf in the first row's (or column's) last K element."""
+    values[0, -1, :] = np.inf
+
+
+def nan_in_last_line(values):
+    """An ``operand`` poison: NaN at K = 0 of the last row (or column)."""
+    values[-1, 0, :] = np.nan
+
+
 def f_to_bits32(f):
     """The bits of ``f``, an fp32 value (one that fp32 holds exactly: see ``round_to_f32``)."""
     return _U32.unpack(_F32.pack(f))[0]

@@ -77,39 +77,22 @@ def _run(ptxsim, ptx, row_bytes, variant, m, n, k, batch, splits, pad=(0, 0, 0),
         sim.run_cta(cta)
     assert set(sim.prefetches) <= {"B"}, sim.prefetches
     got = np.frombuffer(bytes(reg_c.data), np.float32 if partials else np.uint16)
-    per_split = -(-(-(-k // 128)) // splits) * 128
-    wrong = len(reg_c.valid) - len(reg_c.writes)
-    for entry in range(batch):
-        for s in range(splits):
-            lo, hi = s * per_split, min(k, (s + 1) * per_split)
-            with np.errstate(invalid="ignore", over="ignore"):
-                want = (full_a[:, lo:hi, entry].astype(np.float64)
-                        @ full_b[:, lo:hi, entry].astype(np.float64).T)
-            wrong += ptxsim.mismatches(got, (entry * splits + s) * c_stride, ldc, want,
-                                       "float32" if partials else dtype, dtype)
-    return wrong
+    return len(reg_c.valid) - len(reg_c.writes) + ptxsim.split_mismatches(
+        got, full_a, full_b, splits, 128, c_stride, ldc, "float32" if partials else dtype, dtype)
 
 
-def _inf_at_k_end(values):
-    values[0, -1, :] = np.inf
-
-
-def _nan_in_last_line(values):
-    values[-1, 0, :] = np.nan
-
-
-def _products(rows):
+def _products(ptxsim, rows):
     """(M, N, K, batch, splits, keyword arguments) for a CTA of ``rows`` rows; each product
     runs at most a few CTAs (the interpreter runs ~1 s of Python per CTA)."""
     return [
         (max(1, rows - 3), 37, 45, 1, 1, dict(at=1)),  # tails in M, N and K; B at an odd element
         (rows + 3, 130, 40, 1, 1, dict(pad=(1, 3, 2))),  # two row and two column tiles
         (rows, 20, 33, 2, 1, dict(shared=(True, False), pad=(3, 5, 2), at=1)),
-        (2, 20, 260, 1, 3, dict(poison_a=_inf_at_k_end, poison_b=_inf_at_k_end)),
+        (2, 20, 260, 1, 3, dict(poison_a=ptxsim.inf_at_k_end, poison_b=ptxsim.inf_at_k_end)),
         # 4 splits of K = 129, the last empty; NaN in A's last row and B's last column, which
         # the clamped reads repeat into the rows past M and columns past N (never stored).
-        (rows - 1, 9, 129, 1, 4, dict(poison_a=_nan_in_last_line,
-                                      poison_b=_nan_in_last_line)),
+        (rows - 1, 9, 129, 1, 4, dict(poison_a=ptxsim.nan_in_last_line,
+                                      poison_b=ptxsim.nan_in_last_line)),
     ]
 
 
@@ -127,7 +110,7 @@ def test_every_output_exact_and_every_access_inside_its_array(compiled, variant)
     import ptxsim
 
     ptx, row_bytes = compiled
-    for i, (m, n, k, batch, splits, extra) in enumerate(_products(variant[0])):
+    for i, (m, n, k, batch, splits, extra) in enumerate(_products(ptxsim, variant[0])):
         wrong = _run(ptxsim, ptx[variant], row_bytes, variant, m, n, k, batch, splits, seed=i,
                      **extra)
         assert wrong == 0, (variant, (m, n, k, batch, splits), wrong)

@@ -97,29 +97,11 @@ def _run(ptxsim, ptx, variant, m, n, k, batch, splits, pad=(0, 0, 0), shared=(Fa
                         for d in (4, 8))
         assert last > before > 0, ("the clamped vector reads did not run", last, before)
     got = np.frombuffer(bytes(reg_c.data), np.float32 if c_dtype == "float32" else np.uint16)
-    per_split = -(-(-(-k // simt._GEMV_GRANULE)) // splits) * simt._GEMV_GRANULE
-    wrong = len(reg_c.valid) - len(reg_c.writes)
-    for entry in range(batch):
-        for s in range(splits):
-            lo, hi = s * per_split, min(k, (s + 1) * per_split)
-            a = full_a[:, lo:hi, entry].astype(np.float64)
-            b = full_b[:, lo:hi, entry].astype(np.float64)
-            with np.errstate(invalid="ignore", over="ignore"):
-                want = (a[:, None, :] * b[None, :, :]).sum(axis=2)  # every term, inf and NaN
-            wrong += ptxsim.mismatches(got, (entry * splits + s) * c_stride, ldc, want,
-                                       c_dtype, dtype)
-    return wrong
+    return len(reg_c.valid) - len(reg_c.writes) + ptxsim.split_mismatches(
+        got, full_a, full_b, splits, simt._GEMV_GRANULE, c_stride, ldc, c_dtype, dtype)
 
 
-def _inf_at_k_end(values):
-    values[0, -1, :] = np.inf
-
-
-def _nan_in_last_line(values):
-    values[-1, 0, :] = np.nan
-
-
-def _products(variant):
+def _products(ptxsim, variant):
     """(M, N, K, batch, splits, keyword arguments) for ``variant``; each product runs two or
     three CTAs (the interpreter runs about a second of Python per CTA)."""
     rows, b_major, align_b = variant[0], variant[3], variant[6]
@@ -134,14 +116,14 @@ def _products(variant):
         # 128 and a predicated one); padded lines (B's by at least one vector: a read past N
         # lands on padding); NaN in A's last row and B's last column, which the clamped reads
         # repeat into the rows past M and columns past N (never stored).
-        (rows + 1, 36, 165, 1, 1, dict(pad=(1, 4, 2), poison_a=_nan_in_last_line,
-                                       poison_b=_nan_in_last_line)),
+        (rows + 1, 36, 165, 1, 1, dict(pad=(1, 4, 2), poison_a=ptxsim.nan_in_last_line,
+                                       poison_b=ptxsim.nan_in_last_line)),
         # A batch of 2 with A (B N-major) or B (B K-major) broadcast.
         (rows, 20, 33, 2, 1, dict(shared=(True, False) if b_major == "n" else (False, True),
                                   pad=(3, 5, 2))),
         # 3 splits of K = 129: 128 k, 1 and none; inf at K's end.
-        (max(1, rows - 1), 20, 129, 1, 3, dict(poison_a=_inf_at_k_end,
-                                               poison_b=_inf_at_k_end, **odd)),
+        (max(1, rows - 1), 20, 129, 1, 3, dict(poison_a=ptxsim.inf_at_k_end,
+                                               poison_b=ptxsim.inf_at_k_end, **odd)),
     ]
 
 
@@ -157,7 +139,7 @@ def compiled(tmp_path_factory):
 def test_every_output_exact_and_every_access_inside_its_array(compiled, variant):
     import ptxsim
 
-    for i, (m, n, k, batch, splits, extra) in enumerate(_products(variant)):
+    for i, (m, n, k, batch, splits, extra) in enumerate(_products(ptxsim, variant)):
         wrong = _run(ptxsim, compiled[variant], variant, m, n, k, batch, splits, seed=i,
                      **extra)
         assert wrong == 0, (variant, (m, n, k, batch, splits), wrong)
