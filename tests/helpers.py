@@ -14,11 +14,17 @@ TOLERANCE = {"float32": 2e-5, "float16": 1e-3, "bfloat16": 8e-3, "tf32": 4e-3}
 
 
 def load_tool(name: str):
-    """The module ``tools/<name>.py`` (tools are scripts, not a package), loaded fresh."""
+    """The module ``tools/<name>.py`` (tools are scripts, not a package), loaded fresh, with
+    ``tools/`` on ``sys.path`` as a script run from there has it (tools import their
+    neighbours, some lazily)."""
     import importlib.util
+    import sys
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "tools" / f"{name}.py"
+    tools = str(Path(__file__).resolve().parents[1] / "tools")
+    if tools not in sys.path:
+        sys.path.append(tools)
+    path = Path(tools) / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -17,13 +17,7 @@ CASES = [("decode", "float16", "highest", "nn", 4, 4096, 8192, 1),
 
 
 def _tool():
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tools"))  # the tool imports its neighbours
-    try:
-        return load_tool("ab_compare")
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
+    return load_tool("ab_compare")
 
 
 def _log(path: Path, times: dict) -> None:

@@ -68,15 +68,14 @@ def _schedule(work) -> str:
 def planned(case: tuple, capability: tuple[int, int] = (9, 0), num_sms: int = 132) -> str:
     """What a call on contiguous operands of ``case`` launches on a GPU of ``capability`` with
     ``num_sms`` SMs, named as ``run`` names it (no GPU: the wave model's pick, never a tuned
-    schedule; ``launch.contiguous_plan``)."""
-    from cutematmul.dispatch import choose_families, math_type
-    from cutematmul.launch import Launch, contiguous_plan
+    schedule; ``sweep_schedule.contiguous_launch``)."""
+    from cutematmul.dispatch import math_type
+    from cutematmul.launch import Launch
+    from sweep_schedule import contiguous_launch
 
     _, dtype, precision, layout, m, n, k, batch = case
-    math = math_type(dtype, precision, capability)
-    families = tuple(family.name for family in choose_families(math, capability))
-    plan = contiguous_plan(families, capability, num_sms, math, m, n, k, batch,
-                           (layout[0] == "t", layout[1] == "t"))
+    plan = contiguous_launch(math_type(dtype, precision, capability), m, n, k, layout,
+                             capability, num_sms, batch)
     return _schedule(plan if isinstance(plan, Launch) else None)
 
 

@@ -154,6 +154,16 @@ _FP32_MODES = {math: precision for precision, math in dispatch.PRECISIONS.items(
                if math in dispatch.TF32_MATH}
 
 
+def contiguous_launch(math: str, m: int, n: int, k: int, layout: str = "nn",
+                      capability: tuple[int, int] = (9, 0), num_sms: int = 132, batch: int = 1):
+    """What a call on contiguous operands of an M x N x K product (``batch`` of them) in
+    ``layout`` launches, ``math`` its math type (no GPU): ``launch.contiguous_plan`` over the
+    families a call with kernel "auto" may take, the wave model's pick."""
+    names = tuple(f.name for f in dispatch.choose_families(math, capability, "auto"))
+    return launch.contiguous_plan(names, capability, num_sms, math, m, n, k, batch,
+                                  (layout[0] == "t", layout[1] == "t"))
+
+
 def problem_of(dtype: str, m: int, n: int, k: int, layout: str = "nn",
                capability: tuple[int, int] = (9, 0), num_sms: int = 132,
                batch: int = 1) -> dispatch.Problem:
@@ -163,9 +173,7 @@ def problem_of(dtype: str, m: int, n: int, k: int, layout: str = "nn",
     through a copy (rows of no whole 16-byte vectors) counts in the copy's major and alignment.
     A ValueError where the launch has no schedule to sweep (staged, several launches, or a
     family without schedules such as sm80)."""
-    names = tuple(f.name for f in dispatch.choose_families(dtype, capability, "auto"))
-    work = launch.contiguous_plan(names, capability, num_sms, dtype, m, n, k, batch,
-                                  (layout[0] == "t", layout[1] == "t"))
+    work = contiguous_launch(dtype, m, n, k, layout, capability, num_sms, batch)
     problem = getattr(work, "problem", None)
     if problem is None:
         raise ValueError(f"{dtype} {layout} {_shape_name((batch, m, n, k))}: the launch has no "
