@@ -23,10 +23,10 @@ call's ``carry``).  Imports: ``pick_changes`` and ``shape_classes`` (beside it);
 from __future__ import annotations
 
 import argparse
-import math
 import shutil
 import sys
 from pathlib import Path
+from statistics import geometric_mean
 
 from pick_changes import export, shape_classes
 from shape_classes import parse_result
@@ -67,10 +67,6 @@ def _results(log: Path) -> dict:
     return {found[0]: found[1:] for found in parsed if found is not None}
 
 
-def _geomean(values: list[float]) -> float:
-    return math.exp(sum(map(math.log, values)) / len(values))
-
-
 def report(out: Path) -> str:
     """The A/B table and its summary from ``out``'s logs."""
     runs = {side: [_results(log) for log in sorted((out / "logs").glob(f"{side}-*.log"))]
@@ -92,12 +88,12 @@ def report(out: Path) -> str:
                      f"{runs['head'][0][case][3]}")
     if not cases:
         raise RuntimeError(f"{out / 'logs'}: no product timed under both sides")
-    lines.append(f"gain (base / head time) geometric mean {_geomean(gains):.3f}x over "
+    lines.append(f"gain (base / head time) geometric mean {geometric_mean(gains):.3f}x over "
                  f"{len(cases)} products, least {min(gains):.3f}x, most {max(gains):.3f}x")
     for side in SIDES:
         for turn, timed in enumerate(runs[side], 1):
             ratios = [timed[case][0] / timed[case][1] for case in cases]
-            lines.append(f"{side} round {turn}: geometric mean {_geomean(ratios):.3f}x cuBLAS, "
+            lines.append(f"{side} round {turn}: geometric mean {geometric_mean(ratios):.3f}x cuBLAS, "
                          f"least {min(ratios):.2f}x")
     return "\n".join(lines)
 

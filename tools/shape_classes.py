@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import re
+from statistics import geometric_mean
 
 from cutematmul.classes import SEED, cases
 
@@ -154,7 +154,7 @@ def run(selected: list[tuple]) -> None:
         ratios.setdefault(case[0], []).append(cublas / ours)
         print(result_line(case, cublas, ours, error, schedule), flush=True)
     for cls, values in ratios.items():
-        mean = math.exp(sum(map(math.log, values)) / len(values))
+        mean = geometric_mean(values)
         print(f"class {cls}: geometric mean {mean:.3f}x cuBLAS, least {min(values):.2f}x, "
               f"{len(values)} products")
 
