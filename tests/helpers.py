@@ -42,6 +42,20 @@ def needs_dsl():
     )
 
 
+def needs_git_clone():
+    """The skip mark of tests that export a revision (``git archive``): they need git and a
+    clone of the repository, as CI has."""
+    import shutil
+    from pathlib import Path
+
+    import pytest
+
+    return pytest.mark.skipif(
+        shutil.which("git") is None or not (Path(__file__).resolve().parents[1] / ".git").exists(),
+        reason="needs git and a clone of the repository (git archive of a revision)",
+    )
+
+
 def to_numpy(x) -> np.ndarray:
     """Any supported array -> NumPy float64 (on the host)."""
     mod = type(x).__module__.split(".", 1)[0]

@@ -4,14 +4,12 @@ the rounds alternating between the trees, and the report's arithmetic."""
 from __future__ import annotations
 
 import math
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import load_tool
+from helpers import load_tool, needs_dsl, needs_git_clone
 
-ROOT = Path(__file__).resolve().parents[1]
 CASES = [("decode", "float16", "highest", "nn", 4, 4096, 8192, 1),
          ("batched", "bfloat16", "highest", "tn", 64, 256, 512, 8)]
 
@@ -74,10 +72,9 @@ def test_run_alternates_the_trees_each_on_its_own_kernel_cache(tmp_path, monkeyp
     assert "gain (base / head time) geometric mean 2.000x over 1 products" in capsys.readouterr().out
 
 
-@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
-                    reason="needs git and a clone of the repository (git archive of a revision)")
+@needs_git_clone()
+@needs_dsl()
 def test_prepare_exports_both_trees_and_builds_their_kernels(tmp_path, capsys):
-    pytest.importorskip("cutlass", reason="building kernels needs the CuTe DSL (nvidia-cutlass-dsl)")
     tool = _tool()
     cases = tmp_path / "chosen.cases"
     cases.write_text(" ".join(map(str, CASES[0])) + "\n")

@@ -3,11 +3,10 @@ two builds, found without a GPU."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-from helpers import load_tool
+from helpers import load_tool, needs_git_clone
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,8 +25,7 @@ def test_changes_lists_the_products_whose_schedule_differs_in_cases_format():
         tool.changes(base, head[:1])
 
 
-@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
-                    reason="needs git and a clone of the repository (git archive of a revision)")
+@needs_git_clone()
 def test_one_revision_against_itself_moves_nothing(capsys):
     tool = _tool()
     tool.main(["HEAD", "HEAD", "--seed", "3-5", "--only", "decode,batched"])
@@ -36,8 +34,7 @@ def test_one_revision_against_itself_moves_nothing(capsys):
     assert captured.err.strip() == "0 of 36 products change schedule"
 
 
-@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
-                    reason="needs git and a clone of the repository (git archive of a revision)")
+@needs_git_clone()
 def test_each_tree_plans_with_its_own_cutematmul(tmp_path):
     tool = _tool()
     tree = tool.export("HEAD", tmp_path / "tree")
