@@ -148,20 +148,27 @@ def parse_shapes(spec: str) -> list[Shape]:
     return shapes
 
 
-def parse_dtypes(spec: str) -> list[str]:
-    """``"fp16,bf16"`` -> ["float16", "bfloat16"]; ``"all"`` -> every dtype."""
+def _parse_names(spec: str, names, option: str, what: str, aliases=None,
+                 hint: str = "(or 'all')") -> list[str]:
+    """The comma-separated ``names`` an ``option`` lists (each at most once, in order; "all":
+    every one), or a ValueError naming the one that is not ``what`` can be."""
     if spec.strip().lower() == "all":
-        return list(DTYPES)
+        return list(names)
     out = []
     for item in (s.strip().lower() for s in spec.split(",") if s.strip()):
-        name = DTYPE_ALIASES.get(item, item)
-        if name not in DTYPES:
-            raise ValueError(f"dtype {item!r} is not one of {', '.join(DTYPES)} (or fp16/bf16/fp32).")
+        name = (aliases or {}).get(item, item)
+        if name not in names:
+            raise ValueError(f"{what} {item!r} is not one of {', '.join(names)} {hint}.")
         if name not in out:
             out.append(name)
     if not out:
-        raise ValueError(f"--dtypes {spec!r} names no dtype.")
+        raise ValueError(f"{option} {spec!r} names no {what}.")
     return out
+
+
+def parse_dtypes(spec: str) -> list[str]:
+    """``"fp16,bf16"`` -> ["float16", "bfloat16"]; ``"all"`` -> every dtype."""
+    return _parse_names(spec, DTYPES, "--dtypes", "dtype", DTYPE_ALIASES, "(or fp16/bf16/fp32)")
 
 
 def point_precision(dtype: str, precision: str) -> str:
@@ -172,17 +179,7 @@ def point_precision(dtype: str, precision: str) -> str:
 
 def parse_layouts(spec: str) -> list[str]:
     """``"nn,tn"`` -> ["nn", "tn"]; ``"all"`` -> nn, tn, nt, tt."""
-    if spec.strip().lower() == "all":
-        return list(LAYOUTS)
-    out = []
-    for item in (s.strip().lower() for s in spec.split(",") if s.strip()):
-        if item not in LAYOUTS:
-            raise ValueError(f"layout {item!r} is not one of {', '.join(LAYOUTS)} (or 'all').")
-        if item not in out:
-            out.append(item)
-    if not out:
-        raise ValueError(f"--layouts {spec!r} names no layout.")
-    return out
+    return _parse_names(spec, LAYOUTS, "--layouts", "layout")
 
 
 # ---- how many input sets to rotate, and how much memory a point needs
