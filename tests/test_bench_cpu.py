@@ -83,10 +83,14 @@ def test_parse_dtypes_and_layouts():
     assert parse_dtypes("all") == ["float16", "bfloat16", "float32"]
     assert parse_layouts("all") == ["nn", "tn", "nt", "tt"]
     assert parse_layouts("tn, nn") == ["tn", "nn"]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="dtype 'float64' is not one of .*fp16/bf16/fp32"):
         parse_dtypes("float64")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="layout 'nx' is not one of nn, tn, nt, tt"):
         parse_layouts("nx")
+    with pytest.raises(ValueError, match="--dtypes ' , ' names no dtype"):
+        parse_dtypes(" , ")
+    with pytest.raises(ValueError, match="--layouts '' names no layout"):
+        parse_layouts("")
 
 
 def test_flop_and_byte_counts():
