@@ -541,9 +541,10 @@ def _whole_sectors(m: int, in_bytes: int) -> bool:
     return m * in_bytes % _ACROSS_BYTES == 0
 
 
-def _row_tiles(n: int, batch: int) -> int:
-    """N's 64-row tiles times the batch: what fills the SMs on the swapped tiles."""
-    return -(-n // 64) * batch
+def _row_tiles(n: int, batch: int, rows: int = 64) -> int:
+    """N's tiles of ``rows`` rows (64 unless said) times the batch: what fills the SMs on the
+    swapped tiles."""
+    return -(-n // rows) * batch
 
 
 #: 16-bit products with N at most ``SMALL_M`` (and M at least 4x larger) run on the narrow tiles
@@ -1046,7 +1047,7 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     lines = across or _whole_lines(k)
     row_tiles = _row_tiles(n, batch)
     if width is not None and width <= SMALL_M:
-        return _swapped_small_m(width, row_tiles, num_sms, max_splits, sectors,
+        return _swapped_small_m(width, n, batch, num_sms, max_splits, sectors,
                                 across or not lines)
     if width == _SWAP_ONE_ROW:
         if m == _SWAP_ONE_ROW:
@@ -1127,20 +1128,25 @@ _SWAP_SMALL_FILL = 0.35
 _SWAP_NARROW_ROWS = NARROW_M
 
 
-def _swapped_small_m(width: int, row_tiles: int, num_sms: int, max_splits: int, sectors: bool,
-                     clustered: bool) -> tuple[Config, int, bool] | None:
+def _swapped_small_m(width: int, n: int, batch: int, num_sms: int, max_splits: int,
+                     sectors: bool, clustered: bool) -> tuple[Config, int, bool] | None:
     """The swapped narrow schedule of a small-M 16-bit product (``_SWAP_SMALL_FILL``), or None
-    where the transposed split route should run (few of N's 64-row tiles, ``row_tiles``, and a
-    workspace to split into; a route without one always takes it).  ``width``: 16
-    or 32, all of M.  The tile rows and clusters of the wider swapped tiles
-    (``_swapped_tile``), but 64 rows on a 32-wide tile whose 128-row tiles would be few
-    (``_SWAP_NARROW_ROWS``); unsplit, never stream-K."""
-    if max_splits > 1 and row_tiles < _SWAP_SMALL_FILL * num_sms:
-        return None
+    where the transposed split route should run (few of the tiles it would run, and a
+    workspace to split into; a route without one always takes it).  ``width``: 16 or 32, all
+    of M.  The tile rows and clusters of the wider swapped tiles (``_swapped_tile``), but 64
+    rows on a 32-wide tile whose 128-row tiles would be few (``_SWAP_NARROW_ROWS``); unsplit,
+    never stream-K."""
+    row_tiles = _row_tiles(n, batch)
     # A 32-wide tile of an M-major A in rows of no whole sectors keeps 64 rows where 128-row
     # tiles would fill less than the same fraction of the SMs (``_SWAP_NARROW_ROWS``).
-    few = width > _SWAP_NARROW_ROWS and -(-row_tiles // 2) < _SWAP_SMALL_FILL * num_sms
-    return _swapped_tile(width, row_tiles, num_sms, sectors or few, clustered), 1, False
+    few = (width > _SWAP_NARROW_ROWS
+           and _row_tiles(n, batch, 128) < _SWAP_SMALL_FILL * num_sms)
+    config = _swapped_tile(width, row_tiles, num_sms, sectors or few, clustered)
+    # The fill is counted in the tiles that run: 128-row ones (a 16-wide tile over an M-major
+    # A of no whole sectors) fill half the CTAs of 64-row ones.
+    if max_splits > 1 and _row_tiles(n, batch, config.tile_m) < _SWAP_SMALL_FILL * num_sms:
+        return None
+    return config, 1, False
 
 
 #: A small M's swapped narrow tiles (16 or 32 wide) of 64 rows take a ring of this many stages
