@@ -1574,24 +1574,30 @@ def test_skinny_16bit_products_of_m_17_to_31_with_a_m_major_run_swapped_on_32_wi
                                             (9, 12000, 4000, 1)])
 def test_small_m_16bit_products_over_a_long_n_run_swapped_on_the_narrow_tiles(math, majors, m,
                                                                               n, k, batch):
-    """M <= 32 where N's 64-row tiles (times the batch) fill ``_SWAP_SMALL_FILL`` of the SMs:
-    swapped, all of M in one 16- or 32-wide tile, 64 rows where those tiles fit one wave and an
+    """M <= 32 where N's tiles that would run (times the batch) fill ``_SWAP_SMALL_FILL`` of the
+    SMs: swapped, all of M in one 16- or 32-wide tile, 64 rows where those tiles fit one wave and an
     M-major A's rows are whole 32-byte sectors, else 128; 2x1 with A M-major or in rows of no
     whole 128-byte lines; unsplit, C stored through its transpose (no workspace), the XLA route
     alike; a tuner candidate."""
     across = majors[0] == "m"
     row_tiles = -(-n // 64) * batch
+    whole = not across or m * 2 % 32 == 0
+    # 32 wide, 128-row tiles under the fill: 64 rows all the same (_SWAP_NARROW_ROWS)
+    few = m > 16 and -(-n // 128) * batch < sm90._SWAP_SMALL_FILL * 132
+    tile_m = 64 if row_tiles <= 132 and (whole or few) else 128
     for max_splits in (waves.MAX_SPLITS, 1):
         config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, max_splits,
                                                           math=math, majors=majors)
         config.validate()
+        if max_splits > 1 and -(-n // tile_m) * batch < sm90._SWAP_SMALL_FILL * 132:
+            # The fill counts the tiles that would run: 128-row ones (16 wide over an M-major
+            # A of no whole sectors) under it split transposed through the workspace.
+            assert transposed and config.partials and splits > 1, config
+            continue
         assert config.swap and splits == 1 and not transposed, config
         assert not config.partials and not config.streamk and config.pdl, config
         assert config.tile_n == (16 if m <= 16 else 32), config
-        whole = not across or m * 2 % 32 == 0
-        # 32 wide, 128-row tiles under the fill: 64 rows all the same (_SWAP_NARROW_ROWS)
-        few = m > 16 and -(-row_tiles // 2) < sm90._SWAP_SMALL_FILL * 132
-        assert config.tile_m == (64 if row_tiles <= 132 and (whole or few) else 128), config
+        assert config.tile_m == tile_m, config
         assert config.cluster_m == (2 if across or k * 2 % 128 else 1), config
         assert config.epi_n == config.tile_n
         # Few 64-row tiles keep more bytes in flight (_NARROW_RING_STAGES).
