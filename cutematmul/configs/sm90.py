@@ -709,7 +709,8 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     Skinny 16-bit products whose M fits one tile width that is no multiple of 128 (128 < M <=
     224) run swapped instead (``_swapped_skinny``): C^T = B^T A^T in the kernel, all of M in
     one 160-, 192- or 224-wide tile, no padded rows; so do M of 65-127, 33-63, and M of 32 or
-    less whose N's 64-row tiles fill ``_SWAP_SMALL_FILL`` of the SMs (16 or 32 wide).
+    less whose N's tiles, as they would run, fill ``_SWAP_SMALL_FILL`` of the SMs (16 or 32
+    wide).
 
     ``math`` (``MATH_TYPES``) sets the K-tile and the rate; 3xTF32 is scheduled as the three
     products it runs (``gemm_k``).
