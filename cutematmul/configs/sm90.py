@@ -1089,8 +1089,9 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     return config, 1, False
 
 
-#: Small-M 16-bit products (M <= ``SMALL_M``, N >= 4 M) whose N's 64-row tiles (times the
-#: batch) fill at least this fraction of the SMs run swapped on the narrow tiles
+#: Small-M 16-bit products (M <= ``SMALL_M``, N >= 4 M) whose N's tiles as they would run (64
+#: or 128 rows, ``_swapped_tile``; times the batch) fill at least this fraction of the SMs run
+#: swapped on the narrow tiles
 #: (``_swapped_small_m``), not transposed through the workspace: C^T = B^T A^T in the kernel,
 #: all of M in one 16- or 32-wide tile, C stored through its transpose, so neither the fp32
 #: workspace nor the reduction launch.  H200, 2026-12-04, L2-cold rotated inputs, us, the
@@ -1111,7 +1112,12 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
 #: tiles of M 33-63).  Those M kept the 64-wide tiles from session 36 to 38 on a bf16 timing
 #: (tn 24x8192x8192 38.9 here against 37.4) whose narrow kernels had every wgmma serialized by
 #: ptxas (fixed in session 37, ``kernels/sm90_hgemm.fence_accumulators``); the tuner still
-#: times the 64-wide tiles there (``candidates``).
+#: times the 64-wide tiles there (``candidates``).  Until the 59th session the fill was counted
+#: in 64-row tiles even where the tile is 128 rows (16 wide over an M-major A of no whole
+#: sectors): held out on an H100 (seed 20261211), tn and tt M 2-5 with N 3100-3450 ran unsplit
+#: on 25-27 CTAs at 1.3-1.4 TB/s, 0.86-0.89x cuBLAS (tn 2x3096x10104 46.2 us against 41.3),
+#: where the transposed split route moved 1.9-2.1 TB/s (tn 2x2712x13960 1.10x).  Not yet timed
+#: with the fill counted in 128-row tiles.
 _SWAP_SMALL_FILL = 0.35
 #: An M-major A of 17-31 rows (rows of no whole 32-byte sectors) on the 32-wide swapped tile:
 #: 128 rows (``_swapped_tile``) where N's 128-row tiles fill ``_SWAP_SMALL_FILL`` of the SMs,
