@@ -1048,7 +1048,7 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     lines = across or _whole_lines(k)
     row_tiles = _row_tiles(n, batch)
     if width is not None and width <= SMALL_M:
-        return _swapped_small_m(width, n, batch, num_sms, max_splits, sectors,
+        return _swapped_small_m(width, n, k, batch, num_sms, max_splits, sectors,
                                 across or not lines)
     if width == _SWAP_ONE_ROW:
         if m == _SWAP_ONE_ROW:
@@ -1116,9 +1116,18 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
 #: in 64-row tiles even where the tile is 128 rows (16 wide over an M-major A of no whole
 #: sectors): held out on an H100 (seed 20261211), tn and tt M 2-5 with N 3100-3450 ran unsplit
 #: on 25-27 CTAs at 1.3-1.4 TB/s, 0.86-0.89x cuBLAS (tn 2x3096x10104 46.2 us against 41.3),
-#: where the transposed split route moved 1.9-2.1 TB/s (tn 2x2712x13960 1.10x).  Not yet timed
-#: with the fill counted in 128-row tiles.
+#: where the transposed split route moved 1.9-2.1 TB/s (tn 2x2712x13960 1.10x).
 _SWAP_SMALL_FILL = 0.35
+#: The fewest K-tiles over which the fill is counted in the swapped tiles as they run (128 rows
+#: where ``_swapped_tile`` takes them), not in N's 64-row tiles: the split then pays for its
+#: reduction.  H100, 2026-12-06, L2-cold, two runs alternating (``tools/ab_compare.py``), 40
+#: tn/tt products of M 2-14 and N 2984-5584 that the 128-row count moves to the transposed
+#: split route (seeds 1000-1099), us, swapped / split (cuBLAS): with K of 7088-15648 (26) the
+#: split ran 1.27x faster (geometric mean; fp16 tn 2x4192x15648 73.7 / 52.4 (66.6), bf16 tn
+#: 4x3048x7728 43.0 / 24.8 (35.6), fp16 tn 14x3032x11736 55.8 / 35.8 (43.4); least bf16 tn
+#: 13x5584x10352 44.8 / 48.4 (104.2)); with K of 2176-5928 (14) it lost on 9 (fp16 tn
+#: 13x4288x2176 11.6 / 15.0, bf16 tn 3x4688x5928 25.1 / 27.4, 8x4096x4096 15.9 / 16.7).
+_SWAP_FILL_K_TILES = 96
 #: An M-major A of 17-31 rows (rows of no whole 32-byte sectors) on the 32-wide swapped tile:
 #: 128 rows (``_swapped_tile``) where N's 128-row tiles fill ``_SWAP_SMALL_FILL`` of the SMs,
 #: else 64, in 2x1 clusters either way.  H200, 2026-12-04, L2-cold rotated inputs, tn, us,
@@ -1135,12 +1144,12 @@ _SWAP_SMALL_FILL = 0.35
 _SWAP_NARROW_ROWS = NARROW_M
 
 
-def _swapped_small_m(width: int, n: int, batch: int, num_sms: int, max_splits: int,
+def _swapped_small_m(width: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
                      sectors: bool, clustered: bool) -> tuple[Config, int, bool] | None:
     """The swapped narrow schedule of a small-M 16-bit product (``_SWAP_SMALL_FILL``), or None
-    where the transposed split route should run (few of the tiles it would run, and a
-    workspace to split into; a route without one always takes it).  ``width``: 16 or 32, all
-    of M.  The tile rows and clusters of the wider swapped tiles (``_swapped_tile``), but 64
+    where the transposed split route should run (few of N's 64-row tiles, or over a long K few
+    of the tiles it would run: ``_SWAP_FILL_K_TILES``; and a workspace to split into; a route
+    without one always takes it).  ``width``: 16 or 32, all of M.  The tile rows and clusters of the wider swapped tiles (``_swapped_tile``), but 64
     rows on a 32-wide tile whose 128-row tiles would be few (``_SWAP_NARROW_ROWS``); unsplit,
     never stream-K."""
     row_tiles = _row_tiles(n, batch)
@@ -1149,9 +1158,10 @@ def _swapped_small_m(width: int, n: int, batch: int, num_sms: int, max_splits: i
     few = (width > _SWAP_NARROW_ROWS
            and _row_tiles(n, batch, 128) < _SWAP_SMALL_FILL * num_sms)
     config = _swapped_tile(width, row_tiles, num_sms, sectors or few, clustered)
-    # The fill is counted in the tiles that run: 128-row ones (a 16-wide tile over an M-major
-    # A of no whole sectors) fill half the CTAs of 64-row ones.
-    if max_splits > 1 and _row_tiles(n, batch, config.tile_m) < _SWAP_SMALL_FILL * num_sms:
+    # Over a long K the fill is counted in the tiles that run: 128-row ones (a 16-wide tile over
+    # an M-major A of no whole sectors) fill half the CTAs of 64-row ones.
+    counted = config.tile_m if -(-k // config.tile_k) >= _SWAP_FILL_K_TILES else 64
+    if max_splits > 1 and _row_tiles(n, batch, counted) < _SWAP_SMALL_FILL * num_sms:
         return None
     return config, 1, False
 
