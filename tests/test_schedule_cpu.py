@@ -1571,11 +1571,12 @@ def test_skinny_16bit_products_of_m_17_to_31_with_a_m_major_run_swapped_on_32_wi
 @pytest.mark.parametrize("m, n, k, batch", [(1, 8192, 8192, 1), (8, 4096, 4096, 1),
                                             (16, 14336, 4096, 1), (32, 8192, 8192, 1),
                                             (24, 3072, 4100, 1), (32, 1024, 1024, 8),
-                                            (9, 12000, 4000, 1)])
+                                            (9, 12000, 4000, 1), (4, 3400, 9000, 1),
+                                            (2, 3000, 4000, 1)])
 def test_small_m_16bit_products_over_a_long_n_run_swapped_on_the_narrow_tiles(math, majors, m,
                                                                               n, k, batch):
-    """M <= 32 where N's tiles that would run (times the batch) fill ``_SWAP_SMALL_FILL`` of the
-    SMs: swapped, all of M in one 16- or 32-wide tile, 64 rows where those tiles fit one wave and an
+    """M <= 32 where N's 64-row tiles (over a long K, the tiles that would run; times the batch)
+    fill ``_SWAP_SMALL_FILL`` of the SMs: swapped, all of M in one 16- or 32-wide tile, 64 rows where those tiles fit one wave and an
     M-major A's rows are whole 32-byte sectors, else 128; 2x1 with A M-major or in rows of no
     whole 128-byte lines; unsplit, C stored through its transpose (no workspace), the XLA route
     alike; a tuner candidate."""
@@ -1589,9 +1590,10 @@ def test_small_m_16bit_products_over_a_long_n_run_swapped_on_the_narrow_tiles(ma
         config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, max_splits,
                                                           math=math, majors=majors)
         config.validate()
-        if max_splits > 1 and -(-n // tile_m) * batch < sm90._SWAP_SMALL_FILL * 132:
-            # The fill counts the tiles that would run: 128-row ones (16 wide over an M-major
-            # A of no whole sectors) under it split transposed through the workspace.
+        # Over a long K the fill counts the tiles that would run: 128-row ones (16 wide over an
+        # M-major A of no whole sectors) under it split transposed through the workspace.
+        counted = tile_m if -(-k // 64) >= sm90._SWAP_FILL_K_TILES else 64
+        if max_splits > 1 and -(-n // counted) * batch < sm90._SWAP_SMALL_FILL * 132:
             assert transposed and config.partials and splits > 1, config
             continue
         assert config.swap and splits == 1 and not transposed, config
