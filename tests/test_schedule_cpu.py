@@ -1815,9 +1815,9 @@ SWAPPED_WIDE = [(1376, 3208, 2912, 144), (1872, 2296, 2520, 144), (1576, 2640, 1
 @pytest.mark.parametrize("shape", SWAPPED_WIDE, ids=lambda s: "x".join(map(str, s[:3])))
 def test_mid_products_with_a_k_major_run_swapped_where_the_waves_fill_better(shape, layout):
     """A K-major (nn, nt): swapped 128-row tiles in 2x1 clusters, data-parallel, the width
-    along M; A M-major (not measured), a batch, a C TMA cannot store and 16-bit only keep the
-    untransposed schedule; the tuner's list holds the untransposed pick and three swapped
-    widths."""
+    along M, a batch of them alike; A M-major (not measured), a C TMA cannot store and 16-bit
+    only keep the untransposed schedule; the tuner's list holds the untransposed pick and three
+    swapped widths."""
     m, n, k, width = shape
     majors = LAYOUT_MAJORS[layout]
     config, splits, transposed = sm90.choose_schedule(m, n, k, 1, 132, majors=majors)
@@ -1837,12 +1837,30 @@ def test_mid_products_with_a_k_major_run_swapped_where_the_waves_fill_better(sha
         assert all(c.cluster_m == 2 and s == 1 and not t for c, s, t in found if c.swap)
         # The route without a workspace (``max_splits`` 1) runs the same data-parallel kernel.
         assert sm90.choose_config(m, n, k, 1, 132, majors=majors) == config
+        batched = sm90.choose_schedule(m, n, k, 3, 132, majors=majors)
+        assert batched[0].swap and batched[1:] == (1, False), batched
     else:
         assert not config.swap
-    for other in (sm90.choose_schedule(m, n, k, 3, 132, majors=majors)[0],
-                  sm90.choose_schedule(m, n, k, 1, 132, majors=majors, c_aligned=False)[0],
+        assert not sm90.choose_schedule(m, n, k, 3, 132, majors=majors)[0].swap
+    for other in (sm90.choose_schedule(m, n, k, 1, 132, majors=majors, c_aligned=False)[0],
                   sm90.choose_schedule(m, n, k, 1, 132, math="tf32", majors=("k", "k"))[0]):
         assert not other.swap, other
+
+
+@pytest.mark.parametrize("shape", [(53, 336, 1352, 1480), (61, 320, 1408, 1272),
+                                   (11, 344, 768, 1216)], ids=lambda s: "x".join(map(str, s)))
+def test_a_batch_of_few_tile_rows_runs_swapped_where_n_pads_less(shape):
+    """A batch whose per-matrix M pads 128-row tiles by 10-23% (an odd count of tile rows, so
+    unclustered) runs swapped in 2x1 clusters, data-parallel, N along the tile's rows and M in a
+    width of 144-208 (``_SWAPPED_WIDE_TILES``); nn and nt alike, tn keeps its tiles."""
+    batch, m, n, k = shape
+    for majors in (("k", "n"), ("k", "k")):
+        config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, majors=majors)
+        config.validate()
+        assert config.swap and splits == 1 and not transposed, config
+        assert config.tile_m == 128 and 144 <= config.tile_n <= 208, config
+        assert config.cluster_m == 2 and not config.partials, config
+    assert not sm90.choose_schedule(m, n, k, batch, 132, majors=("m", "n"))[0].swap
 
 
 def test_swapped_wide_schedules_are_the_measured_kind_only():

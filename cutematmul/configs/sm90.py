@@ -764,7 +764,16 @@ def _model_pick(m: int, n: int, batch: int, num_sms: int, max_splits: int, math:
 #: ``_FINE_N`` width, swapped only, fills its waves better (1536^3: 132 tiles of 128 x 144 in
 #: one wave against 120 of 128 x 160).  A K-major only (the widths along M are then 128-byte
 #: swizzled rows of K; A M-major was not measured), data-parallel, 2x1 clusters where N spans
-#: two tiles.
+#: two tiles.  Batches alike: a batch's per-matrix M of 300-600 pads 128-row tiles by 10-23%
+#: and leaves an odd count of tile rows (unclustered, ``_UNCLUSTERED``), where N swapped along
+#: the rows pads less.  H100, 2026-12-06, L2-cold, us, the untransposed pick / the fastest of
+#: every width 128-256 in both orientations, 1x1 and 2x1 (cuBLAS), nn: 53 x 336x1352x1480 226.2
+#: / 165.7 swapped 128 x 192 (157.0), 61 x 320x1408x1272 195.6 / 157.1 (129.0), 47 x
+#: 344x968x1448 140.8 / 102.9 (99.2), 48 x 584x728x376 58.4 / 45.0 (46.3); swapped was the
+#: fastest on all 13 such products swept.  Then held out, two runs alternating
+#: (``tools/ab_compare.py``), the 40 batched products of seeds 1000-1099 whose pick this
+#: moves (fp16 nn, batches 4-62): 1.101x faster (geometric mean; least 0.966x, most 1.31x),
+#: x cuBLAS 0.963x / 0.953x -> 1.045x / 1.062x.
 _SWAPPED_WIDE_TILES = {**{(128, w): _CLUSTERED_EFFICIENCY[(128, w)] for w in (128, 192, 256)},
                        **_WIDE_EFFICIENCY}
 #: The ``_FINE_N`` widths as wide swapped tiles: the mean of their neighbours' efficiencies, less
@@ -780,18 +789,18 @@ _SWAPPED_FINE_TILES = {(128, 144): 0.94, (128, 176): 0.95, (128, 208): 0.965}
 _SWAPPED_WIDE_TIMED = 3
 
 
-def _swapped_wide_tiles(n: int, batch: int, math: str, majors: tuple[str, str],
+def _swapped_wide_tiles(n: int, math: str, majors: tuple[str, str],
                         c_aligned: bool, space: "_Space", tile: tuple, splits: int,
                         picked: Config) -> dict | None:
     """The swapped tiles (``waves`` form, over (N, M)) that ``_swapped_wide`` weighs against the
     untransposed pick (``tile``, ``splits`` in ``space``; ``picked`` its configuration), or
-    None where the rule does not apply: only where the pick is what was measured, one matrix (no
-    batch), unsplit, on a cooperative 128-row tile at least 128 wide (not pingpong, not 64
+    None where the rule does not apply: only where the pick is what was measured (one matrix or
+    a batch), unsplit, on a cooperative 128-row tile at least 128 wide (not pingpong, not 64
     rows), in 2x1 clusters or alone, not in 2x2 (measured faster than either orientation in
     2x1: 1728x1264x3440 25.2 against 28.1 us swapped); 16-bit with A K-major; not where C
     cannot be stored by TMA (``c_aligned``)."""
     measured = (tile[0] == 128 and tile[1] >= 128 and tile[2:] in ((), (_UNCLUSTERED,))
-                and splits == 1 and batch == 1)
+                and splits == 1)
     if (not measured or math not in _CLUSTERED_MATH or majors[0] != _ODD_MAJOR or not c_aligned
             or space.transposed or space.workspace or space.swapped or picked.cluster_n > 1):
         return None
@@ -819,7 +828,7 @@ def _swapped_wide(m: int, n: int, batch: int, num_sms: int, math: str,
     (``tile``, ``splits`` in ``space``; ``picked`` its configuration) by more than
     ``waves.TOLERANCE``, else None (``_SWAPPED_WIDE_TILES``; where it applies:
     ``_swapped_wide_tiles``)."""
-    tiles = _swapped_wide_tiles(n, batch, math, majors, c_aligned, space, tile, splits, picked)
+    tiles = _swapped_wide_tiles(n, math, majors, c_aligned, space, tile, splits, picked)
     if tiles is None:
         return None
     swapped_tile, _ = waves.best(n, m, space.k, batch, num_sms, space.tile_k, tiles, 1)
@@ -839,7 +848,7 @@ def _swapped_wide_options(m: int, n: int, batch: int, num_sms: int, math: str,
                           tile: tuple, splits: int, picked: Config) -> list[Config]:
     """The ``_SWAPPED_WIDE_TIMED`` swapped schedules the wave model ranks best where
     ``_swapped_wide_tiles`` applies (whether or not they beat the pick), for the tuner."""
-    tiles = _swapped_wide_tiles(n, batch, math, majors, c_aligned, space, tile, splits, picked)
+    tiles = _swapped_wide_tiles(n, math, majors, c_aligned, space, tile, splits, picked)
     if tiles is None:
         return []
     ranked = waves.ranked(n, m, space.k, batch, num_sms, space.tile_k, tiles, 1)
