@@ -1129,14 +1129,17 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
 _SWAP_SMALL_FILL = 0.35
 #: The fewest K-tiles over which the fill is counted in the swapped tiles as they run (128 rows
 #: where ``_swapped_tile`` takes them), not in N's 64-row tiles: the split then pays for its
-#: reduction.  H100, 2026-12-06, L2-cold, two runs alternating (``tools/ab_compare.py``), 40
-#: tn/tt products of M 2-14 and N 2984-5584 that the 128-row count moves to the transposed
-#: split route (seeds 1000-1099), us, swapped / split (cuBLAS): with K of 7088-15648 (26) the
-#: split ran 1.27x faster (geometric mean; fp16 tn 2x4192x15648 73.7 / 52.4 (66.6), bf16 tn
-#: 4x3048x7728 43.0 / 24.8 (35.6), fp16 tn 14x3032x11736 55.8 / 35.8 (43.4); least bf16 tn
-#: 13x5584x10352 44.8 / 48.4 (104.2)); with K of 2176-5928 (14) it lost on 9 (fp16 tn
-#: 13x4288x2176 11.6 / 15.0, bf16 tn 3x4688x5928 25.1 / 27.4, 8x4096x4096 15.9 / 16.7).
-_SWAP_FILL_K_TILES = 96
+#: reduction.  H100, 2026-12-06, L2-cold, two runs alternating (``tools/ab_compare.py``), us,
+#: swapped / split (cuBLAS).  First, 40 tn/tt products of M 2-14 and N 2984-5584 that the
+#: 128-row count moves to the transposed split route (seeds 1000-1099): with K of 7088-15648
+#: (26) the split ran 1.27x faster (geometric mean; fp16 tn 2x4192x15648 73.7 / 52.4 (66.6),
+#: bf16 tn 4x3048x7728 43.0 / 24.8 (35.6); least bf16 tn 13x5584x10352 44.8 / 48.4 (104.2));
+#: with K of 2176-5928 (14) it lost on 9 (fp16 tn 13x4288x2176 11.6 / 15.0, bf16 tn
+#: 3x4688x5928 25.1 / 27.4).  Then, set at 96 K-tiles, held out on the 30 such products of
+#: seeds 1100-1199 (K 6088-15088): K of 7104 and more (23) 1.21x faster (one product left out:
+#: fp16 tn 12x3392x10840, one round 6x slower than the other, unexplained); K of 6088-6960 (7)
+#: 0.96x (bf16 tn 6x4392x6552 31.4 / 43.8, 12x5768x6200 30.1 / 36.4): hence 110 (K > 6976).
+_SWAP_FILL_K_TILES = 110
 #: An M-major A of 17-31 rows (rows of no whole 32-byte sectors) on the 32-wide swapped tile:
 #: 128 rows (``_swapped_tile``) where N's 128-row tiles fill ``_SWAP_SMALL_FILL`` of the SMs,
 #: else 64, in 2x1 clusters either way.  H200, 2026-12-04, L2-cold rotated inputs, tn, us,
