@@ -709,8 +709,8 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     Skinny 16-bit products whose M fits one tile width that is no multiple of 128 (128 < M <=
     224) run swapped instead (``_swapped_skinny``): C^T = B^T A^T in the kernel, all of M in
     one 160-, 192- or 224-wide tile, no padded rows; so do M of 65-127, 33-63, and M of 32 or
-    less whose N's tiles, as they would run, fill ``_SWAP_SMALL_FILL`` of the SMs (16 or 32
-    wide).
+    less whose N's 64-row tiles (over a long K, ``_SWAP_FILL_K_TILES``, the tiles as they
+    would run) fill ``_SWAP_SMALL_FILL`` of the SMs (16 or 32 wide).
 
     ``math`` (``MATH_TYPES``) sets the K-tile and the rate; 3xTF32 is scheduled as the three
     products it runs (``gemm_k``).
@@ -1098,9 +1098,10 @@ def _swapped_skinny(m: int, n: int, k: int, batch: int, num_sms: int, max_splits
     return config, 1, False
 
 
-#: Small-M 16-bit products (M <= ``SMALL_M``, N >= 4 M) whose N's tiles as they would run (64
-#: or 128 rows, ``_swapped_tile``; times the batch) fill at least this fraction of the SMs run
-#: swapped on the narrow tiles
+#: Small-M 16-bit products (M <= ``SMALL_M``, N >= 4 M) whose N's 64-row tiles (over
+#: ``_SWAP_FILL_K_TILES`` or more, the tiles as they would run: 64 or 128 rows,
+#: ``_swapped_tile``; times the batch) fill at least this fraction of the SMs run swapped on
+#: the narrow tiles
 #: (``_swapped_small_m``), not transposed through the workspace: C^T = B^T A^T in the kernel,
 #: all of M in one 16- or 32-wide tile, C stored through its transpose, so neither the fp32
 #: workspace nor the reduction launch.  H200, 2026-12-04, L2-cold rotated inputs, us, the
