@@ -1162,9 +1162,9 @@ def _swapped_small_m(width: int, n: int, k: int, batch: int, num_sms: int, max_s
     """The swapped narrow schedule of a small-M 16-bit product (``_SWAP_SMALL_FILL``), or None
     where the transposed split route should run (few of N's 64-row tiles, or over a long K few
     of the tiles it would run: ``_SWAP_FILL_K_TILES``; and a workspace to split into; a route
-    without one always takes it).  ``width``: 16 or 32, all of M.  The tile rows and clusters of the wider swapped tiles (``_swapped_tile``), but 64
-    rows on a 32-wide tile whose 128-row tiles would be few (``_SWAP_NARROW_ROWS``); unsplit,
-    never stream-K."""
+    without one always takes it).  ``width``: 16 or 32, all of M.  The tile rows and clusters
+    of the wider swapped tiles (``_swapped_tile``), but 64 rows on a 32-wide tile whose 128-row
+    tiles would be few (``_SWAP_NARROW_ROWS``); unsplit, never stream-K."""
     row_tiles = _row_tiles(n, batch)
     # A 32-wide tile of an M-major A in rows of no whole sectors keeps 64 rows where 128-row
     # tiles would fill less than the same fraction of the SMs (``_SWAP_NARROW_ROWS``).
@@ -1173,8 +1173,9 @@ def _swapped_small_m(width: int, n: int, k: int, batch: int, num_sms: int, max_s
     config = _swapped_tile(width, row_tiles, num_sms, sectors or few, clustered)
     # Over a long K the fill is counted in the tiles that run: 128-row ones (a 16-wide tile over
     # an M-major A of no whole sectors) fill half the CTAs of 64-row ones.
-    counted = config.tile_m if -(-k // config.tile_k) >= _SWAP_FILL_K_TILES else 64
-    if max_splits > 1 and _row_tiles(n, batch, counted) < _SWAP_SMALL_FILL * num_sms:
+    long_k = -(-k // config.tile_k) >= _SWAP_FILL_K_TILES
+    running = _row_tiles(n, batch, config.tile_m) if long_k else row_tiles
+    if max_splits > 1 and running < _SWAP_SMALL_FILL * num_sms:
         return None
     return config, 1, False
 
