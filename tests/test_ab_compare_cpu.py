@@ -40,7 +40,8 @@ def test_report_averages_the_rounds_and_sums_up_the_gain(tmp_path):
     gain = math.sqrt(2.0 * 31 / 40)
     assert lines[2] == (f"gain (base / head time) geometric mean {gain:.3f}x over 2 products, "
                         f"least 0.775x, most 2.000x")
-    assert lines[3] == f"base round 1: geometric mean {math.sqrt(0.5 * 1.0):.3f}x cuBLAS, least 0.50x"
+    assert lines[3] == (f"base round 1: geometric mean {math.sqrt(0.5 * 1.0):.3f}x cuBLAS, "
+                        f"least 0.50x")
     assert lines[5].startswith("head round 1:") and len(lines) == 7
 
 
@@ -69,7 +70,8 @@ def test_run_alternates_the_trees_each_on_its_own_kernel_cache(tmp_path, monkeyp
         assert env == {"CUTEMATMUL_CACHE_DIR": str(tmp_path / name / "cache")}
     assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [
         "base-1.log", "base-2.log", "head-1.log", "head-2.log"]
-    assert "gain (base / head time) geometric mean 2.000x over 1 products" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "gain (base / head time) geometric mean 2.000x over 1 products" in printed
 
 
 @needs_git_clone()

@@ -1576,10 +1576,10 @@ def test_skinny_16bit_products_of_m_17_to_31_with_a_m_major_run_swapped_on_32_wi
 def test_small_m_16bit_products_over_a_long_n_run_swapped_on_the_narrow_tiles(math, majors, m,
                                                                               n, k, batch):
     """M <= 32 where N's 64-row tiles (over a long K, the tiles that would run; times the batch)
-    fill ``_SWAP_SMALL_FILL`` of the SMs: swapped, all of M in one 16- or 32-wide tile, 64 rows where those tiles fit one wave and an
-    M-major A's rows are whole 32-byte sectors, else 128; 2x1 with A M-major or in rows of no
-    whole 128-byte lines; unsplit, C stored through its transpose (no workspace), the XLA route
-    alike; a tuner candidate."""
+    fill ``_SWAP_SMALL_FILL`` of the SMs: swapped, all of M in one 16- or 32-wide tile, 64 rows
+    where those tiles fit one wave and an M-major A's rows are whole 32-byte sectors, else 128;
+    2x1 with A M-major or in rows of no whole 128-byte lines; unsplit, C stored through its
+    transpose (no workspace), the XLA route alike; a tuner candidate."""
     across = majors[0] == "m"
     row_tiles = -(-n // 64) * batch
     whole = not across or m * 2 % 32 == 0

@@ -129,7 +129,8 @@ def test_plans_name_each_products_schedule_and_read_back(tmp_path, capsys):
 def test_a_result_line_reads_back():
     tool = _tool()
     case = ("skinnyM", "bfloat16", "highest", "tn", 4, 3448, 7672, 3)
-    line = tool.result_line(case, 34.56, 40.5, 2.1e-4, "sm90_128x16x64_c2x1_g8_s8_pdl_swap s1, A copied")
+    schedule = "sm90_128x16x64_c2x1_g8_s8_pdl_swap s1, A copied"
+    line = tool.result_line(case, 34.56, 40.5, 2.1e-4, schedule)
     assert line.startswith("skinnyM bfloat16 highest tn 3x4x3448x7672: cuBLAS 34.6 us, cutematmul "
                            "40.5 us, ") and "0.85x" in line
     assert tool.parse_result(line) == (case, 34.6, 40.5, 2.1e-4,

@@ -1,4 +1,4 @@
-"""Time one set of products under two revisions, alternating, beside cuBLAS: a schedule change's A/B.
+"""Time a set of products under two revisions, alternating, beside cuBLAS: a schedule's A/B.
 
     python tools/ab_compare.py prepare BASE HEAD --cases FILE --out DIR [--jobs N]  # no GPU
     python tools/ab_compare.py run DIR [--rounds 2]                                 # GPU
@@ -93,8 +93,8 @@ def report(out: Path) -> str:
     for side in SIDES:
         for turn, timed in enumerate(runs[side], 1):
             ratios = [timed[case][0] / timed[case][1] for case in cases]
-            lines.append(f"{side} round {turn}: geometric mean {geometric_mean(ratios):.3f}x cuBLAS, "
-                         f"least {min(ratios):.2f}x")
+            lines.append(f"{side} round {turn}: geometric mean {geometric_mean(ratios):.3f}x "
+                         f"cuBLAS, least {min(ratios):.2f}x")
     return "\n".join(lines)
 
 
