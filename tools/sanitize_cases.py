@@ -120,7 +120,7 @@ def _forced(a, b, choice, precision: str, poison: bool, holds, what: str, kernel
 #: and M of 32 or less on the narrow tiles (``_swapped_small_m``): 64 rows with the deeper ring
 #: (few tiles, ``_NARROW_RING_STAGES``; the second case, so ``--quick`` runs it), and 128 rows;
 #: last, mid products on swapped 128-row tiles 144 and 208 wide (``_swapped_wide``), tails in M,
-#: N and K, the second over an odd count of tile rows in 2x1 clusters.
+#: N and K, the second over an odd count of tile rows in 2x1 clusters (their batches below).
 SWAP_CASES = [(160, 4104, 1000, "float16", "nn"), (24, 4104, 8200, "bfloat16", "tn"),
               (13, 3000, 6000, "float16", "nn"), (8, 9000, 2056, "float16", "nt"),
               (200, 4096, 8200, "bfloat16", "nn"),
@@ -132,6 +132,12 @@ SWAP_CASES = [(160, 4104, 1000, "float16", "nn"), (24, 4104, 8200, "bfloat16", "
               (140, 6000, 3000, "float16", "nn"), (200, 6000, 2056, "bfloat16", "nt"),
               (150, 7000, 10000, "float16", "nn"),
               (1376, 3208, 2912, "float16", "nn"), (2848, 3352, 2760, "bfloat16", "nt")]
+#: Batches of mid products on the swapped wide tiles (``_swapped_wide`` at every batch since the
+#: 60th session): (batch, M, N, K, dtype, layout, shared), ``shared`` "a" for an A broadcast over
+#: the batch (batch stride 0), else ""; tails in M (inside the width), N and K, 2x1 clusters.
+SWAP_BATCH_CASES = [(5, 336, 1352, 1480, "float16", "nn", ""),
+                    (4, 520, 744, 656, "bfloat16", "nn", ""),
+                    (4, 520, 744, 656, "bfloat16", "nn", "a")]
 
 
 def _swapped(gen, quick: bool, poison: bool) -> int:
@@ -141,23 +147,31 @@ def _swapped(gen, quick: bool, poison: bool) -> int:
         count += _as_dispatched(gen, m, n, k, dtype, layout, poison,
                                 lambda work: work is not None and work.key.config.swap,
                                 f"swapped {dtype} {m}x{n}x{k} {layout}")
+    batch_cases = SWAP_BATCH_CASES[:1] if quick else SWAP_BATCH_CASES
+    for batch, m, n, k, dtype, layout, shared in batch_cases:
+        count += _as_dispatched(gen, m, n, k, dtype, layout, poison,
+                                lambda work: work is not None and work.key.config.swap,
+                                f"swapped batch {batch}{' shared A' if shared else ''} {dtype} "
+                                f"{m}x{n}x{k} {layout}",
+                                batches=(() if shared == "a" else (batch,), (batch,)))
     return count
 
 
 def _as_dispatched(gen, m: int, n: int, k: int, dtype: str, layout: str, poison: bool, holds,
-                   what: str, **call) -> int:
-    """A fresh ``layout`` product as the dispatcher plans it (``call``: ``matmul``'s keywords,
-    e.g. ``kernel``), an AssertionError unless the planned launch (None: staged) ``holds``;
-    checked against float64.  Returns 1."""
+                   what: str, batches: tuple[tuple[int, ...], tuple[int, ...]] = ((), ()),
+                   **call) -> int:
+    """A fresh ``layout`` product (A's and B's batch shapes ``batches``) as the dispatcher plans
+    it (``call``: ``matmul``'s keywords, e.g. ``kernel``), an AssertionError unless the planned
+    launch (None: staged) ``holds``; checked against float64.  Returns 1."""
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
 
-    a, b = _operands(m, n, k, layout, dtype, gen)
+    a, b = _operands(m, n, k, layout, dtype, gen, *batches)
     work = launch.planned_launch(adapter_for(a), a, b, **call)
     if not holds(work):
         raise AssertionError(f"{what}: the dispatcher planned "
                              f"{'a staged product' if work is None else work.key.config.name}")
-    out = _out((m, n), a.dtype, poison)
+    out = _out(max(batches, key=len) + (m, n), a.dtype, poison)
     _check(cutematmul.matmul(a, b, out=out, **call), a, b, (dtype, "highest"), what)
     return 1
 
