@@ -25,7 +25,7 @@ def _log(path: Path, times: dict) -> None:
                             enumerate(times.items())) + "class decode: geometric mean ...\n")
 
 
-def test_report_averages_the_rounds_and_sums_up_the_gain(tmp_path):
+def test_report_takes_the_rounds_median_and_sums_up_the_gain(tmp_path):
     tool = _tool()
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -35,14 +35,29 @@ def test_report_averages_the_rounds_and_sums_up_the_gain(tmp_path):
     _log(logs / "head-2.log", {CASES[0]: (10.0, 11.0), CASES[1]: (30.0, 40.0)})
     lines = tool.report(tmp_path).splitlines()
     assert lines[0].startswith("decode float16 highest nn 1x4x4096x8192: base 21.0 us, head "
-                               "10.5 us, cuBLAS 10.0 us, gain 2.000 | k0 s1 -> k0 s1")
-    assert "gain 0.775" in lines[1]  # 31 / 40
+                               "10.5 us, cuBLAS 10.0 us, gain 2.000 (rounds 2.00/2.00) | "
+                               "k0 s1 -> k0 s1")
+    assert "gain 0.775 (rounds 0.75/0.80)" in lines[1]  # 31 / 40
     gain = math.sqrt(2.0 * 31 / 40)
     assert lines[2] == (f"gain (base / head time) geometric mean {gain:.3f}x over 2 products, "
                         f"least 0.775x, most 2.000x")
-    assert lines[3] == (f"base round 1: geometric mean {math.sqrt(0.5 * 1.0):.3f}x cuBLAS, "
+    assert lines[3] == (f"gain per round: {math.sqrt(2.0 * 0.75):.3f}x, "
+                        f"{math.sqrt(2.0 * 0.8):.3f}x")
+    assert lines[4] == (f"base round 1: geometric mean {math.sqrt(0.5 * 1.0):.3f}x cuBLAS, "
                         f"least 0.50x")
-    assert lines[5].startswith("head round 1:") and len(lines) == 7
+    assert lines[6].startswith("head round 1:") and len(lines) == 8
+
+
+def test_report_a_disturbed_round_does_not_carry_a_product(tmp_path):
+    """Three rounds: the median, not the mean, so one round 6x slower leaves the gain at 1."""
+    tool = _tool()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for turn, (base, head) in enumerate([(20.0, 20.0), (21.0, 120.0), (19.0, 19.0)], 1):
+        _log(logs / f"base-{turn}.log", {CASES[0]: (10.0, base)})
+        _log(logs / f"head-{turn}.log", {CASES[0]: (10.0, head)})
+    first = tool.report(tmp_path).splitlines()[0]
+    assert "base 20.0 us, head 20.0 us" in first and "gain 1.000 (rounds 1.00/0.17/1.00)" in first
 
 
 def test_report_needs_both_sides(tmp_path):

@@ -1,7 +1,7 @@
 """Time a set of products under two revisions, alternating, beside cuBLAS: a schedule's A/B.
 
     python tools/ab_compare.py prepare BASE HEAD --cases FILE --out DIR [--jobs N]  # no GPU
-    python tools/ab_compare.py run DIR [--rounds 2]                                 # GPU
+    python tools/ab_compare.py run DIR [--rounds 3]                                 # GPU
     python tools/ab_compare.py report DIR
 
 ``prepare`` exports each revision's ``cutematmul`` into ``DIR/base`` and ``DIR/head``
@@ -10,10 +10,12 @@ format, e.g. what ``tools/pick_changes.py`` printed) to ``DIR/cases`` and builds
 kernels for them into ``DIR/<side>/cache`` (sm_90a, 132 SMs), so the GPU run compiles nothing.
 ``run`` times the products with ``tools/shape_classes.py --cases`` (L2-cold, cuBLAS on the same
 arrays, each result checked against float64 in a NaN-poisoned output), base then head, for
-``--rounds`` rounds in one call, each tree in a process of its own with its own kernel cache
-(kernels of one name may differ between the trees), writing ``DIR/logs/<side>-<round>.log``;
-then the report.  ``report`` reads the logs: per product the mean times, cuBLAS's, the
-schedules and the gain (base time / head time); then the geometric mean gain and each round's
+``--rounds`` rounds (default 3) in one call, each tree in a process of its own with its own
+kernel cache (kernels of one name may differ between the trees), writing
+``DIR/logs/<side>-<round>.log``; then the report.  ``report`` reads the logs: per product the
+median times over the rounds (one disturbed round cannot carry a product's figure, as it could
+in the 60th session's mean of two), cuBLAS's, the schedules, the gain (base time / head time)
+and each round's own gain; then the geometric mean gain, each round's, and each round's
 geometric mean x cuBLAS of either side with its least ratio.  DIR should sit in an ignored
 folder of the checkout (``results/`` is) and travel to the GPU machine with it (the device
 call's ``carry``).  Imports: ``pick_changes`` and ``shape_classes`` (beside it); nothing of
@@ -26,7 +28,7 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
-from statistics import geometric_mean
+from statistics import geometric_mean, median
 
 from pick_changes import export, shape_classes
 from shape_classes import parse_result
@@ -75,21 +77,27 @@ def report(out: Path) -> str:
         raise RuntimeError(f"{out / 'logs'}: expected as many base-N.log as head-N.log, found "
                            f"{len(runs['base'])} and {len(runs['head'])}")
     cases = [case for case in runs["base"][0] if all(case in r for s in SIDES for r in runs[s])]
+    turns = range(len(runs["base"]))
     lines, gains = [], []
     for case in cases:
-        mean = {side: sum(r[case][1] for r in runs[side]) / len(runs[side]) for side in SIDES}
-        cublas = sum(r[case][0] for s in SIDES for r in runs[s]) / (2 * len(runs["base"]))
-        gain = mean["base"] / mean["head"]
+        typical = {side: median(r[case][1] for r in runs[side]) for side in SIDES}
+        cublas = median(r[case][0] for s in SIDES for r in runs[s])
+        gain = typical["base"] / typical["head"]
         gains.append(gain)
+        per_round = "/".join(f"{runs['base'][t][case][1] / runs['head'][t][case][1]:.2f}"
+                             for t in turns)
         cls, dtype, precision, layout, m, n, k, batch = case
         lines.append(f"{cls} {dtype} {precision} {layout} {batch}x{m}x{n}x{k}: base "
-                     f"{mean['base']:.1f} us, head {mean['head']:.1f} us, cuBLAS {cublas:.1f} us,"
-                     f" gain {gain:.3f} | {runs['base'][0][case][3]} -> "
-                     f"{runs['head'][0][case][3]}")
+                     f"{typical['base']:.1f} us, head {typical['head']:.1f} us, cuBLAS "
+                     f"{cublas:.1f} us, gain {gain:.3f} (rounds {per_round}) | "
+                     f"{runs['base'][0][case][3]} -> {runs['head'][0][case][3]}")
     if not cases:
         raise RuntimeError(f"{out / 'logs'}: no product timed under both sides")
     lines.append(f"gain (base / head time) geometric mean {geometric_mean(gains):.3f}x over "
                  f"{len(cases)} products, least {min(gains):.3f}x, most {max(gains):.3f}x")
+    lines.append("gain per round: " + ", ".join(
+        f"{geometric_mean(runs['base'][t][c][1] / runs['head'][t][c][1] for c in cases):.3f}x"
+        for t in turns))
     for side in SIDES:
         for turn, timed in enumerate(runs[side], 1):
             ratios = [timed[case][0] / timed[case][1] for case in cases]
@@ -109,7 +117,7 @@ def main(argv=None) -> None:
     ready.add_argument("--jobs", type=int, help="compile worker processes")
     timing = verbs.add_parser("run", help="time both trees, alternating (GPU), then report")
     timing.add_argument("dir", type=Path)
-    timing.add_argument("--rounds", type=int, default=2)
+    timing.add_argument("--rounds", type=int, default=3)
     table = verbs.add_parser("report", help="the table from a run's logs")
     table.add_argument("dir", type=Path)
     args = parser.parse_args(argv)
