@@ -1,4 +1,5 @@
-"""cutematmul: GEMM kernels written in the CuTe Python DSL, callable from CuPy, PyTorch, NumPy and JAX.
+"""cutematmul: GEMM kernels written in the CuTe Python DSL, callable from CuPy, PyTorch, NumPy and
+JAX.
 
     import cutematmul
     c = cutematmul.matmul(a, b)          # NumPy matmul semantics, on the caller's stream

@@ -2,7 +2,8 @@
 
     python -m cutematmul precompile [default] [--arch sm_90a] [--dtypes ...] [--precisions ...]
                                     [--layouts ...]
-                                    [--alignments contiguous|aligned|all] [--families ...] [--shapes ...]
+                                    [--alignments contiguous|aligned|all] [--families ...]
+                                    [--shapes ...]
                                     [--jax]
                                     [--num-sms N] [--jobs N] [--cache-dir DIR] [--dry-run]
     python -m cutematmul info [--cache-dir DIR]

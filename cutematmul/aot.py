@@ -2,23 +2,24 @@
 
 ``precompile(...)`` (and ``python -m cutematmul precompile``) lists ``KernelKey``s, either the
 configurations a user names (dtypes, float32 precisions, layouts, alignments, families, problem
-shapes, archs) or the default set: what the dispatcher picks, for each dtype and operand layout, over a spread of
-problem shapes (squares, skinny and batched products) and the shape classes' seeded draws
-(``classes``, ``DEFAULT_SET_SEEDS``).  A key's configuration depends on the
+shapes, archs) or the default set: what the dispatcher picks, for each dtype and operand layout,
+over a spread of problem shapes (squares, skinny and batched products) and the shape classes' seeded
+draws (``classes``, ``DEFAULT_SET_SEEDS``).  A key's configuration depends on the
 problem size only through the tile and split-K choice (``dispatch.schedule``), so a few keys cover
 every size; a split product also needs the reduction kernel of its dtype, which is listed too.
 The schedules ``cutematmul.tune`` recorded in the directory (``tuned.json``) add their kernels.
 The float32 modes "high" and "tf32" (``precisions``; the default set is "highest" only) add the
 TF32 kernels the dispatcher picks and the operand-prep kernels of ``kernels/operand_prep.py``.
 ``jax`` (``--jax``) adds the objects jitted JAX calls embed (the XLA route's cache tier:
-``xla.object_keys``), built in the same workers with jax imported.  Keys already on disk are skipped; the rest compile in parallel worker processes
-(``spawn``), each started with ``CUTE_DSL_ARCH`` set to its target and ``CUDA_VISIBLE_DEVICES=""``
-before it imports the DSL, so this runs on a machine without a GPU.  The directory it fills can be
-shipped (baked into a container image) and used read-only.
+``xla.object_keys``), built in the same workers with jax imported.  Keys already on disk are
+skipped; the rest compile in parallel worker processes (``spawn``), each started with
+``CUTE_DSL_ARCH`` set to its target and ``CUDA_VISIBLE_DEVICES=""`` before it imports the DSL, so
+this runs on a machine without a GPU.  The directory it fills can be shipped (baked into a container
+image) and used read-only.
 
 Imports: ``cache``, ``classes`` (the default set's shape draws), ``dispatch`` (and ``configs``
-through it), ``launch`` (what a call on contiguous operands launches: its own planner), ``plan`` (whether
-operands' rows are whole vectors); lazily
+through it), ``launch`` (what a call on contiguous operands launches: its own planner), ``plan``
+(whether operands' rows are whole vectors); lazily
 ``xla`` (with ``jax``: the objects jitted calls embed, ``Selection.jax``); ``device`` only to
 read the GPU's SM count when one is present; ``tqdm`` when installed.  The parent process never
 imports the DSL.

@@ -30,11 +30,11 @@ that target can neither find nor feed: one object cannot serve both.
 Disk entries (files: ``cache_disk.py``).  ``digest`` is the sha256 of ``repr(key)`` (plus the
 tier and, for JAX, the broadcast flags, the JAX version and the builder's source), the target arch,
 a digest of every file under ``cutematmul/kernels/`` and ``cutematmul/configs/`` and of
-``dispatch.build_kernel`` and ``dispatch.compile_key``, the nvidia-cutlass-dsl and apache-tvm-ffi versions, the DSL runtime
-flavor (cu12/cu13) and the host (OS, CPU).  ``<digest>.json``, written last, holds the payload's
-size and sha256; every load checks both, and an entry that fails (truncated, corrupt, unloadable)
-is removed and rebuilt.  Payloads are built in a scratch directory inside the cache directory and
-moved into place with ``os.replace``.
+``dispatch.build_kernel`` and ``dispatch.compile_key``, the nvidia-cutlass-dsl and apache-tvm-ffi
+versions, the DSL runtime flavor (cu12/cu13) and the host (OS, CPU).  ``<digest>.json``, written
+last, holds the payload's size and sha256; every load checks both, and an entry that fails
+(truncated, corrupt, unloadable) is removed and rebuilt.  Payloads are built in a scratch directory
+inside the cache directory and moved into place with ``os.replace``.
 
 Directory: ``$CUTEMATMUL_CACHE_DIR``, else the user's cache directory (``platformdirs``, e.g.
 ``~/.cache/cutematmul``); created with mode 0700.  It is not trusted (never read nor written,

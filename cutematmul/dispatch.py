@@ -9,8 +9,8 @@ Kernel families are data: one row of ``FAMILIES`` each, naming the family's kern
 * ``configs/<family>.py``: ``Config`` (frozen tunables), ``choose_config(m, n, k, batch,
   num_sms, math=...) -> Config`` (the heuristic, no GPU time; ``math`` is the math type,
   ``math_type``), for families that split K also
-  ``choose_schedule(...) -> (Config, splits, transposed)``, and ``supports(m, n, k, batch, dtype, a_major,
-  b_major, align_a, align_b, align_c) -> str | None``;
+  ``choose_schedule(...) -> (Config, splits, transposed)``, and ``supports(m, n, k, batch, dtype,
+  a_major, b_major, align_a, align_b, align_c) -> str | None``;
 * ``kernels/<family>_*.py``: ``Kernel(config, dtype, a_major, b_major, align_a, align_b,
   align_c, num_sms)`` with a ``@cute.jit __call__(mA, mB, mC, stream)``.
 
@@ -78,7 +78,8 @@ class Family:
         return capability >= self.capability
 
     def configs(self):
-        """The family's DSL-free configuration module (``Config``, ``choose_config``, ``supports``)."""
+        """The family's DSL-free configuration module (``Config``, ``choose_config``,
+        ``supports``)."""
         return importlib.import_module(self.config_module)
 
     def load(self):
@@ -96,7 +97,8 @@ FAMILIES = {
         Family("sm90", "cutematmul.kernels.sm90_hgemm", "cutematmul.configs.sm90",
                ("float16", "bfloat16", "tf32", "tf32x3"), 16, (9, 0), True,
                1 << 40, False, True, False, True, True,
-               "TMA + wgmma, warp-specialized persistent GEMM: fp16/bf16, TF32, 3xTF32 (Hopper, sm_90a)"),
+               "TMA + wgmma, warp-specialized persistent GEMM: fp16/bf16, TF32, 3xTF32 "
+               "(Hopper, sm_90a)"),
         Family("sm80", "cutematmul.kernels.sm80_hgemm", "cutematmul.configs.sm80",
                HALF_MATH, 16, (8, 0), False,
                None, False, False, True, False, False,
@@ -196,7 +198,8 @@ KERNEL_CHOICES = ("auto",) + tuple(FAMILIES)
 def check_kernel(requested: str, caller: str = "matmul") -> None:
     if requested not in KERNEL_CHOICES:
         raise ValueError(
-            f"{caller}: kernel must be one of {', '.join(map(repr, KERNEL_CHOICES))}; got {requested!r}."
+            f"{caller}: kernel must be one of {', '.join(map(repr, KERNEL_CHOICES))}; "
+            f"got {requested!r}."
         )
 
 
@@ -209,7 +212,8 @@ def check_precision(precision, caller: str = "matmul") -> None:
 
 
 @functools.lru_cache(maxsize=64)
-def choose_families(dtype: str, capability: tuple[int, int], requested: str = "auto") -> tuple[Family, ...]:
+def choose_families(dtype: str, capability: tuple[int, int],
+                    requested: str = "auto") -> tuple[Family, ...]:
     """The families that may run ``dtype`` on a GPU of ``capability``, best first.
 
     ``requested`` forces one family.  The launch takes the first whose limits the problem fits

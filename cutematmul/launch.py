@@ -248,7 +248,8 @@ class Prepared:
     __slots__ = ("operands", "options", "shape", "rel_a", "rel_b", "rel_c", "c_strides")
 
     def __init__(self, operands, options, shape, rel_a, rel_b, rel_c, c_strides):
-        self.operands = operands  # (a_shape, a_strides, b_shape, b_strides, dtype, itemsize, device)
+        self.operands = operands  # (a_shape, a_strides, b_shape, b_strides,
+        # dtype, itemsize, device)
         self.options = options  # (precision, kernel)
         self.shape = shape  # the result's
         self.rel_a, self.rel_b = rel_a, rel_b  # byte spans from the pointers
@@ -327,7 +328,8 @@ def gemm_on_device(adapter, families, info, a: Operand, b: Operand, c: Operand, 
         return
     if isinstance(launch, Staging):
         if padded is not None:
-            raise RuntimeError(f"cutematmul: internal error: staged operands still unusable: {launch}")
+            raise RuntimeError(f"cutematmul: internal error: staged operands still unusable: "
+                               f"{launch}")
         _run_staged(adapter, families, info, a, b, c, stream, launch)
         return
     _execute(adapter, launch, swapped, a.ptr, b.ptr, c.ptr, c.array, stream)
@@ -617,7 +619,8 @@ def _resolve(family_names: tuple[str, ...], capability, num_sms: int, gemm: Gemm
             majors[j], aligns[j] = prep[j].to_major, 16
     single = len(launches) == 1
     problem = dispatch_problem(family, capability, num_sms, math, majors[0], majors[1],
-                               tuple(aligns), gemm.m, gemm.n, gemm.k, gemm.batch) if single else None
+                               tuple(aligns), gemm.m, gemm.n, gemm.k,
+                               gemm.batch) if single else None
     key, splits, transposed = schedule(family, capability, num_sms, math, majors[0], majors[1],
                                        tuple(aligns), gemm.m, gemm.n, gemm.k,
                                        gemm.batch, split_k=single,
@@ -657,8 +660,8 @@ def _operand_prep(family, capability, num_sms: int, math: str, gemm: Gemm,
     """(A's, B's) preparation: None or an ``OperandCopy``; ``readable`` says which operands the
     kernel could read as they are.  The family's rule (``dispatch.operand_copies``) decides
     which and in what major: "tf32" copies the smaller of A and B K-major (values unchanged)
-    when neither operand is K-major, "tf32x3" splits both into TF32 (big | small) parts, the fp32 SIMT kernel copies a
-    K-major A M-major or a K-major B N-major on large products.
+    when neither operand is K-major, "tf32x3" splits both into TF32 (big | small) parts, the fp32
+    SIMT kernel copies a K-major A M-major or a K-major B N-major on large products.
     """
     if math == "tf32x3":
         check_tf32x3_k(gemm.k)

@@ -35,7 +35,8 @@ def result_dtype(a_dtype: str, b_dtype: str) -> str:
     """
     for name, d in (("a", a_dtype), ("b", b_dtype)):
         if d not in DTYPES:
-            raise TypeError(f"matmul: {name} must have dtype float32, float16 or bfloat16; got {d}.")
+            raise TypeError(f"matmul: {name} must have dtype float32, float16 or bfloat16; "
+                            f"got {d}.")
     return a_dtype if a_dtype == b_dtype else "float32"
 
 

@@ -7,7 +7,8 @@ array library and is tested without a GPU.  The steps:
    from the result shape.
 2. Batch dimensions broadcast as in NumPy; a broadcast dimension gets stride 0.
 3. Batch dimensions that are contiguous in all three operands are merged, so most stacks become one
-   launch with a single batch mode; what cannot be merged is enumerated (one launch per leading index).
+   launch with a single batch mode; what cannot be merged is enumerated (one launch per leading
+   index).
 4. Each matrix is classified by which of its two modes has unit stride (its *major* mode).  A matrix
    with no unit stride is reported as ``strided`` and must be copied by the caller.
 5. The output is always written with unit stride along N.  When C has unit stride along M instead,

@@ -68,7 +68,8 @@ def _upload(x: numpy.ndarray, device: int, stream: int, buffers: list) -> Operan
         _device.memset_async(ptr, rows * pitch, stream)
     _device.copy_2d_async(ptr, pitch, x.ctypes.data, cols * isz, cols * isz, rows, "host_to_device",
                           stream)
-    return Operand(None, ptr, x.shape, _device_strides(x.shape, pitch // isz), x.dtype.name, isz, device)
+    return Operand(None, ptr, x.shape, _device_strides(x.shape, pitch // isz), x.dtype.name, isz,
+                   device)
 
 
 def _native(x: numpy.ndarray, dtype: str) -> numpy.ndarray:

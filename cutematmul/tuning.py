@@ -84,7 +84,8 @@ class TuneResult:
             took = "-" if trial.seconds is None else f"{trial.seconds * 1e6:9.1f} us"
             mark = " <- kept" if trial is self.chosen else ""
             pick = " (model's pick)" if i == 0 else ""
-            lines.append(f"  {took}  {trial.label}{pick}{mark}{'  ' + trial.note if trial.note else ''}")
+            lines.append(f"  {took}  {trial.label}{pick}{mark}"
+                         f"{'  ' + trial.note if trial.note else ''}")
         lines.append(f"  {self.note}")
         return "\n".join(lines)
 
@@ -142,7 +143,8 @@ def tune(a, b, *, precision: str = "highest", kernel: str = "auto", limit: int =
         problem, (keep.config, keep.splits, keep.transposed),
         {"seconds": keep.seconds, "model_seconds": model.seconds, "candidates": len(choices),
          "tuned_at": time.time()}, persist=persist)
-    gain = "" if model.seconds is None else f" ({model.seconds / keep.seconds:.2f}x the model's pick)"
+    gain = ("" if model.seconds is None
+            else f" ({model.seconds / keep.seconds:.2f}x the model's pick)")
     result.note = (f"kept {keep.label}{gain}"
                    + ("; written to the cache directory" if result.persisted else "; in memory"))
     return result

@@ -34,7 +34,8 @@ INT64_MAX = 2**63 - 1
 #: lane's last element past it, must not wrap: 2**31 - 2**20 leaves them a million of room.
 MAX_K = 2**31 - 2**20
 ADDRESS_END = 2**64
-#: Largest number of offsets enumerated to decide exactly whether an unusual ``out`` overlaps itself.
+#: Largest number of offsets enumerated to decide exactly whether an unusual ``out`` overlaps
+#: itself.
 _EXACT_OVERLAP_LIMIT = 1 << 20
 
 
@@ -239,7 +240,8 @@ def check_launches(calls, spans, itemsize: int) -> None:
             if not 0 < v <= INT32_MAX:
                 raise RuntimeError(f"cutematmul: internal error: launch size {v} outside int32.")
         if splits > 1 and m * n * batch * splits > INT32_MAX:
-            raise RuntimeError("cutematmul: internal error: split-K partials exceed int32 indexing.")
+            raise RuntimeError("cutematmul: internal error: split-K partials exceed int32 "
+                               "indexing.")
         a_strides = (1, lda) if majors[0] == "m" else (lda, 1)
         b_strides = (1, ldb) if majors[1] == "n" else (ldb, 1)
         layouts = (
@@ -251,6 +253,7 @@ def check_launches(calls, spans, itemsize: int) -> None:
             llo, lhi = span(shape, strides, itemsize, f"the {name} operand of a launch")
             if off + llo < lo or off + lhi > hi:
                 raise RuntimeError(
-                    f"cutematmul: internal error: a launch would touch bytes {off + llo}..{off + lhi} "
+                    f"cutematmul: internal error: a launch would touch bytes "
+                    f"{off + llo}..{off + lhi} "
                     f"of {name}, outside its span {lo}..{hi}; nothing was launched."
                 )

@@ -88,7 +88,8 @@ def matmul(a, b, *, kernel: str = "auto", precision: str = "highest"):
     _check_dtypes(a.dtype, b.dtype)
     if a.ndim == 0 or b.ndim == 0:
         which = "a" if a.ndim == 0 else "b"
-        raise ValueError(f"matmul: operand {which} must have at least 1 dimension, got a 0-dimensional array.")
+        raise ValueError(f"matmul: operand {which} must have at least 1 dimension, got a "
+                         "0-dimensional array.")
     a_vec, b_vec = a.ndim == 1, b.ndim == 1
     if a_vec:
         a = a[None, :]
@@ -165,7 +166,8 @@ def _unbroadcast(x, target_shape):
     """Sum ``x`` over the batch dimensions that ``target_shape`` broadcast (its cotangent)."""
     lead = x.ndim - len(target_shape)
     axes = tuple(range(lead))
-    axes += tuple(lead + i for i, d in enumerate(target_shape[:-2]) if d == 1 and x.shape[lead + i] != 1)
+    axes += tuple(lead + i for i, d in enumerate(target_shape[:-2])
+                  if d == 1 and x.shape[lead + i] != 1)
     if axes:
         x = jnp.sum(x, axis=axes, keepdims=False)
         x = x.reshape(target_shape)
@@ -213,8 +215,8 @@ def _batch_rule(args, dims, *, trans_a, trans_b, kernel, precision):
         missing = nb - (x.ndim - 3)
         return x.reshape((x.shape[0],) + (1,) * missing + x.shape[1:]) if missing else x
 
-    out = cutematmul_p.bind(lead(a, da), lead(b, db), trans_a=trans_a, trans_b=trans_b, kernel=kernel,
-                            precision=precision)
+    out = cutematmul_p.bind(lead(a, da), lead(b, db), trans_a=trans_a, trans_b=trans_b,
+                            kernel=kernel, precision=precision)
     return out, 0
 
 
@@ -558,7 +560,8 @@ def _lowered(a, b, *, trans_a, trans_b, kernel, precision):
         b3, trans_b = _tf32_operand(b3, trans_b, plan.arithmetic), True
     elif copy_b == "n":
         b3, trans_b = jnp.swapaxes(b3, -1, -2), False
-    if plan.need > 1:  # TMA / 128-bit cp.async: pad unit-stride rows to 16 bytes (a copy; documented)
+    if plan.need > 1:  # TMA / 128-bit cp.async: pad unit-stride rows to 16 bytes
+        # (a copy; documented)
         a3, b3 = _pad_last(a3, plan.need), _pad_last(b3, plan.need)
         if not plan.family.own_extents:
             a3, b3 = _same_k(a3, trans_a, b3, trans_b)

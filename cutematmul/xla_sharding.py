@@ -56,5 +56,6 @@ def sharded_matmul(a, b):
     if b.ndim != 2:
         raise ValueError(f"sharded_matmul: b must be 2-D (K, N); got shape {b.shape}.")
     if a.ndim < 2:
-        raise ValueError(f"sharded_matmul: a must be at least 2-D (..., M, K); got shape {a.shape}.")
+        raise ValueError(f"sharded_matmul: a must be at least 2-D (..., M, K); got shape "
+                         f"{a.shape}.")
     return _partitioned(a, b)

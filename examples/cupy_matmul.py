@@ -11,7 +11,8 @@ import cupy as cp
 import cutematmul
 
 cp.random.seed(0)
-randn = lambda *shape, dtype="float16": cp.random.standard_normal(shape, dtype=cp.float32).astype(dtype)  # noqa: E731
+randn = lambda *shape, dtype="float16": cp.random.standard_normal(shape,  # noqa: E731
+                                                                  dtype=cp.float32).astype(dtype)
 
 a, b = randn(1000, 700), randn(700, 900)
 out = cp.empty((1000, 900), dtype=cp.float16)

@@ -17,7 +17,8 @@ def layer(x, w):
 
 batch = jax.export.symbolic_shape("batch")[0]
 exported = jax.export.export(jax.jit(layer), disabled_checks=get_export_disabled_safety_checks())(
-    jax.ShapeDtypeStruct((batch, 64, 256), jnp.float16), jax.ShapeDtypeStruct((256, 128), jnp.float16))
+    jax.ShapeDtypeStruct((batch, 64, 256), jnp.float16),
+    jax.ShapeDtypeStruct((256, 128), jnp.float16))
 blob = exported.serialize()
 print(f"exported {len(blob)} bytes; input shapes {exported.in_avals}")
 

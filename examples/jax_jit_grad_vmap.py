@@ -1,4 +1,5 @@
-"""cutematmul inside jax.jit: a two-layer MLP step with grad and vmap, checked against jnp.matmul."""
+"""cutematmul inside jax.jit: a two-layer MLP step with grad and vmap, checked against
+jnp.matmul."""
 
 import sys
 
@@ -24,10 +25,12 @@ def loss(params, x, mm):
     return jnp.mean(mlp(params, x, mm).astype(jnp.float32) ** 2)
 
 
-ref_mm = lambda a, b: jnp.matmul(a, b, preferred_element_type=jnp.float32).astype(a.dtype)  # noqa: E731
+ref_mm = lambda a, b: jnp.matmul(a, b,  # noqa: E731
+                                 preferred_element_type=jnp.float32).astype(a.dtype)
 ours = jax.jit(jax.grad(loss), static_argnums=2)((w1, w2), x, cutematmul.matmul)
 ref = jax.jit(jax.grad(loss), static_argnums=2)((w1, w2), x, ref_mm)
-errors = [float(jnp.linalg.norm((g - r).astype(jnp.float32)) / jnp.linalg.norm(r.astype(jnp.float32)))
+errors = [float(jnp.linalg.norm((g - r).astype(jnp.float32))
+                / jnp.linalg.norm(r.astype(jnp.float32)))
           for g, r in zip(ours, ref)]
 print("gradient relative errors:", errors)
 

@@ -1,4 +1,5 @@
-"""cutematmul across every local GPU with JAX's own sharding: shard_map, and jit + custom_partitioning."""
+"""cutematmul across every local GPU with JAX's own sharding: shard_map, and jit +
+custom_partitioning."""
 
 import sys
 
@@ -27,7 +28,8 @@ c1 = f(a, b)
 c2 = jax.jit(sharded_matmul)(a, b)
 
 want = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
-errs = [float(np.linalg.norm(np.asarray(c, np.float64) - want) / np.linalg.norm(want)) for c in (c1, c2)]
+errs = [float(np.linalg.norm(np.asarray(c, np.float64) - want) / np.linalg.norm(want))
+        for c in (c1, c2)]
 print(f"{n} GPU(s); shard_map error {errs[0]:.2e}; jit+custom_partitioning error {errs[1]:.2e}; "
       f"output sharding {c2.sharding.spec}")
 sys.exit(0 if max(errs) < 1e-3 else 1)

@@ -13,7 +13,8 @@ from cuda.bindings import runtime
 import cutematmul
 
 rng = np.random.default_rng(0)
-randn = lambda *shape, dtype="float16": rng.standard_normal(shape, dtype=np.float32).astype(dtype)  # noqa: E731
+randn = lambda *shape, dtype="float16": rng.standard_normal(shape,  # noqa: E731
+                                                            dtype=np.float32).astype(dtype)
 
 a, b = randn(1000, 700), randn(700, 900)
 out = np.empty((1000, 900), dtype=np.float16)

@@ -12,7 +12,8 @@ import cutematmul
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.manual_seed(0)
-randn = lambda *shape, dtype=torch.float16: torch.randn(*shape, device="cuda").to(dtype)  # noqa: E731
+randn = lambda *shape, dtype=torch.float16: torch.randn(*shape,  # noqa: E731
+                                                        device="cuda").to(dtype)
 
 a, b = randn(1000, 700), randn(700, 900)
 out = torch.empty(1000, 900, device="cuda", dtype=torch.float16)

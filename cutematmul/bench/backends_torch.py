@@ -45,7 +45,8 @@ class TorchArrays(Backend):
         except Exception as exc:
             return unavailable_import("torch", exc)
         if not torch.cuda.is_available():
-            build = f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+            build = (f"built for CUDA {torch.version.cuda}" if torch.version.cuda
+                     else "a CPU-only build")
             return False, f"PyTorch {torch.__version__} ({build}) sees no CUDA GPU"
         true_fp32()
         return True, ""

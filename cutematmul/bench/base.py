@@ -110,7 +110,8 @@ class Backend:
     # ---- running
 
     def matmul(self, a, b, out):
-        """Enqueue one product; returns the result (``out``, except where the library has no out=)."""
+        """Enqueue one product; returns the result (``out``, except where the library has no
+        out=)."""
         raise NotImplementedError
 
     def synchronize(self) -> None:

@@ -99,25 +99,28 @@ def build_parser() -> argparse.ArgumentParser:
                "subcommands: 'host' (host time per small call), 'startup' (import and first "
                "products in fresh processes, cold and warm cache), 'report FILE.json' (re-render).")
     p.add_argument("--full", action="store_true",
-                   help="the whole suite: --shapes full --dtypes all --backends all (about 7 minutes "
-                        "on an H200); options given explicitly still win")
+                   help="the whole suite: --shapes full --dtypes all --backends all (about 7 "
+                        "minutes on an H200); options given explicitly still win")
     p.add_argument("--shapes", default=None,
                    help="MxNxK or BxMxNxK shapes and suite names, comma-separated "
                         "(default: default, one shape per class; --full: full)")
     p.add_argument("--dtypes", default=None,
                    help="comma-separated: float16/fp16, bfloat16/bf16, float32/fp32, or all "
                         f"(default: {','.join(DEFAULT_DTYPES)}; --full: all)")
-    p.add_argument("--layouts", default="nn", help="comma-separated nn, tn, nt, tt, or all (default nn)")
+    p.add_argument("--layouts", default="nn",
+                   help="comma-separated nn, tn, nt, tt, or all (default nn)")
     p.add_argument("--precision", choices=PRECISIONS, default="highest",
                    help="precision= passed to cutematmul on float32 points (16-bit points ignore "
                         "it): highest (IEEE fp32), high (3xTF32) or tf32; the float32 ratios are "
-                        "against cuBLAS TF32 (torch-tf32) at tf32, SGEMM otherwise (default highest)")
+                        "against cuBLAS TF32 (torch-tf32) at tf32, SGEMM otherwise "
+                        "(default highest)")
     _add_backend_options(p, None)
     p.add_argument("--reps", type=_positive_int, default=None,
                    help="products per timed burst (default: ~20 ms of GPU work, 1..100)")
     p.add_argument("--rounds", type=_positive_int, default=5, help="alternating rounds (default 5)")
     p.add_argument("--bursts", type=_positive_int, default=4,
-                   help="timed bursts per backend per round; a round's time is their median (default 4)")
+                   help="timed bursts per backend per round; a round's time is their median "
+                        "(default 4)")
     p.add_argument("--heat", type=float, default=0.5,
                    help="seconds of untimed load per point before the rounds (default 0.5)")
     p.add_argument("--check", action=argparse.BooleanOptionalAction, default=True,
@@ -130,14 +133,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", action="store_true", help="also write a PNG (needs matplotlib)")
     p.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="tqdm progress bar (default: when stderr is a terminal and tqdm is installed)")
+                   help="tqdm progress bar (default: when stderr is a terminal and tqdm is "
+                        "installed)")
     p.add_argument("--list", action="store_true", help="list the backends and whether they can run")
 
     sub = p.add_subparsers(dest="command", metavar="{host,startup,report}")
     h = sub.add_parser("host", help="host time per call of a small product",
                        description=host_mode.__doc__)
     _add_backend_options(h, list(BACKENDS))
-    h.add_argument("--dtypes", default="float16,float32", help="comma-separated (default fp16, fp32)")
+    h.add_argument("--dtypes", default="float16,float32",
+                   help="comma-separated (default fp16, fp32)")
     h.add_argument("--shapes", default=host_mode.DEFAULT_SHAPE.label,
                    help="comma-separated MxNxK or BxMxNxK products (default "
                         f"{host_mode.DEFAULT_SHAPE.label}; an odd one such as 595x851x545 times "
@@ -172,7 +177,8 @@ def select_backends(names: list[str], kernel: str = "auto"):
     """(backends that can run here, {name: why not} for the others)."""
     ready, unavailable = [], {}
     for name in names:
-        backend = get_backend(name, kernel=kernel) if is_cutematmul(BACKENDS[name]) else get_backend(name)
+        backend = (get_backend(name, kernel=kernel) if is_cutematmul(BACKENDS[name])
+                   else get_backend(name))
         ok, why = backend.available()
         if ok:
             ready.append(backend)

@@ -78,7 +78,8 @@ class HostOperands:
 
 
 def host_operands(shape: Shape, dtype: str, layout: str = "nn", seed: int = 0) -> HostOperands:
-    """Fresh Gaussian A and B for ``shape`` in ``dtype`` and ``layout`` (e.g. "tn"), from ``seed``."""
+    """Fresh Gaussian A and B for ``shape`` in ``dtype`` and ``layout`` (e.g. "tn"), from
+    ``seed``."""
     rng = np.random.default_rng(seed)
     lead = () if shape.batch is None else (shape.batch,)
 

@@ -71,7 +71,8 @@ def render_table(headers, rows, right=frozenset()) -> str:
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
 
     def line(cells):
-        parts = [c.rjust(w) if h in right else c.ljust(w) for c, w, h in zip(cells, widths, headers)]
+        parts = [c.rjust(w) if h in right else c.ljust(w)
+                 for c, w, h in zip(cells, widths, headers)]
         return "  ".join(parts).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
@@ -135,7 +136,8 @@ def text_table(results: list[Result]) -> str:
     return f"{precision_line(results)}\n{table}"
 
 
-def markdown(results: list[Result], env: dict | None = None, unavailable: dict | None = None) -> str:
+def markdown(results: list[Result], env: dict | None = None,
+             unavailable: dict | None = None) -> str:
     """A Markdown table of the results, after a header line (date, GPU, versions) when ``env``."""
     parts = []
     if env:

@@ -58,7 +58,8 @@ class Result:
     backend: str
     status: str = OK
     note: str = ""
-    precision: str = "highest"  # the point's: cutematmul's precision= on float32 ("highest": 16-bit)
+    precision: str = "highest"  # the point's: cutematmul's precision= on float32
+    # ("highest": 16-bit)
     m: int = 0
     n: int = 0
     k: int = 0
@@ -110,7 +111,8 @@ def load_json(path: Path) -> tuple[dict, dict, dict, list[Result]]:
     data = json.loads(Path(path).read_text())
     known = {f.name for f in fields(Result)}
     results = [Result(**{k: v for k, v in row.items() if k in known}) for row in data["results"]]
-    return data.get("environment", {}), data.get("settings", {}), data.get("unavailable", {}), results
+    return (data.get("environment", {}), data.get("settings", {}), data.get("unavailable", {}),
+            results)
 
 
 def save_csv(path: Path, results: list[Result]) -> Path:
@@ -122,6 +124,7 @@ def save_csv(path: Path, results: list[Result]) -> Path:
         writer.writeheader()
         for r in results:
             row = asdict(r)
-            row["round_seconds"] = ";".join(f"{t:.6e}" if t is not None else "" for t in r.round_seconds)
+            row["round_seconds"] = ";".join(f"{t:.6e}" if t is not None else ""
+                                            for t in r.round_seconds)
             writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
     return path

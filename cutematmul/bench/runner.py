@@ -270,8 +270,10 @@ def _summarize(point: Point, timed: dict[str, _Timed]) -> None:
         if ran and r.seconds is not None:
             r.ratio_best = stats.ratio_to_fastest([b.rounds for b in ran], t.rounds)
         if r.clock == "events" and (t.spinner is None or t.spinner.broken):
-            why = t.spinner.broken if t.spinner is not None else "neither PyTorch nor CuPy can launch it"
-            r.note = _join(r.note, f"no spin kernel before bursts ({why}): host time may be included")
+            why = (t.spinner.broken if t.spinner is not None
+                   else "neither PyTorch nor CuPy can launch it")
+            r.note = _join(r.note, f"no spin kernel before bursts ({why}): "
+                                   "host time may be included")
         elif r.host_bound:
             r.note = _join(r.note, "host-bound: the GPU may have waited for launches")
 

@@ -39,7 +39,8 @@ class Shape:
     @property
     def label(self) -> str:
         """The spelling ``parse_shape`` reads back: ``MxNxK`` or ``BxMxNxK``."""
-        dims = (self.m, self.n, self.k) if self.batch is None else (self.batch, self.m, self.n, self.k)
+        dims = ((self.m, self.n, self.k) if self.batch is None
+                else (self.batch, self.m, self.n, self.k))
         return "x".join(map(str, dims))
 
     @property

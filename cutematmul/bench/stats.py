@@ -27,7 +27,8 @@ def spread(values) -> float | None:
     return (max(present) - min(present)) / mid if mid else None
 
 
-def ratio_to_reference(reference: Sequence[float | None], times: Sequence[float | None]) -> float | None:
+def ratio_to_reference(reference: Sequence[float | None],
+                       times: Sequence[float | None]) -> float | None:
     """Median over rounds of reference_time / time (throughput relative to the reference;
     above 1 is faster), using only the rounds in which both ran."""
     return ratio_to_fastest([reference], times)

@@ -57,7 +57,8 @@ class EventPair:
     def seconds(self) -> float:
         """Seconds between start and end, once end has completed (waits for it)."""
         _check(runtime.cudaEventSynchronize(self.end), "cudaEventSynchronize")
-        return _check(runtime.cudaEventElapsedTime(self.start, self.end), "cudaEventElapsedTime") / 1e3
+        return _check(runtime.cudaEventElapsedTime(self.start, self.end),
+                      "cudaEventElapsedTime") / 1e3
 
     def close(self) -> None:
         for event in (self.start, self.end):

@@ -626,7 +626,8 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
 
 def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
                max_splits: int = waves.MAX_SPLITS, math: str = "float32",
-               limit: int = 8, majors: tuple[str, str] = ("k", "n")) -> list[tuple[Config, int, bool]]:
+               limit: int = 8,
+               majors: tuple[str, str] = ("k", "n")) -> list[tuple[Config, int, bool]]:
     """What the autotuner times (``cutematmul.tune``): ``choose_schedule``'s pick first, then
     the ``limit`` schedules the wave model ranks best (for the row-streaming kernel, the split
     counts nearest its pick)."""

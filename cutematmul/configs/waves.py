@@ -213,10 +213,10 @@ def best(m: int, n: int, k: int, batch: int, num_sms: int, tile_k: int, tiles: d
          min_splits: int = 1) -> tuple[tuple, int]:
     """(tile, splits) of least estimated time; ``tiles`` maps (tile_m, tile_n, ...) to
     (efficiency, Rate), best first (a family may key a kernel variant of the same tile shape
-    by more fields, which this module passes through).  Estimates within ``TOLERANCE`` of the least count as equal
-    (the model is coarse): of those, the fewest splits win, then the tile that computes the least
-    padding, then the earlier one.  ``workspace`` as in ``estimate``, ``min_splits`` as in
-    ``split_choices``."""
+    by more fields, which this module passes through).  Estimates within ``TOLERANCE`` of the least
+    count as equal (the model is coarse): of those, the fewest splits win, then the tile that
+    computes the least padding, then the earlier one.  ``workspace`` as in ``estimate``,
+    ``min_splits`` as in ``split_choices``."""
     scored = ranked(m, n, k, batch, num_sms, tile_k, tiles, max_splits, workspace, min_splits)
     least = scored[0][0]
 

@@ -1,10 +1,10 @@
 """Compile a kernel object once, against fake pointers and symbolic sizes.
 
 The result is a TVM-FFI function ``f(a_ptr, b_ptr, c_ptr, m, n, k, batch, splits, lda,
-batch_stride_a, ldb, batch_stride_b, ldc, batch_stride_c, stream)`` taking plain integers, so a new size, leading dimension
-or batch stride never recompiles.  A stream-K kernel's takes its workspace before the stream:
-``(..., batch_stride_c, w_ptr, w_elems, f_ptr, flags, stream)``.  Works without a GPU when
-``CUTE_DSL_ARCH`` names the target.
+batch_stride_a, ldb, batch_stride_b, ldc, batch_stride_c, stream)`` taking plain integers, so a new
+size, leading dimension or batch stride never recompiles.  A stream-K kernel's takes its workspace
+before the stream: ``(..., batch_stride_c, w_ptr, w_elems, f_ptr, flags, stream)``.  Works without a
+GPU when ``CUTE_DSL_ARCH`` names the target.
 
 Imports: ``entry`` of this package; the CuTe DSL.
 """
@@ -26,8 +26,8 @@ def compile_gemm(kernel, *, keep_ptx: bool = False):
 
     ``kernel`` carries ``dtype`` (a cutlass numeric type of A and B; C's is ``c_dtype`` when the
     kernel has one, e.g. fp32 split-K partials), ``a_major``, ``b_major`` and alignments
-    ``align_a``/``align_b``/``align_c`` in elements of ``dtype``.  With ``keep_ptx`` the PTX text is kept on the
-    result as ``__ptx__`` (used by the instruction checks in the tests).
+    ``align_a``/``align_b``/``align_c`` in elements of ``dtype``.  With ``keep_ptx`` the PTX text is
+    kept on the result as ``__ptx__`` (used by the instruction checks in the tests).
     """
     itemsize = kernel.dtype.width // 8
     c_dtype = getattr(kernel, "c_dtype", kernel.dtype)

@@ -1,9 +1,9 @@
 """The one host entry every kernel family is launched through.
 
-Every kernel family exposes a ``@cute.jit`` ``__call__(mA, mB, mC, stream)`` over CuTe tensors in the
-CuTe GEMM convention (``mA`` is (M, K, L), ``mB`` is (N, K, L), ``mC`` is (M, N, L) with unit stride
-along N).  That same entry serves ``cutlass.jax.cutlass_call`` (which hands it tensors) and the pointer
-path below, which the CuPy / PyTorch / NumPy adapters use.
+Every kernel family exposes a ``@cute.jit`` ``__call__(mA, mB, mC, stream)`` over CuTe tensors in
+the CuTe GEMM convention (``mA`` is (M, K, L), ``mB`` is (N, K, L), ``mC`` is (M, N, L) with unit
+stride along N).  That same entry serves ``cutlass.jax.cutlass_call`` (which hands it tensors) and
+the pointer path below, which the CuPy / PyTorch / NumPy adapters use.
 
 The pointer path takes raw device addresses and integer extents and strides, so one compiled kernel
 serves every size, every leading dimension and every batch stride (0 included, for broadcast

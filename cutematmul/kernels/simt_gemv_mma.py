@@ -48,7 +48,8 @@ Constraints
     family's granule (128: four chunks).  See ``configs/simt.Config`` (``gemv`` and ``mma``).
 
 Benchmark
-    python -m cutematmul.bench --dtypes bf16,fp16 --layouts nn,tn,nt --shapes 24x50257x769,16x11007x4096
+    python -m cutematmul.bench --dtypes bf16,fp16 --layouts nn,tn,nt
+        --shapes 24x50257x769,16x11007x4096
     python -m cutematmul.bench --classes skinnyOdd
 
 Imports: ``configs.simt`` (its configuration), ``configs.sm80`` (the shared-memory swizzle of

@@ -84,8 +84,8 @@ import cutlass
 import cutlass.cute as cute
 
 from ..configs.simt import (
-    _K_MAJOR_COPY_K, _K_MAJOR_PAD, _LANES_M, _LANES_N, _MAX_CTAS_PER_SM, _SMEM_CARVEOUT, _SMEM_PER_SM,
-    _VEC, Config, _copy_lanes, choose_config, supports,
+    _K_MAJOR_COPY_K, _K_MAJOR_PAD, _LANES_M, _LANES_N, _MAX_CTAS_PER_SM, _SMEM_CARVEOUT,
+    _SMEM_PER_SM, _VEC, Config, _copy_lanes, choose_config, supports,
 )
 
 SimtConfig = Config  # the name the tests and docs use
@@ -401,7 +401,8 @@ class SimtSgemm:
                 if cutlass.const_expr(kb == 0):
                     # Past the last tile the group is committed empty to keep the count regular.
                     if fetch < k_count:
-                        self._copy_tile(copy_a, self._a_vec, tAgA[None, None, None, k_first + fetch],
+                        self._copy_tile(copy_a, self._a_vec,
+                                        tAgA[None, None, None, k_first + fetch],
                                         tAsA[None, None, None, write_stage], guard_a)
                         self._copy_tile(copy_b, False, tBgB[None, None, None, k_first + fetch],
                                         tBsB[None, None, None, write_stage], guard_b)

@@ -324,7 +324,7 @@ class Sm80Hgemm:
         lA_s, lA_r = thr_sa.partition_S(sA), thr_sa.retile(rA)
         lB_s, lB_r = thr_sb.partition_S(sB), thr_sb.retile(rB)
 
-        # ---- main loop ----------------------------------------------------------------------------
+        # ---- main loop --------------------------------------------------------------------------
         # Load number i sits in stage i % stages and is consumed by iteration i.  At k-step 0 an
         # iteration refills the stage freed by the previous one; at its last k-step it waits for
         # load i + 1 and starts reading it, so the fragments of the next k-step are always in

@@ -8,20 +8,21 @@ What it computes
     ``Config.partials``, C is fp32 partial sums over a run of K-tiles for split-K
     (``kernels/entry.py``: C then holds ``splits`` matrices per batch, which
     ``kernels/splitk_reduce.py`` sums in a fixed order).  With ``Config.streamk`` tiles that
-    straddle CTAs are summed inside the kernel through a workspace (below).  A may be K-major (row-major) or M-major,
-    B K-major or N-major (N-major is a row-major math B of shape (K, N)); 3xTF32 needs both
-    K-major, one-pass TF32 one of them (below).  C is N-major (the caller's), or written
-    through its transpose by a swapped kernel (``Config.swap``, below).  L is a batch mode whose
-    strides may be 0 (a broadcast operand).
+    straddle CTAs are summed inside the kernel through a workspace (below).  A may be K-major
+    (row-major) or M-major, B K-major or N-major (N-major is a row-major math B of shape (K, N));
+    3xTF32 needs both K-major, one-pass TF32 one of them (below).  C is N-major (the caller's), or
+    written through its transpose by a swapped kernel (``Config.swap``, below).  L is a batch mode
+    whose strides may be 0 (a broadcast operand).
 
 How
     * One producer warpgroup and one or two consumer warpgroups per CTA.  A single producer warp
       issues TMA bulk-tensor copies (``cp.async.bulk.tensor``) of (tile_m x tile_k) A tiles and
       (tile_n x tile_k) B tiles into a ring of ``stages`` swizzled shared-memory buffers
       (128-byte; for an N-major B of width 96, 160 or 224 64-byte, of 80 or 112 32-byte); an
-      mbarrier pair per stage (full: TMA bytes landed, empty: consumers are done) forms the pipeline.
-    * Consumers run ``wgmma.mma_async`` (m64 x tile_n x k16) straight from shared memory, keeping one
-      k-tile of wgmma in flight while the next stage's barrier is awaited.  The accumulators
+      mbarrier pair per stage (full: TMA bytes landed, empty: consumers are done) forms the
+      pipeline.
+    * Consumers run ``wgmma.mma_async`` (m64 x tile_n x k16) straight from shared memory, keeping
+      one k-tile of wgmma in flight while the next stage's barrier is awaited.  The accumulators
       are pinned (``fence_accumulators``) after their zero fill and after the last
       ``wgmma.wait_group``, so no conversion or fill lands inside the pipeline, where ptxas
       would serialize every wgmma (tests/test_compile_sm90.py checks ptxas's advisories).
@@ -33,9 +34,9 @@ How
       cuBLAS's shapes on mid products, are built for measurement, three ring stages deep);
       their registers are raised with setmaxnreg while the producer's are lowered.
     * Persistent scheduling: the grid holds one CTA (or cluster) per SM and walks the work units
-      (output tile x batch x K-split) with a stride of the grid size; tiles are visited in groups of ``raster_group`` tile-rows so
-      the CTAs running at one time share A and B tiles in L2.  While consumers run the epilogue of a
-      tile, the producer already fills the stages for the next one.
+      (output tile x batch x K-split) with a stride of the grid size; tiles are visited in groups of
+      ``raster_group`` tile-rows so the CTAs running at one time share A and B tiles in L2.  While
+      consumers run the epilogue of a tile, the producer already fills the stages for the next one.
     * Stream-K (``Config.streamk``): the work is every (tile, K-tile) iteration instead, each
       cluster taking an equal contiguous share, so no wave is partial.  A unit runs from where
       the share stands to the end of its tile or of the share.  A unit that starts inside its
@@ -79,8 +80,8 @@ How
     * Epilogue: the fp32 accumulators are converted to the output dtype, written to a ring of
       swizzled shared-memory sub-tiles with ``stmatrix``, and stored by TMA (``cp.async.bulk``).
       One named barrier per sub-tile: the storing warp waits for older stores with a lag of
-      ``epi_stages - 2`` before it joins the next barrier, so a buffer is never overwritten while TMA
-      still reads it.
+      ``epi_stages - 2`` before it joins the next barrier, so a buffer is never overwritten while
+      TMA still reads it.
     * A C whose rows are no whole 16-byte vectors (odd N in 16 bits; ``align_c`` below the
       vector: ``c_direct``), which TMA cannot store, is stored by the tile's threads instead,
       from the same shared sub-tiles: after the sub-tile's barrier each thread loads its
@@ -125,15 +126,17 @@ Constraints
     tile_n <= 192, and its stages are twice as large (two parts each).  Split-K needs
     ``Config.partials`` (fp32 C).  A's and B's base address, leading stride and batch stride
     must be 16-byte aligned (a TMA rule; the host copies other operands), and C's too except
-    under ``c_direct`` (C's element alignment only).  K >= 1 (the host writes zeros itself for K = 0).  tile_m in
-    {64, 128, 256} (256: 16-bit, tile_n <= 192, no stream-K), tile_n in {64, 128, 160, 192, 224, 256} (also 16 and 32, the narrow
+    under ``c_direct`` (C's element alignment only).  K >= 1 (the host writes zeros itself for
+    K = 0).  tile_m in {64, 128, 256} (256: 16-bit, tile_n <= 192, no stream-K), tile_n in
+    {64, 128, 160, 192, 224, 256} (also 16 and 32, the narrow
     tiles of small-M and small-N products: fp32 partials, or C itself, not stream-K; and 80,
     96 and 112 for 16-bit tiles of N (or a swapped M) of 65-127, 144, 176 and 208 for a swapped
     M of 129-208, cooperative, 1x1 or 2x1, not stream-K; an N-major B tile 96, 160 or 224 wide is
     64-byte swizzled, 80, 112, 144, 176 or 208 wide 32-byte:
     the shared-memory atom ``hopper_helpers`` picks for the widest swizzle that divides a row;
-    epilogue sub-tiles 16 wide where 32 does not divide the width), tile_k = 64, clusters 1x1, 2x1 or 1x2, or 2x2 (16-bit data-parallel cooperative tiles
-    at least 128 wide, no stream-K: a GPU runs fewer 4-CTA clusters at once than SMs / 4).  Pingpong: 16-bit inputs,
+    epilogue sub-tiles 16 wide where 32 does not divide the width), tile_k = 64, clusters 1x1,
+    2x1 or 1x2, or 2x2 (16-bit data-parallel cooperative tiles at least 128 wide, no stream-K: a
+    GPU runs fewer 4-CTA clusters at once than SMs / 4).  Pingpong: 16-bit inputs,
     tile_m x tile_n <= 128 x 128 (a whole tile's fp32 accumulators in one warpgroup's
     registers), no stream-K.  Swap: tile_m 64 or 128, not pingpong; a narrow tile (16 or 32)
     writing fp32 partials (TF32's transposed small-M products) or a 16-bit C (small M).
@@ -166,7 +169,10 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cutlass_dsl import T, dsl_user_op
 from cutlass.tensor_utils import LayoutEnum
 
-from ..configs.sm90 import _PRODUCER_REGISTERS, _THREADS_PER_WARPGROUP, TF32_READS, Config, choose_config, resident_clusters, supports, swaps  # noqa: F401
+from ..configs.sm90 import (  # noqa: F401
+    _PRODUCER_REGISTERS, _THREADS_PER_WARPGROUP, TF32_READS, Config, choose_config,
+    resident_clusters, supports, swaps,
+)
 from . import tf32_mma
 
 Sm90Config = Config  # the name the tests and docs use
@@ -217,7 +223,8 @@ class Sm90Hgemm:
         if dtype not in _DTYPES:
             raise ValueError(f"Sm90Hgemm takes {', '.join(_DTYPES)}; got {dtype!r}.")
         if a_major not in ("k", "m") or b_major not in ("k", "n"):
-            raise ValueError(f"Sm90Hgemm majors must be a in (k, m), b in (k, n); got {a_major}, {b_major}.")
+            raise ValueError(f"Sm90Hgemm majors must be a in (k, m), b in (k, n); got "
+                             f"{a_major}, {b_major}.")
         self.dtype = _DTYPES[dtype]
         self.tf32 = self.dtype is cutlass.TFloat32
         if self.tf32 and (a_major, b_major) not in TF32_READS[dtype]:
@@ -241,7 +248,8 @@ class Sm90Hgemm:
         #: it element by element from the shared sub-tiles (``Config.stores_any_c``).
         self.c_direct = align_c < 128 // self.c_dtype.width
         if config.tile_k * self.dtype.width != 128 * 8:
-            raise ValueError(f"Sm90Hgemm {dtype} needs tile_k = {1024 // self.dtype.width}; got {config.tile_k}.")
+            raise ValueError(f"Sm90Hgemm {dtype} needs tile_k = {1024 // self.dtype.width}; "
+                             f"got {config.tile_k}.")
         self.config = config
         #: 3xTF32 promotes: every K-tile's wgmma result is added into fp32 registers (the
         #: tensor cores' accumulation truncates; measured 4-30x SGEMM's error without this).
@@ -249,13 +257,14 @@ class Sm90Hgemm:
         #: Tiles of A and of B per stage: both (big, small) parts for 3xTF32.
         self.parts = 2 if self.promote else 1
         if self.promote and config.streamk:
-            raise ValueError(f"Sm90Hgemm {dtype} keeps split-K (its promoted sums are bounded per split); "
-                             "stream-K is not built for it.")
+            raise ValueError(f"Sm90Hgemm {dtype} keeps split-K (its promoted sums are bounded "
+                             "per split); stream-K is not built for it.")
         if (config.pingpong or config.tile_m > 128) and self.tf32:
             raise ValueError(f"Sm90Hgemm {dtype}: pingpong and 256-row tiles are built for 16-bit "
                              "inputs only.")
         if self.promote and config.tile_n > 192:
-            raise ValueError(f"Sm90Hgemm {dtype} keeps two accumulators: tile_n <= 192, got {config.tile_n}.")
+            raise ValueError(f"Sm90Hgemm {dtype} keeps two accumulators: tile_n <= 192, got "
+                             f"{config.tile_n}.")
         self.a_major, self.b_major = a_major, b_major
         self.align_a, self.align_b, self.align_c = align_a, align_b, align_c
         self.num_sms = num_sms
@@ -274,7 +283,8 @@ class Sm90Hgemm:
                               or self.tile_threads % config.epi_n
                               or config.epi_m * config.epi_n % self.tile_threads):
             raise ValueError(f"Sm90Hgemm stores a C of {align_c}-element alignment only from "
-                             f"data-parallel, unswapped tiles with 2+ epilogue stages; got {config.name}.")
+                             f"data-parallel, unswapped tiles with 2+ epilogue stages; got "
+                             f"{config.name}.")
         self.threads = self.consumer_threads + _THREADS_PER_WARPGROUP
         #: A 16-bit C written through its transpose (``swap``) leaves the registers by
         #: ``stmatrix.trans`` into an M-major shared tile; an fp32 one by plain stores.
@@ -334,8 +344,10 @@ class Sm90Hgemm:
             self.c_dtype, c_layout, self.epi_tile, self.epi_buffers
         )
 
-        tma_a, gA_tma = self._tma_load(mA, sA_layout, (self.tile_mnk[0], self.tile_mnk[2]), self.a_mcast)
-        tma_b, gB_tma = self._tma_load(mB, sB_layout, (self.tile_mnk[1], self.tile_mnk[2]), self.b_mcast)
+        tma_a, gA_tma = self._tma_load(mA, sA_layout, (self.tile_mnk[0], self.tile_mnk[2]),
+                                       self.a_mcast)
+        tma_b, gB_tma = self._tma_load(mB, sB_layout, (self.tile_mnk[1], self.tile_mnk[2]),
+                                       self.b_mcast)
         tma_c, gC_tma = None, mC  # c_direct: the epilogue indexes C itself
         if cutlass.const_expr(not self.c_direct):
             tma_c, gC_tma = cpasync.make_tiled_tma_atom(
@@ -394,7 +406,8 @@ class Sm90Hgemm:
         )
 
     def _tma_load(self, tensor, smem_layout_staged, tile, mcast):
-        op = cpasync.CopyBulkTensorTileG2SOp() if mcast == 1 else cpasync.CopyBulkTensorTileG2SMulticastOp()
+        op = (cpasync.CopyBulkTensorTileG2SOp() if mcast == 1
+              else cpasync.CopyBulkTensorTileG2SMulticastOp())
         return cpasync.make_tiled_tma_atom(
             op, tensor, cute.slice_(smem_layout_staged, (None, None, 0)), tile, num_multicast=mcast
         )
@@ -470,7 +483,8 @@ class Sm90Hgemm:
             # The barrier orders every thread's stores before the one release store (cumulative).
             barrier.arrive_and_wait()
             if ctid == 0:
-                cute.arch.store(mFlags.iterator + slot, cutlass.Int32(1), sem="release", scope="gpu")
+                cute.arch.store(mFlags.iterator + slot, cutlass.Int32(1), sem="release",
+                                scope="gpu")
         else:
             other = cluster_id + 1
             part = cute.make_rmem_tensor((4, values // 4), self.acc_dtype)
@@ -528,7 +542,8 @@ class Sm90Hgemm:
                         if kt + 1 < k_count:
                             ab_pipe.consumer_wait(read)
                     if kt + 1 < k_count:
-                        cute.autovec_copy(tCsA[(None, None, nkb, read.index)], tCrA[(None, None, nkb)])
+                        cute.autovec_copy(tCsA[(None, None, nkb, read.index)],
+                                          tCrA[(None, None, nkb)])
         warpgroup.wait_group(0)
         fence_accumulators(acc)
         if k_count > 0:
@@ -631,7 +646,8 @@ class Sm90Hgemm:
         if cutlass.const_expr(self.pingpong):
             order = pipeline.PipelineOrder.create(
                 barrier_storage=storage.order.data_ptr(), depth=1, length=2, group_id=wg,
-                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, _THREADS_PER_WARPGROUP),
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread,
+                                                         _THREADS_PER_WARPGROUP),
                 defer_sync=True,
             )
         pipeline.pipeline_init_arrive(cluster_shape_mn=self.cluster_mn, is_relaxed=True)
@@ -672,7 +688,8 @@ class Sm90Hgemm:
             # ================= producer warpgroup: one warp issues every TMA load
             cute.arch.setmaxregister_decrease(_PRODUCER_REGISTERS)
             if warp == 0:
-                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
+                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer,
+                                                     self.stages)
                 it, end = self._units(cluster_id, total_tiles, share, rest)
                 while it < end:
                     t, k_first, k_count, nxt = self._unit(
@@ -824,7 +841,8 @@ class Sm90Hgemm:
                             total.store(total.load() + acc.load())
                     elif cutlass.const_expr(self.a_regs):
                         read, release = self._mainloop_a_regs(
-                            tiled_mma, acc, tCsA, tCrA, tCrB, k_blocks, k_count, ab_pipe, read, release)
+                            tiled_mma, acc, tCsA, tCrA, tCrB, k_blocks, k_count, ab_pipe, read,
+                            release)
                     else:
                         if cutlass.const_expr(self.pingpong):
                             order.wait(order_state)  # the other warpgroup's mainloop is issued
@@ -896,7 +914,8 @@ class Sm90Hgemm:
                                 store_pipe.producer_commit()
                                 # Buffer (buf + 1) is written after the next barrier; its last
                                 # store was issued epi_stages - 1 sub-tiles ago.
-                                cute.arch.cp_async_bulk_wait_group(self.config.epi_stages - 2, read=True)
+                                cute.arch.cp_async_bulk_wait_group(self.config.epi_stages - 2,
+                                                                   read=True)
                         subtiles_done += epi_count
                 else:
                     read.advance(k_count)
