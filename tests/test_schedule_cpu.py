@@ -1848,11 +1848,14 @@ def test_mid_products_with_a_k_major_run_swapped_where_the_waves_fill_better(sha
 
 
 @pytest.mark.parametrize("shape", [(53, 336, 1352, 1480), (61, 320, 1408, 1272),
-                                   (11, 344, 768, 1216)], ids=lambda s: "x".join(map(str, s)))
+                                   (11, 344, 768, 1216), (48, 584, 728, 376),
+                                   (56, 816, 1424, 408)], ids=lambda s: "x".join(map(str, s)))
 def test_a_batch_of_few_tile_rows_runs_swapped_where_n_pads_less(shape):
     """A batch whose per-matrix M pads 128-row tiles by 10-23% (an odd count of tile rows, so
     unclustered) runs swapped in 2x1 clusters, data-parallel, N along the tile's rows and M in a
-    width of 144-208 (``_SWAPPED_WIDE_TILES``); nn and nt alike, tn keeps its tiles."""
+    width of 144-208 (``_SWAPPED_WIDE_TILES``); nn and nt alike, tn keeps its tiles.  The last
+    two were kept on unclustered 128 x 256 until their price against the swapped tiles became
+    one matrix's (``_UNCLUSTERED_SINGLE_EFFICIENCY``, 61st session)."""
     batch, m, n, k = shape
     for majors in (("k", "n"), ("k", "k")):
         config, splits, transposed = sm90.choose_schedule(m, n, k, batch, 132, majors=majors)
