@@ -841,7 +841,8 @@ def _swapped_wide(m: int, n: int, batch: int, num_sms: int, math: str,
         # batch (the space keeps batches' price, so that they do not move to pingpong 128 x
         # 128).  H100, 2026-12-06, L2-cold, the 19 batched products of seeds 1000-1199 this
         # moves to swapped tiles in 2x1 clusters: 1.147x faster (least 0.98x), x cuBLAS 0.89x
-        # -> 1.03x (48 x 584x728x376 58.2 -> 45.3 us, cuBLAS 46.3).
+        # -> 1.03x (48 x 584x728x376 58.2 -> 45.3 us, cuBLAS 46.3); held out, the 65 of seeds
+        # 1200-1799: 1.142x (least 0.975x), x cuBLAS 0.90x -> 1.03x.
         eff = min(eff, _UNCLUSTERED_SINGLE_EFFICIENCY.get(tile[:2], eff))
     estimated = waves.estimate(m, n, space.k, batch, num_sms, *tile[:2], space.tile_k, splits,
                                eff, picked_rate, space.workspace)
