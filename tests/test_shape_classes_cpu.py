@@ -136,3 +136,15 @@ def test_a_result_line_reads_back():
     assert tool.parse_result(line) == (case, 34.6, 40.5, 2.1e-4,
                                        "sm90_128x16x64_c2x1_g8_s8_pdl_swap s1, A copied")
     assert tool.parse_result("class skinnyM: geometric mean 1.000x cuBLAS, least 1.00x") is None
+
+
+def test_a_class_line_names_its_least_product():
+    tool = _tool()
+    timed = [(1.2, ("mid", "float16", "highest", "nn", 1016, 1080, 760, 1)),
+             (0.78, ("mid", "float16", "highest", "nt", 3184, 3104, 2648, 1)),
+             (0.96, ("mid", "bfloat16", "highest", "tn", 1424, 2296, 1496, 2))]
+    line = tool.class_line("mid", timed)
+    mean = (1.2 * 0.78 * 0.96) ** (1 / 3)
+    assert line == (f"class mid: geometric mean {mean:.3f}x cuBLAS, least 0.78x (float16 nt "
+                    f"1x3184x3104x2648), 3 products")
+    assert tool.parse_result(line) is None

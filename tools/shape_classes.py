@@ -21,7 +21,7 @@ product reads its operands from device memory (L2-cold), and ``torch.matmul`` on
 arrays is the reference: cuBLAS SGEMM for "highest" and "high" (TF32 off), cuBLAS TF32 for
 "tf32".  Every result is checked against a float64 product in an output poisoned with NaN
 first.  Prints one line per product (time, TFLOP/s, ratio, the planned schedule, the relative
-error) and per class the geometric mean and the least ratio.  ``docs/performance.md`` quotes
+error) and per class the geometric mean and the least ratio with its product.  ``docs/performance.md`` quotes
 its output.  ``--precompile DIR`` needs no GPU: it builds the kernels the selected products'
 plans name for an sm_90a GPU of 132 SMs (``aot.plan_keys``) into DIR, so a GPU run with
 ``CUTEMATMUL_CACHE_DIR=DIR`` spends its time timing, not compiling.  Imports: ``cutematmul``,
@@ -147,16 +147,24 @@ def parse_result(line: str) -> tuple[tuple, float, float, float, str] | None:
 def run(selected: list[tuple]) -> None:
     import torch
 
-    ratios: dict[str, list[float]] = {}
+    ratios: dict[str, list[tuple[float, tuple]]] = {}
     for case in selected:
         cublas, ours, error, schedule = _measure(torch, case)
         torch.cuda.empty_cache()
-        ratios.setdefault(case[0], []).append(cublas / ours)
+        ratios.setdefault(case[0], []).append((cublas / ours, case))
         print(result_line(case, cublas, ours, error, schedule), flush=True)
-    for cls, values in ratios.items():
-        mean = geometric_mean(values)
-        print(f"class {cls}: geometric mean {mean:.3f}x cuBLAS, least {min(values):.2f}x, "
-              f"{len(values)} products")
+    for cls, timed in ratios.items():
+        print(class_line(cls, timed))
+
+
+def class_line(cls: str, timed: list[tuple[float, tuple]]) -> str:
+    """A class's summary from its (ratio x cuBLAS, case) pairs: the geometric mean, and the
+    least ratio with the product that ran it, so a survey's weakest products need no search."""
+    mean = geometric_mean(ratio for ratio, _ in timed)
+    least, case = min(timed)
+    _, dtype, _, layout, m, n, k, batch = case
+    return (f"class {cls}: geometric mean {mean:.3f}x cuBLAS, least {least:.2f}x ({dtype} "
+            f"{layout} {batch}x{m}x{n}x{k}), {len(timed)} products")
 
 
 def read_cases(path: str) -> list[tuple]:
