@@ -38,7 +38,8 @@ def needs_dsl():
 
     return pytest.mark.skipif(
         importlib.util.find_spec("cutlass") is None,
-        reason="nvidia-cutlass-dsl (module 'cutlass') is not installed; these tests compile kernels with it",
+        reason=("nvidia-cutlass-dsl (module 'cutlass') is not installed; "
+                "these tests compile kernels with it"),
     )
 
 
@@ -147,7 +148,8 @@ class Maker:
         return out
 
 
-def compile_in_child(arch: str, child_code: str, argument, tmp_path, prefix: str = "COUNTS=") -> dict:
+def compile_in_child(arch: str, child_code: str, argument, tmp_path,
+                     prefix: str = "COUNTS=") -> dict:
     """Run ``child_code`` in a fresh Python with ``CUTE_DSL_ARCH=arch``; return its ``prefix`` JSON.
 
     The CuTe DSL fixes its target when imported, so each target gets its own process.  Nothing is
@@ -162,7 +164,8 @@ def compile_in_child(arch: str, child_code: str, argument, tmp_path, prefix: str
     repo = Path(__file__).resolve().parents[1]
     env = dict(os.environ)
     env["CUTE_DSL_ARCH"] = arch
-    env["CUTE_DSL_DUMP_DIR"] = str(tmp_path)  # --keep-ptx also writes files: keep them out of the repo
+    # --keep-ptx also writes files: keep them out of the repo
+    env["CUTE_DSL_DUMP_DIR"] = str(tmp_path)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [sys.executable, "-c", child_code, json.dumps(argument)],

@@ -325,11 +325,14 @@ class Sim:
             w, rds = self.epoch.get(b, (None, set()))
             if write:
                 if (w is not None and w != tid) or (rds - {tid}):
-                    raise SimError(f"shared race: write by {tid} at {b}, writer {w}, readers {sorted(rds)[:4]}")
+                    raise SimError(f"shared race: write by {tid} at {b}, writer {w}, "
+                                   f"readers {sorted(rds)[:4]}")
                 self.epoch[b] = (tid, rds)
             else:
                 if w is not None and (isinstance(tid, tuple) or w != tid):
-                    raise SimError(f"shared race: read by {tid if not isinstance(tid, tuple) else 'warp'} at {b} written by {w} in the same epoch")
+                    raise SimError("shared race: read by "
+                                   f"{tid if not isinstance(tid, tuple) else 'warp'} at {b} "
+                                   f"written by {w} in the same epoch")
                 rds = set(rds)
                 rds.update(tid if isinstance(tid, tuple) else (tid,))
                 self.epoch[b] = (w, rds)
@@ -371,7 +374,8 @@ class Sim:
             # barrier
             alive = [t for t in range(T) if state[t] != "done"]
             # (Threads may wait at different bar.sync instructions: all name barrier 0.)
-            if all(state[t] == "wait" for t in alive) and {insts[pc[t]][1] for t in alive} == {"bar.sync"}:
+            if (all(state[t] == "wait" for t in alive)
+                    and {insts[pc[t]][1] for t in alive} == {"bar.sync"}):
                 if len(alive) != T:
                     raise SimError("bar.sync with exited threads")
                 self.epoch = {}
@@ -525,7 +529,8 @@ class Sim:
         elif name == "st" and parts[1] == "shared":
             base, off = self.addr(R, args[0])
             a = R[base] + off
-            vals = [x.strip() for x in args[1].strip("{}").split(",")] if parts[2].startswith("v") else [args[1]]
+            vals = ([x.strip() for x in args[1].strip("{}").split(",")] if parts[2].startswith("v")
+                    else [args[1]])
             n = width // 8
             for i, x in enumerate(vals):
                 self.sacc(a + n * i, n, t, True)
@@ -539,7 +544,8 @@ class Sim:
         elif name == "setp":
             cmp = parts[1]
             a, b = sv(V(args[1])), sv(V(args[2]))
-            R[args[0]] = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[cmp]
+            R[args[0]] = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b,
+                          "ge": a >= b}[cmp]
         elif name == "selp":
             R[args[0]] = V(args[1]) if R[args[3]] else V(args[2])
         elif name in ("and", "or", "xor") and typ == "pred":

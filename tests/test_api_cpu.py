@@ -21,10 +21,14 @@ def _a(*shape, dtype=F32):
     (_a(3, 4), _a(5, 6), ValueError, "contracted dimensions differ"),
     (_a(2, 3, 4), _a(3, 4, 5), ValueError, "do not broadcast"),
     (np.ones((), dtype=F32), _a(3), ValueError, "at least 1 dimension"),
-    (_a(3, 4, dtype=np.float64), _a(4, 5), TypeError, "must have dtype float32, float16 or bfloat16; got float64"),
+    (_a(3, 4, dtype=np.float64), _a(4, 5), TypeError,
+     "must have dtype float32, float16 or bfloat16; got float64"),
     (_a(3, 4, dtype=np.int32), _a(4, 5, dtype=np.int32), TypeError, "got int32"),
-    (_a(3, 4, dtype=np.float16), _a(4, 5, dtype=np.float64), TypeError, "b must have dtype float32, float16 or bfloat16; got float64"),
-    ([[1.0]], _a(1, 1), TypeError, "a must be a CuPy, PyTorch, NumPy or JAX array, or any array with __dlpack__ or __cuda_array_interface__; got builtins.list"),
+    (_a(3, 4, dtype=np.float16), _a(4, 5, dtype=np.float64), TypeError,
+     "b must have dtype float32, float16 or bfloat16; got float64"),
+    ([[1.0]], _a(1, 1), TypeError,
+     ("a must be a CuPy, PyTorch, NumPy or JAX array, or any array with __dlpack__ or "
+      "__cuda_array_interface__; got builtins.list")),
     (_a(1, 1), "x", TypeError, "b must be a CuPy, PyTorch, NumPy or JAX array"),
 ])
 def test_bad_operands(a, b, exc, msg):

@@ -96,7 +96,8 @@ def test_parse_dtypes_and_layouts():
 def test_flop_and_byte_counts():
     assert Shape(8192, 8192, 1024).flops == 2 * 8192 * 8192 * 1024
     assert Shape(1024, 1024, 1024, batch=64).flops == 64 * 2 * 1024**3
-    assert Shape(16, 8192, 8192).operand_bytes("float16") == (16 * 8192 + 8192 * 8192 + 16 * 8192) * 2
+    assert (Shape(16, 8192, 8192).operand_bytes("float16")
+            == (16 * 8192 + 8192 * 8192 + 16 * 8192) * 2)
     assert Shape(3, 5, 7, batch=2).operand_bytes("float32") == 2 * (21 + 35 + 15) * 4
 
 
@@ -142,7 +143,8 @@ def _point_seconds(shape, dtype, backends, libraries, settings):
 
 
 def estimated_seconds(shapes, dtypes, backends, libraries, settings=Settings()):
-    points = sum(_point_seconds(s, d, backends, libraries, settings) for d in dtypes for s in shapes)
+    points = sum(_point_seconds(s, d, backends, libraries, settings)
+                 for d in dtypes for s in shapes)
     return START_S + COMPILE_S * CONFIGS_PER_DTYPE * len(dtypes) + points
 
 
@@ -193,7 +195,8 @@ def test_bfloat16_rounding_matches_ml_dtypes():
     x = np.concatenate([x, np.float32([0.0, -0.0, 1.0, 1.00390625, 1.01171875, 3e38])])
     bits = data.bfloat16_bits(x)
     assert np.array_equal(bits, x.astype(ml_dtypes.bfloat16).view(np.uint16))
-    assert np.array_equal(data.bfloat16_values(bits), x.astype(ml_dtypes.bfloat16).astype(np.float32))
+    assert np.array_equal(data.bfloat16_values(bits),
+                          x.astype(ml_dtypes.bfloat16).astype(np.float32))
 
 
 def test_bfloat16_rounds_to_nearest_even():
@@ -333,7 +336,8 @@ def test_run_point_times_and_checks(dtype, layout):
 def test_run_point_flags_wrong_results_and_errors_and_skips():
     backends = [NumpyBackend("torch"), NumpyBackend("holes", fault="skip-element"),
                 NumpyBackend("off", fault="wrong"), NumpyBackend("broken", fault="raise")]
-    rows = {r.backend: r for r in run_point(Point(Shape(40, 30, 20), "float32", "nn"), backends, FAST)}
+    rows = {r.backend: r
+            for r in run_point(Point(Shape(40, 30, 20), "float32", "nn"), backends, FAST)}
     assert rows["torch"].status == OK
     assert rows["holes"].status == WRONG and rows["holes"].nonfinite == 1
     assert rows["off"].status == WRONG and "relative error" in rows["off"].note
@@ -409,7 +413,8 @@ def test_timed_burst_order_and_division():
     log = []
     burst = timing.timed_burst(lambda i: log.append(("mm", i)), 4, 7, FakeEvents(log),
                                FakeSpin(log), spin_seconds=10.0)
-    assert log == [("spin", 7), ("start", 7), ("mm", 0), ("mm", 1), ("mm", 2), ("mm", 3), ("end", 7)]
+    assert log == [("spin", 7), ("start", 7), ("mm", 0), ("mm", 1), ("mm", 2), ("mm", 3),
+                   ("end", 7)]
     assert 0 < burst.seconds * 4 <= burst.enqueue_seconds + 1e-3
     assert burst.host_bound is False
 
@@ -482,7 +487,8 @@ def test_text_table_is_aligned():
     assert lines[0].split()[:4] == ["shape", "dtype", "layout", "backend"]
     assert set(lines[1]) <= {"-", " "}
     column = lines[0].index("backend")  # the backend column lines up
-    assert lines[2][column:].startswith("torch ") and lines[3][column:].startswith("cutematmul-torch")
+    assert (lines[2][column:].startswith("torch ")
+            and lines[3][column:].startswith("cutematmul-torch"))
     assert lines[2].index("687.2") == lines[3].index("654.5")  # numbers right-aligned
     assert "687.2" in text and "0.95x" in text and "2.9e-04" in text and "210.0 us" in text
     assert "skipped: this CuPy cannot multiply bfloat16" in text
@@ -536,10 +542,12 @@ def test_help_exits_zero():
 
 def test_parser_options():
     args = build_parser().parse_args(
-        ["--shapes", "quick", "--dtypes", "fp16", "--layouts", "all", "--backends", "torch,cutematmul-torch",
+        ["--shapes", "quick", "--dtypes", "fp16", "--layouts", "all",
+         "--backends", "torch,cutematmul-torch",
          "--kernel", "sm80", "--reps", "10", "--rounds", "7", "--no-check", "--plot", "--markdown"])
     assert args.backends == ["torch", "cutematmul-torch"] and args.kernel == "sm80"
-    assert (args.reps, args.rounds, args.check, args.plot, args.markdown) == (10, 7, False, True, True)
+    assert ((args.reps, args.rounds, args.check, args.plot, args.markdown)
+            == (10, 7, False, True, True))
     defaults = build_parser().parse_args([])
     assert defaults.check is True and defaults.rounds == 5 and defaults.command is None
     assert defaults.backends is None and defaults.full is False  # the default selection
@@ -559,7 +567,8 @@ def test_default_backends_and_stand_in(monkeypatch):
     if gpu_count()[0] == 0:
         assert ready == [] and set(unavailable) == set(DEFAULT_BACKENDS) | {"cutematmul-torch"}
     # without CuPy, cutematmul runs on PyTorch tensors in its place
-    monkeypatch.setattr(type(BACKENDS["cutematmul-cupy"]), "_probe", lambda self: (False, "no CuPy"))
+    monkeypatch.setattr(type(BACKENDS["cutematmul-cupy"]), "_probe",
+                        lambda self: (False, "no CuPy"))
     monkeypatch.setattr(type(BACKENDS["cutematmul-torch"]), "_probe", lambda self: (True, ""))
     ready, unavailable = cli.select_default_backends()
     assert "cutematmul-torch" in [b.name for b in ready]
@@ -694,7 +703,8 @@ def test_points_carry_precision_for_float32_only():
     assert Point(shape, "float32", "nn", "tf32").label == "8x8x8 float32 nn tf32"
     assert Point(shape, "float16", "nn").label == "8x8x8 float16 nn"
     assert Result.start(Point(shape, "float32", "nn", "high"), "torch").precision == "high"
-    with pytest.raises(ValueError, match="precision must be one of highest, high, tf32; got 'fast'"):
+    with pytest.raises(ValueError,
+                       match="precision must be one of highest, high, tf32; got 'fast'"):
         Point(shape, "float32", "nn", "fast")
     with pytest.raises(ValueError, match="float32 points only; a bfloat16 point is 'highest'"):
         Point(shape, "bfloat16", "nn", "tf32")
@@ -711,7 +721,8 @@ def test_baseline_of_the_ratio_per_precision():
 
 def test_tf32_baseline_and_default_backends():
     assert default_backends() == default_backends("highest") == DEFAULT_BACKENDS
-    assert default_backends("high") == default_backends("tf32") == DEFAULT_BACKENDS + ("torch-tf32",)
+    assert (default_backends("high") == default_backends("tf32")
+            == DEFAULT_BACKENDS + ("torch-tf32",))
     tf32 = BACKENDS["torch-tf32"]
     assert tf32.library == "torch" and tf32.cublas and tf32.precision == "tf32"
     assert tf32.supports("float32") == (True, "")
@@ -736,7 +747,8 @@ def test_run_point_passes_precision_and_picks_the_baseline():
     rows = {r.backend: r for r in run_point(Point(shape, "float32", "nn", "tf32"),
                                             [ours, sgemm, tf32], FAST)}
     assert all(r.status == OK and r.precision == "tf32" for r in rows.values()), rows
-    assert {r.reference for r in rows.values()} == {"torch-tf32"} and rows["torch-tf32"].ratio == 1.0
+    assert ({r.reference for r in rows.values()} == {"torch-tf32"}
+            and rows["torch-tf32"].ratio == 1.0)
     # the error column: cutematmul was asked for TF32, the torch stand-in stays IEEE fp32
     err = rows["cutematmul-numpy"].rel_error
     assert data.tolerance("float32") < err < data.tolerance("float32", "tf32")
@@ -754,7 +766,8 @@ def test_run_point_passes_precision_and_picks_the_baseline():
 def test_relative_error_metric_and_tf32_bound():
     ref = np.array([[3.0, 4.0]])
     assert data.relative_error(ref * (1 + 1e-3), ref) == pytest.approx(1e-3)
-    assert data.relative_error(np.array([[3.0, 5.0]]), ref) == pytest.approx(1 / 5)  # |(0,1)|/|(3,4)|
+    # |(0,1)|/|(3,4)|
+    assert data.relative_error(np.array([[3.0, 5.0]]), ref) == pytest.approx(1 / 5)
     assert data.relative_error(np.zeros(2), np.zeros(2)) == 0.0
     rng = np.random.default_rng(0)
     a = rng.standard_normal((64, 512), dtype=np.float32)
@@ -789,12 +802,15 @@ def test_precision_in_tables_and_files(tmp_path):
     assert "7.7e-04" in lines[3] and "1.1e-06" in lines[4] and "1.02x" in lines[3]
     assert report.text_table(_fake_results()).startswith("shape")  # no float32 rows: no line
     md = report.markdown(rows, {"date": "2026-12-02 10:00 UTC", "gpu": "NVIDIA H200"})
-    assert md.splitlines()[0] == ("Measured 2026-12-02 10:00 UTC · NVIDIA H200 · driver ? (CUDA ?); "
-                                  "float32 at precision='tf32', x cuBLAS against torch-tf32.")
-    assert report.summary_line(rows).startswith("4096x4096x4096 fp32 nn tf32: cutematmul-cupy 137.4")
+    assert md.splitlines()[0] == (
+        "Measured 2026-12-02 10:00 UTC · NVIDIA H200 · driver ? (CUDA ?); "
+        "float32 at precision='tf32', x cuBLAS against torch-tf32.")
+    assert report.summary_line(rows).startswith(
+        "4096x4096x4096 fp32 nn tf32: cutematmul-cupy 137.4")
     path = save_json(tmp_path / "run.json", {}, {"precision": "tf32"}, {}, rows)
     assert [r.precision for r in load_json(path)[3]] == ["tf32"] * 3
-    assert "precision" in save_csv(tmp_path / "run.csv", rows).read_text().splitlines()[0].split(",")
+    assert "precision" in (save_csv(tmp_path / "run.csv", rows).read_text()
+                           .splitlines()[0].split(","))
     older = json.loads(path.read_text())  # a run saved before the field existed reads as highest
     for row in older["results"]:
         del row["precision"]
@@ -984,7 +1000,8 @@ def test_startup_bytecode_state(tmp_path):
     py_compile.compile(str(sources[1]), doraise=True)
     assert startup.bytecode_state(spec) == "all"
     assert startup.bytecode_state(None) == "none"
-    run = startup.ChildRun("warm", 0, 0.1, {**_startup_result([0.02] * 4, 0, 4), "bytecode": "none"})
+    run = startup.ChildRun("warm", 0, 0.1,
+                           {**_startup_result([0.02] * 4, 0, 4), "bytecode": "none"})
     assert any("none of cutematmul's modules had bytecode" in line for line in startup.notes([run]))
 
 

@@ -477,7 +477,8 @@ def test_a_kernel_key_pickled_in_one_process_finds_its_equal_in_another():
             "from cutematmul.configs.sm90 import Config\n"
             "key = KernelKey('sm90', 'sm_90a', 'float16', 'k', 'n', 8, 8, 8, Config(), 132)\n")
     pickled = subprocess.run(
-        [sys.executable, "-c", make + "import pickle, sys; sys.stdout.write(pickle.dumps(key).hex())"],
+        [sys.executable, "-c",
+         make + "import pickle, sys; sys.stdout.write(pickle.dumps(key).hex())"],
         env={**os.environ, "PYTHONHASHSEED": "1"}, capture_output=True, text=True, check=True)
     found = subprocess.run(
         [sys.executable, "-c", make + "import pickle, sys\n"
@@ -563,7 +564,7 @@ def test_precompiled_jax_objects_are_embedded_by_a_new_process_without_compiling
     _run(["-m", "cutematmul", "precompile", "--arch", "sm_90a", "--dtypes", "float16",
           "--layouts", "kn", "--shapes", "256x384x512,128x96x4096x3", "--jax", "--jobs", "2",
           "--quiet"], cache_dir, tmp_path)
-    lower = r"""
+    lower = (r"""
 import json, sys
 import jax, jax.numpy as jnp
 from cutematmul import cache, device
@@ -575,9 +576,10 @@ for sa, sb in (((256, 512), (512, 384)), ((3, 128, 4096), (3, 4096, 96)),
     f.trace(jax.ShapeDtypeStruct(sa, jnp.float16),
             jax.ShapeDtypeStruct(sb, jnp.float16)).lower(lowering_platforms=("cuda",))
 info = cache.cache_info()
-print("RESULT=" + json.dumps({"compiles": info["jax"]["compiles"], "entries": info["jax"]["entries"],
+print("RESULT=" + json.dumps({"compiles": info["jax"]["compiles"],"""
+      r""" "entries": info["jax"]["entries"],
                               "disk_hits": info["disk"]["hits"]}))
-"""
+""")
     env = _child_env(cache_dir)
     env["CUTE_DSL_ARCH"] = "sm_90a"
     proc = subprocess.run([sys.executable, "-c", lower], cwd=tmp_path, env=env,

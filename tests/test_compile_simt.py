@@ -219,7 +219,8 @@ def test_simt_gemv_compiles_every_variant(tmp_path):
               [8, "m", "k", 1, True], [8, "k", "n", 4, False], [1, "k", "k", 1, False]]
     counts = compile_in_child(
         "sm_90a", _CHILD_GEMV,
-        [[rows, "float32", am, bm, align, align, pdl, False] for rows, am, bm, align, pdl in combos],
+        [[rows, "float32", am, bm, align, align, pdl, False]
+         for rows, am, bm, align, pdl in combos],
         tmp_path)
     assert len(counts) == len(combos)
     for (rows, a_major, b_major, align, pdl), c in zip(combos, counts):
@@ -258,7 +259,7 @@ def test_simt_gemv_compiles_for_16_bit_inputs(tmp_path):
         assert (c["st32"] > 0, c["st16"] > 0) == (partials, not partials), (name, c)
 
 
-_CHILD_GEMV_MMA = r"""
+_CHILD_GEMV_MMA = (r"""
 import dataclasses, json, re, sys
 from cutematmul.configs import simt
 from cutematmul.kernels.compile import compile_gemm
@@ -269,7 +270,8 @@ PATTERNS = {
     "mma": r"\bmma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.(f16|bf16)\.(f16|bf16)\.f32\b",
     "wgmma": r"\bwgmma\.", "fma": r"\bfma\.rn\.f32\b", "cp_async": r"\bcp\.async\b",
     "ld_shared": r"\bld\.shared\.", "local": r"\.local\b",
-    "ld16": r"\bld\.global(\.[a-z0-9]+)*\.[bu]16\b", "ld_wide": r"\bld\.global(\.[a-z0-9]+)*\.(v[24]|[bu](32|64))\b",
+    "ld16": r"\bld\.global(\.[a-z0-9]+)*\.[bu]16\b","""
+    r""" "ld_wide": r"\bld\.global(\.[a-z0-9]+)*\.(v[24]|[bu](32|64))\b",
     "ldmatrix": r"\bldmatrix\.sync\.aligned\.m8n8\.x[24](\.trans)?\.shared\.b16\b",
     "ldmatrix_trans": r"\bldmatrix\.sync\.aligned\.m8n8\.x[24]\.trans\b",
     "st_shared32": r"\bst\.shared\.(b32|v2\.b16)\b", "bar": r"\bbar(rier)?\.sync\b",
@@ -288,7 +290,7 @@ for arch_rows, dtype, a_major, b_major, pdl, partials in json.loads(sys.argv[1])
         f.write(ptx)
     out.append({k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()})
 print("COUNTS=" + json.dumps(out))
-"""
+""")
 
 
 def test_simt_gemv_on_tensor_cores_compiles_with_mma_sync_and_2_byte_loads(tmp_path):

@@ -267,7 +267,8 @@ def test_sm90_narrow_tiles_store_a_16bit_c_with_stmatrix_and_tma(tmp_path):
 #: tile's width): every (A, B) major, widths that are and are not powers of two, 2x1 clusters
 #: (the multicast tile is then A's), stream-K, and fp32 partials of a split.
 _SWAPPED = [
-    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 160, "cluster_m": 2, "pdl": True, "swap": True}),
+    ("Float16", "k", "n", {"tile_m": 128, "tile_n": 160, "cluster_m": 2, "pdl": True,
+                           "swap": True}),
     ("BFloat16", "m", "k", {"tile_m": 128, "tile_n": 192, "streamk": True, "swap": True}),
     ("Float16", "m", "n", {"tile_m": 64, "tile_n": 224, "cluster_m": 2, "streamk": True,
                            "swap": True}),
@@ -351,7 +352,7 @@ _PDL = [
 
 # The launch attribute, read from the host code's IR (``CUTE_DSL_KEEP=ir``, set before the DSL
 # is imported): programmatic stream serialization allowed (1) or not (0).
-_LAUNCH_CHILD = r"""
+_LAUNCH_CHILD = (r"""
 import json, os, pathlib, re, sys
 os.environ["CUTE_DSL_KEEP"] = "ir"
 from cutematmul.kernels.compile import compile_gemm
@@ -363,9 +364,10 @@ for pdl in (False, True):
     compile_gemm(Sm90Hgemm(Sm90Config(tile_m=128, tile_n=128, pdl=pdl), "float16", "k", "n",
                            8, 8, 8, 132))
     ir = "".join(f.read_text() for f in pathlib.Path(".").glob("*.mlir"))
-    out[str(pdl)] = re.findall(r"programmatic_stream_serialization_allowed\[[^\]]*\] %c(\d)_i32", ir)
+    out[str(pdl)] = re.findall("""
+    r"""r"programmatic_stream_serialization_allowed\[[^\]]*\] %c(\d)_i32", ir)
 print("COUNTS=" + json.dumps(out))
-"""
+""")
 
 
 def test_sm90_programmatic_dependent_launch(tmp_path):
@@ -404,7 +406,8 @@ def test_sm90_pingpong_runs_a_whole_tile_per_warpgroup(tmp_path):
     thread)."""
     counts = compile_in_child("sm_90a", _CHILD, _PINGPONG, tmp_path)
     cooperative = compile_in_child("sm_90a", _CHILD, [
-        ("Float16", "k", "n", {"tile_m": 128, "tile_n": 128, "cluster_m": 2, "pdl": True})], tmp_path)
+        ("Float16", "k", "n", {"tile_m": 128, "tile_n": 128, "cluster_m": 2, "pdl": True})],
+        tmp_path)
     coop = next(iter(cooperative.values()))
     assert len(counts) == len(_PINGPONG)
     for name, c in counts.items():

@@ -71,7 +71,8 @@ def _errors(torch, a, b, precision):
     modes are forced onto their kernel (kernel="sm90"): with "auto", small and skinny products
     take the fp32 kernel instead (``dispatch._fp32_is_faster``), which would test nothing."""
     expected = np.matmul(to_numpy(a), to_numpy(b))
-    out = torch.full(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]),
+    out = torch.full(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+                     + (a.shape[-2], b.shape[-1]),
                      float("nan"), device="cuda")
     kernel = "auto" if precision == "highest" or not _tf32_capable() else "sm90"
     got = cutematmul.matmul(a, b, out=out, precision=precision, kernel=kernel)

@@ -6,9 +6,9 @@ copied by ``kernels/operand_prep.py`` in its own major into padded rows of a wor
 of such rows is written by the reduction from fp32 partials where the schedule goes through
 the workspace, by the kernel itself, element by element, from a data-parallel unswapped tile
 (``Config.stores_any_c``), else copied by the reduction from the kernel's own C in padded rows
-of ours (``dispatch.copied_c``).  Each case first asks the planner that the launch holds the copies it
-is meant to test, then checks the product against float64 in a NaN-poisoned ``out``, that the
-operands were only read, and that nothing outside ``out`` was written.
+of ours (``dispatch.copied_c``).  Each case first asks the planner that the launch holds the
+copies it is meant to test, then checks the product against float64 in a NaN-poisoned
+``out``, that the operands were only read, and that nothing outside ``out`` was written.
 """
 
 from __future__ import annotations
@@ -283,7 +283,8 @@ def _pair_operand(torch, t, straight, batch, rows, k):
     return x, (1, rows + 3, k * (rows + 3))
 
 
-@pytest.mark.parametrize("case", PAIR_CASES, ids=lambda c: f"{c[1]}-parts{c[0]}-{c[2][0][0]}-{c[2][1][0]}")
+@pytest.mark.parametrize("case", PAIR_CASES,
+                         ids=lambda c: f"{c[1]}-parts{c[0]}-{c[2][0][0]}-{c[2][1][0]}")
 def test_pair_prep_kernel_writes_exactly_both_copies(case):
     """``kernels/operand_prep.py``'s pair: A's and B's copies in one launch, each into its own
     NaN-poisoned destination with a guard after it; each holds its X then zeros (with two parts,

@@ -217,7 +217,8 @@ def test_numpy_follows_numpy_matmul():
     a = rng.standard_normal((6, 5)).astype(">f4")     # big-endian inputs
     b = rng.standard_normal((5, 7)).astype(">f4")
     res = cutematmul.matmul(a, b)
-    np.testing.assert_allclose(res, np.matmul(a.astype(np.float64), b.astype(np.float64)), rtol=1e-5)
+    np.testing.assert_allclose(res, np.matmul(a.astype(np.float64), b.astype(np.float64)),
+                               rtol=1e-5)
     out = np.zeros((6, 7), ">f4")                     # big-endian out
     cutematmul.matmul(a, b, out=out)
     np.testing.assert_allclose(out, res, rtol=0)
@@ -361,9 +362,10 @@ def test_property_layouts_against_float64(p):
     res = cutematmul.matmul(a, b, out=out)
     assert res is out
     if all(shape):
-        # Normalized by ||(|A| |B|)|| rather than ||A B||: the forward error bound of a sum.  Outputs
-        # of a few elements (1-D @ 1-D gives one dot product) can cancel, and relative to their
-        # own size any rounding is then unbounded (a 64-term fp32 dot product measured 2.1e-5).
+        # Normalized by ||(|A| |B|)|| rather than ||A B||: the forward error bound of a sum.
+        # Outputs of a few elements (1-D @ 1-D gives one dot product) can cancel, and relative to
+        # their own size any rounding is then unbounded (a 64-term fp32 dot product measured
+        # 2.1e-5).
         a64, b64 = _np64(a), _np64(b)
         want = np.matmul(a64, b64)
         relative_error(out, want)  # its shape and NaN (unwritten element) checks

@@ -14,7 +14,8 @@ import pytest
 
 import cutematmul
 from conftest import require_module
-from helpers import TOLERANCE, Maker, check_matmul, forced_runs, layout_operands, relative_error, to_numpy
+from helpers import (TOLERANCE, Maker, check_matmul, forced_runs, layout_operands, relative_error,
+                     to_numpy)
 
 pytestmark = pytest.mark.gpu
 
@@ -77,7 +78,8 @@ def test_streamk_batched_with_a_broadcast_operand(mk):
     check_matmul(_run(a, b, (128, 256, 2))[0], a, b, "float16")
 
 
-@pytest.mark.parametrize("tile", [(128, 256, 2), (64, 128, 1)], ids=lambda t: f"{t[0]}x{t[1]}c{t[2]}")
+@pytest.mark.parametrize("tile", [(128, 256, 2), (64, 128, 1)],
+                         ids=lambda t: f"{t[0]}x{t[1]}c{t[2]}")
 def test_streamk_tf32(mk, tile):
     """One-pass TF32 (K-major copies made by the prep kernel) under stream-K."""
     import torch

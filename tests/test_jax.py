@@ -30,7 +30,8 @@ def _cuda_devices():
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(not _cuda_devices(), reason="JAX sees no CUDA device (CPU-only jaxlib or no GPU)"),
+    pytest.mark.skipif(not _cuda_devices(),
+                       reason="JAX sees no CUDA device (CPU-only jaxlib or no GPU)"),
 ]
 
 HI = jax.lax.Precision.HIGHEST
@@ -51,14 +52,16 @@ def _check(got, expected, dtype):
 
 
 def _ref(a, b):
-    return np.matmul(np.asarray(a.astype(jnp.float32), np.float64), np.asarray(b.astype(jnp.float32), np.float64))
+    return np.matmul(np.asarray(a.astype(jnp.float32), np.float64),
+                     np.asarray(b.astype(jnp.float32), np.float64))
 
 
 DTYPES = ["float32", "float16", "bfloat16"]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(1, 1, 1), (7, 5, 3), (128, 256, 64), (257, 129, 95), (1000, 1000, 1000),
+@pytest.mark.parametrize("shape", [(1, 1, 1), (7, 5, 3), (128, 256, 64), (257, 129, 95),
+                                   (1000, 1000, 1000),
                                    (2048, 4096, 384),  # 16-bit: the pingpong kernel, also in XLA
                                    (8300, 24, 1000), (4100, 5, 777),  # 16-bit: narrow tiles, 2x1
                                    (176, 8200, 1000),  # 16-bit: swapped (C^T in the kernel)
@@ -86,11 +89,13 @@ def test_transposed_views_inside_jit_are_not_copied(dtype, layout):
     _check(got, _ref(ea, eb), dtype)
     hlo = jax.jit(f).lower(a, b).compile().as_text()
     assert "custom-call" in hlo
-    assert " transpose(" not in hlo and " copy(" not in hlo, "the transpose was materialized:\n" + hlo
+    assert " transpose(" not in hlo and " copy(" not in hlo, (
+        "the transpose was materialized:\n" + hlo)
 
 
-@pytest.mark.parametrize("shapes", [((3, 64, 32), (3, 32, 48)), ((3, 64, 32), (32, 48)), ((64, 32), (2, 3, 32, 48)),
-                                    ((2, 1, 16, 8), (3, 8, 4)), ((32,), (3, 32, 8)), ((5, 16, 32), (32,)),
+@pytest.mark.parametrize("shapes", [((3, 64, 32), (3, 32, 48)), ((3, 64, 32), (32, 48)),
+                                    ((64, 32), (2, 3, 32, 48)), ((2, 1, 16, 8), (3, 8, 4)),
+                                    ((32,), (3, 32, 8)), ((5, 16, 32), (32,)),
                                     ((2, 3000, 256), (256, 24))])
 def test_batched_broadcast(shapes):
     a, b = _randn(shapes[0], "float16", 4), _randn(shapes[1], "float16", 5)
@@ -110,9 +115,11 @@ def test_grad_jvp_and_second_order():
     check_grads(f, (a, b), order=2, modes=("fwd", "rev"), atol=2e-2, rtol=2e-2)
     # Batched with a broadcast operand, and transposed operands.
     a3 = _randn((3, 24, 16), "float32", 10)
-    check_grads(lambda x, y: cutematmul.matmul(x, y.T), (a3, b.T), order=1, modes=("rev",), atol=2e-2, rtol=2e-2)
+    check_grads(lambda x, y: cutematmul.matmul(x, y.T), (a3, b.T), order=1, modes=("rev",),
+                atol=2e-2, rtol=2e-2)
     # The backward products run through cutematmul too.
-    jaxpr = jax.make_jaxpr(jax.grad(lambda x, y: cutematmul.matmul(x, y).sum(), argnums=(0, 1)))(a, b)
+    jaxpr = jax.make_jaxpr(jax.grad(lambda x, y: cutematmul.matmul(x, y).sum(),
+                                    argnums=(0, 1)))(a, b)
     prims = [e.primitive.name for e in jaxpr.eqns]
     assert prims.count("cutematmul_matmul") == 3 and "dot_general" not in prims
 
@@ -194,12 +201,14 @@ def test_export_roundtrip_in_fresh_process(tmp_path):
     batch = jax.export.symbolic_shape("b")[0]
     f = jax.jit(lambda x, y: cutematmul.matmul(x, y))
     exp = jax.export.export(f, disabled_checks=get_export_disabled_safety_checks())(
-        jax.ShapeDtypeStruct((batch, 128, 96), jnp.float16), jax.ShapeDtypeStruct((96, 64), jnp.float16))
+        jax.ShapeDtypeStruct((batch, 128, 96), jnp.float16),
+        jax.ShapeDtypeStruct((96, 64), jnp.float16))
     (tmp_path / "f.bin").write_bytes(exp.serialize())
     a, b = _randn((3, 128, 96), "float16", 19), _randn((96, 64), "float16", 20)
     np.save(tmp_path / "a.npy", np.asarray(a)); np.save(tmp_path / "b.npy", np.asarray(b))
-    proc = subprocess.run([sys.executable, "-c", _RUN_CHILD, str(tmp_path / "f.bin"), str(tmp_path / "a.npy"),
-                           str(tmp_path / "b.npy"), str(tmp_path / "c.npy")], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", _RUN_CHILD, str(tmp_path / "f.bin"),
+                           str(tmp_path / "a.npy"), str(tmp_path / "b.npy"),
+                           str(tmp_path / "c.npy")], capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     _check(jnp.asarray(np.load(tmp_path / "c.npy")), _ref(a, b), "float16")
@@ -261,7 +270,8 @@ def test_under_cuda_graphs(tmp_path):
     """)
     env = dict(os.environ, XLA_FLAGS="--xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL "
                "--xla_gpu_graph_min_graph_size=1")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -269,7 +279,8 @@ def test_trace_time_errors():
     a = jnp.ones((4, 8), jnp.float16)
     with pytest.raises(ValueError, match="contracted dimensions differ"):
         jax.jit(cutematmul.matmul)(a, jnp.ones((9, 3), jnp.float16))
-    with pytest.raises(TypeError, match="b must have dtype float32, float16 or bfloat16; got int32"):
+    with pytest.raises(TypeError,
+                       match="b must have dtype float32, float16 or bfloat16; got int32"):
         jax.jit(cutematmul.matmul)(a, jnp.ones((8, 3), jnp.int32))
     with pytest.raises(TypeError, match="immutable"):
         cutematmul.matmul(a, a.T, out=a)
@@ -283,11 +294,14 @@ def test_shard_map_data_parallel_and_row_sharded():
     mesh = Mesh(np.array(devices), ("d",))
     n = len(devices)
     a, b = _randn((2 * n, 64, 32), "bfloat16", 21), _randn((32, 48), "bfloat16", 22)
-    f = jax.jit(jax.shard_map(cutematmul.matmul, mesh=mesh, in_specs=(P("d"), P()), out_specs=P("d")))
+    f = jax.jit(jax.shard_map(cutematmul.matmul, mesh=mesh, in_specs=(P("d"), P()),
+                              out_specs=P("d")))
     _check(f(a, b), _ref(a, b), "bfloat16")
     a2 = _randn((128 * n, 64), "float32", 23)
-    g = jax.jit(jax.shard_map(cutematmul.matmul, mesh=mesh, in_specs=(P("d", None), P()), out_specs=P("d", None)))
-    _check(g(a2, _randn((64, 40), "float32", 24)), _ref(a2, _randn((64, 40), "float32", 24)), "float32")
+    g = jax.jit(jax.shard_map(cutematmul.matmul, mesh=mesh, in_specs=(P("d", None), P()),
+                              out_specs=P("d", None)))
+    _check(g(a2, _randn((64, 40), "float32", 24)), _ref(a2, _randn((64, 40), "float32", 24)),
+           "float32")
     del NamedSharding
 
 
@@ -298,7 +312,8 @@ def test_custom_partitioning_keeps_rows_sharded():
 
     devices = _cuda_devices()
     mesh = Mesh(np.array(devices), ("d",))
-    a = jax.device_put(_randn((256 * len(devices), 64), "float16", 25), NamedSharding(mesh, P("d", None)))
+    a = jax.device_put(_randn((256 * len(devices), 64), "float16", 25),
+                       NamedSharding(mesh, P("d", None)))
     b = jax.device_put(_randn((64, 32), "float16", 26), NamedSharding(mesh, P()))
     f = jax.jit(sharded_matmul)
     c = f(a, b)

@@ -34,7 +34,8 @@ def test_symbolic_batch():
     assert jax.eval_shape(cutematmul.matmul, _s((b, 4, 8)), _s((8, 5))).shape == (b, 4, 5)
 
 
-@pytest.mark.parametrize("da,db", [(F16, jnp.float32), (jnp.bfloat16, F16), (jnp.float32, jnp.bfloat16)])
+@pytest.mark.parametrize("da,db", [(F16, jnp.float32), (jnp.bfloat16, F16),
+                                   (jnp.float32, jnp.bfloat16)])
 def test_mixed_dtypes_promote_to_float32(da, db):
     """As ``jnp.matmul``: a 16-bit operand with float32, or float16 with bfloat16, is float32."""
     out = jax.eval_shape(cutematmul.matmul, _s((4, 8), da), _s((3, 8, 5), db))
@@ -44,7 +45,8 @@ def test_mixed_dtypes_promote_to_float32(da, db):
 @pytest.mark.parametrize("a,b,exc,msg", [
     (_s((4, 8)), _s((9, 5)), ValueError, "contracted dimensions differ"),
     (_s((2, 4, 8)), _s((3, 8, 5)), ValueError, "do not broadcast"),
-    (_s((4, 8)), _s((8, 5), jnp.int32), TypeError, "b must have dtype float32, float16 or bfloat16; got int32"),
+    (_s((4, 8)), _s((8, 5), jnp.int32), TypeError,
+     "b must have dtype float32, float16 or bfloat16; got int32"),
     (_s((4, 8), jnp.int32), _s((8, 5), jnp.int32), TypeError, "got int32"),
 ])
 def test_trace_time_errors(a, b, exc, msg):
@@ -65,7 +67,8 @@ def _prims(jaxpr):
 
 
 def test_transpose_inside_jit_is_read_in_place():
-    jaxpr = jax.make_jaxpr(lambda x, y: cutematmul.matmul(x.T, y.T))(jnp.ones((8, 4), F16), jnp.ones((5, 8), F16))
+    jaxpr = jax.make_jaxpr(lambda x, y: cutematmul.matmul(x.T, y.T))(jnp.ones((8, 4), F16),
+                                                                      jnp.ones((5, 8), F16))
     (eqn,) = [e for e in jaxpr.eqns if e.primitive.name == "cutematmul_matmul"]
     assert eqn.params["trans_a"] and eqn.params["trans_b"]
     assert eqn.invars[0] is jaxpr.jaxpr.invars[0] and eqn.invars[1] is jaxpr.jaxpr.invars[1]
@@ -73,10 +76,13 @@ def test_transpose_inside_jit_is_read_in_place():
 
 def test_backward_products_are_cutematmul_with_transposed_reads():
     f = lambda x, y: cutematmul.matmul(x, y).astype(jnp.float32).sum()  # noqa: E731
-    jaxpr = jax.make_jaxpr(jax.grad(f, argnums=(0, 1)))(jnp.ones((4, 8), F16), jnp.ones((8, 5), F16))
+    jaxpr = jax.make_jaxpr(jax.grad(f, argnums=(0, 1)))(jnp.ones((4, 8), F16),
+                                                        jnp.ones((8, 5), F16))
     eqns = [e for e in jaxpr.eqns if e.primitive.name == "cutematmul_matmul"]
-    assert len(eqns) == 3 and "dot_general" not in _prims(jaxpr) and "transpose" not in _prims(jaxpr)
-    assert {(e.params["trans_a"], e.params["trans_b"]) for e in eqns[1:]} == {(True, False), (False, True)}
+    assert (len(eqns) == 3 and "dot_general" not in _prims(jaxpr)
+            and "transpose" not in _prims(jaxpr))
+    assert ({(e.params["trans_a"], e.params["trans_b"]) for e in eqns[1:]}
+            == {(True, False), (False, True)})
 
 
 def test_jvp_and_second_order_trace():
@@ -134,7 +140,7 @@ LOWERED = [
     ("bfloat16", "highest", (4097, 4), (4097, 3001), True, False),  # split, odd K and N
 ]
 
-_LOWER = r"""
+_LOWER = (r"""
 import json, sys
 import jax, jax.numpy as jnp
 from cutematmul import cache, device, xla
@@ -150,14 +156,15 @@ for dtype, precision, a_shape, b_shape, ta, tb in json.loads(sys.argv[1]):
         lowering_platforms=("cuda",))
     m, k = (a_shape[-1], a_shape[-2]) if ta else (a_shape[-2], a_shape[-1])
     n = b_shape[-2] if tb else b_shape[-1]
-    batch = (a_shape if len(a_shape) > 2 else b_shape)[0] if max(len(a_shape), len(b_shape)) > 2 else 1
+    batch = (a_shape if len(a_shape) > 2 else b_shape)[0] """
+    r"""if max(len(a_shape), len(b_shape)) > 2 else 1
     bcast = (len(a_shape) == 2, len(b_shape) == 2)
     plan = xla.xla_plan((9, 0), 132, dtype, precision, "auto", m, n, k, batch, ta, tb, *bcast)
     made = set(cache.cache_info()["jax"]["keys"]) - before
     results.append([made == {(plan.key, *plan.bcast)} or repr(made), plan.key.family,
                     plan.splits, plan.transposed, plan.partials])
 print("RESULT=" + json.dumps(results))
-"""
+""")
 
 
 def test_lowering_for_cuda_makes_what_the_plan_assumed(tmp_path):

@@ -17,7 +17,8 @@ PACKAGES = {"": ROOT / "cutematmul", "adapters": ROOT / "adapters"}
 
 
 def _modules() -> dict[str, Path]:
-    """Dotted name below ``cutematmul`` (``configs.sm90``, ``adapters.cupy``, ``__init__``) -> path."""
+    """Dotted name below ``cutematmul`` (``configs.sm90``, ``adapters.cupy``, ``__init__``)
+    -> path."""
     found = {}
     for prefix, folder in PACKAGES.items():
         for path in folder.rglob("*.py"):

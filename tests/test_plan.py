@@ -37,8 +37,10 @@ def _simulate(a: np.ndarray, b: np.ndarray, out_strides=None) -> np.ndarray:
         for l, m, n in itertools.product(range(g.batch), range(g.m), range(g.n)):
             acc = 0.0
             for k in range(g.k):
-                ia = oa + l * g.a.batch_stride + (m * g.a.ld + k if g.a.major == "k" else m + k * g.a.ld)
-                ib = ob + l * g.b.batch_stride + (n * g.b.ld + k if g.b.major == "k" else n + k * g.b.ld)
+                ia = oa + l * g.a.batch_stride + (m * g.a.ld + k if g.a.major == "k"
+                                                  else m + k * g.a.ld)
+                ib = ob + l * g.b.batch_stride + (n * g.b.ld + k if g.b.major == "k"
+                                                  else n + k * g.b.ld)
                 acc += base_a[ia] * base_b[ib]
             cflat[oc + l * g.c.batch_stride + m * g.c.ld + n] = acc
     return out
@@ -142,7 +144,8 @@ def test_pitched_rows_of_a_staging_copy():
     from cutematmul.plan import pitched_rows
 
     # A 2049 x 1023 fp16 operand into a buffer whose rows are padded to 1024 elements.
-    assert pitched_rows((2049, 1023), (2048, 2), (2049, 1023), (2046, 2), 2) == (2049, 2046, 2048, 2046)
+    assert (pitched_rows((2049, 1023), (2048, 2), (2049, 1023), (2046, 2), 2)
+            == (2049, 2046, 2048, 2046))
     # A stack of whole matrices is one copy of batch x rows rows.
     assert pitched_rows((4, 10, 7), (160, 16, 2), (4, 10, 7), (140, 14, 2), 2) == (40, 14, 16, 14)
     # One row: its pitch is irrelevant.

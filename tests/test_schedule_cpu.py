@@ -154,7 +154,8 @@ def test_simt_ladder_k_tiling():
         config.validate()
         expected = (8, 6) if (tm, tn) == (128, 256) else (16, 3)
         assert (config.tile_k, config.stages) == expected, config.name
-    assert simt.choose_schedule(4096, 4096, 4096, 1, 132)[0].name == "simt_128x256x8_s6_t256_g8_b1_pdl"
+    assert (simt.choose_schedule(4096, 4096, 4096, 1, 132)[0].name
+            == "simt_128x256x8_s6_t256_g8_b1_pdl")
 
 
 def test_an_unsplit_key_never_writes_partials():
@@ -688,11 +689,12 @@ def test_a_recorded_streamk_schedule_past_32_bit_iterations_is_not_taken():
         assert key.config.streamk is expected, majors
 
 
-# ----------------------------------------------------------------------------- launch-bound products
+# ----------------------------------------------------------------------- launch-bound products
 
 
 def _family_of(m, n, k, batch=1, names=("sm90", "sm80"), a_cols=None):
-    """The family the launch plans for a row-major fp16 (batch, M, K) @ (K, N) product on an H200."""
+    """The family the launch plans for a row-major fp16 (batch, M, K) @ (K, N) product on an
+    H200."""
     lda = a_cols or k
     a_shape, a_strides = ((batch, m, k), (m * lda, lda, 1)) if batch > 1 else ((m, k), (lda, 1))
     c_shape, c_strides = ((batch, m, n), (m * n, n, 1)) if batch > 1 else ((m, n), (n, 1))
@@ -731,7 +733,8 @@ def test_the_default_precompile_set_holds_the_launch_bound_kernels():
     from cutematmul import aot
 
     keys = aot.plan_keys(aot.Selection(archs=("sm_90a",), dtypes=("float16",), layouts=("kn",),
-                                       alignments="aligned", shapes=((64, 64, 64), (512, 512, 512))))
+                                       alignments="aligned",
+                                       shapes=((64, 64, 64), (512, 512, 512))))
     assert [k.family for k in keys] == ["sm80", "sm90"], keys
     assert keys[0] == _family_of(64, 64, 64).key, "precompiled, but not the kernel the launch takes"
 
@@ -1116,9 +1119,9 @@ def test_the_xla_route_streams_16_bit_rows_in_place_as_the_pointer_route_does(dt
     """Inside jit (``xla.xla_plan``: XLA's buffers are aligned, so the rows' lengths decide)
     a 16-bit product of few rows over B rows of no whole vectors, or of few columns over such
     A rows, runs what the pointer route runs on contiguous operands: the same family,
-    configuration, split and orientation, with no padded copy (``need`` 1).  The products the pointer
-    route keeps on tensor cores stay there in both (their schedules may differ: no stream-K
-    inside jit)."""
+    configuration, split and orientation, with no padded copy (``need`` 1).  The products the
+    pointer route keeps on tensor cores stay there in both (their schedules may differ: no
+    stream-K inside jit)."""
     from cutematmul import xla
 
     shapes = [(m, 4099, 4096, "nn") for m in (1, 3, 8, 9)] + [

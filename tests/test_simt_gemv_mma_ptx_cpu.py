@@ -71,7 +71,8 @@ def _run(ptxsim, ptx, row_bytes, variant, m, n, k, batch, splits, pad=(0, 0, 0),
     smem = (128 + rows) * row_bytes
     from cutematmul.configs import simt
 
-    sim = ptxsim.Sim(ptx, params, [reg_a, reg_b, reg_c], smem, threads=simt.mma_config(rows).threads,
+    sim = ptxsim.Sim(ptx, params, [reg_a, reg_b, reg_c], smem,
+                     threads=simt.mma_config(rows).threads,
                      dtype="f16" if dtype == "float16" else "bf16")
     for cta in range(-(-m // rows) * -(-n // 128) * batch * splits):
         sim.run_cta(cta)

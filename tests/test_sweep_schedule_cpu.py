@@ -128,7 +128,8 @@ def test_occupancy_candidates_are_the_simt_pick_at_each_register_budget():
     blocks = [c.min_blocks for c, *_ in found]
     assert blocks == list(range(pick.min_blocks, pick.min_blocks - len(found), -1))
     # Only the CTAs-per-SM budget changes, and the last leaves ptxas all 255 registers.
-    assert {c.__class__(**{**c.__dict__, "min_blocks": pick.min_blocks}) for c, *_ in found} == {pick}
+    assert ({c.__class__(**{**c.__dict__, "min_blocks": pick.min_blocks}) for c, *_ in found}
+            == {pick})
     last = found[-1][0]
     assert simt._REGISTER_FILE // (last.threads * last.min_blocks) >= 255
     assert all(simt._REGISTER_FILE // (c.threads * c.min_blocks) < 255 for c, *_ in found[:-1])

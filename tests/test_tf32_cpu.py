@@ -268,7 +268,8 @@ def test_run_prep_transposes_a_k_major_b(monkeypatch):
         assert (pa, pb) == (1 << 20, 4096) and recorded == [k * 64 * count]
         assert out == (m, n, k, batch, 1, k, m * k, 64, k * 64 if bsb else 0, n, m * n)
         (key, args), = calls
-        assert key == copy.key and args[:11] == (2 << 20, 4096, k, n, count, 64, 1, ldb, bsb, 64, k * 64)
+        assert (key == copy.key
+                and args[:11] == (2 << 20, 4096, k, n, count, 64, 1, ldb, bsb, 64, k * 64))
 
 
 def test_sm90_tf32_schedule_uses_32_wide_k_tiles_and_three_passes():

@@ -176,7 +176,8 @@ def test_fake_mixed_dtypes_promote():
 TRACE_ERRORS = [
     (((5, 7), (6, 3)), {}, ValueError, "contracted dimensions differ"),
     (((2, 5, 7), (3, 7, 3)), {}, ValueError, "do not broadcast"),
-    (((5, 7), (7, 3)), {"b_dtype": torch.float64}, TypeError, "b must have dtype float32, float16 or bfloat16; got float64"),
+    (((5, 7), (7, 3)), {"b_dtype": torch.float64}, TypeError,
+     "b must have dtype float32, float16 or bfloat16; got float64"),
     (((5, 7), (7, 3)), {"dtype": torch.float64}, TypeError, "got float64"),
     (((5, 7), (7, 3)), {"dtype": torch.int32}, TypeError, "got int32"),
     (((), (7, 3)), {}, ValueError, "at least 1 dimension"),

@@ -35,7 +35,8 @@ F = np.float64
 
 def _addresses(view: np.ndarray, base: np.ndarray) -> set[int]:
     """Element indices (from ``base``'s start) of every element of ``view``."""
-    start = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // base.itemsize
+    start = ((view.__array_interface__["data"][0] - base.__array_interface__["data"][0])
+             // base.itemsize)
     strides = [s // base.itemsize for s in view.strides]
     out = set()
     for idx in itertools.product(*(range(n) for n in view.shape)):
@@ -55,7 +56,8 @@ def _root(x: np.ndarray) -> np.ndarray:
 
 
 def _offset(view: np.ndarray, base: np.ndarray) -> int:
-    return (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // base.itemsize
+    return ((view.__array_interface__["data"][0] - base.__array_interface__["data"][0])
+            // base.itemsize)
 
 
 def _estrides(x: np.ndarray):
@@ -82,8 +84,10 @@ def run_model(a, b, out, bufs, piece=None):
         for l, i, j in itertools.product(range(batch), range(m), range(n)):
             acc = 0.0
             for k in range(g.k):
-                ia = base_f + oa + l * g.a.batch_stride + (i * g.a.ld + k if g.a.major == "k" else i + k * g.a.ld)
-                ib = base_s + ob + l * g.b.batch_stride + (j * g.b.ld + k if g.b.major == "k" else j + k * g.b.ld)
+                ia = base_f + oa + l * g.a.batch_stride + (i * g.a.ld + k if g.a.major == "k"
+                                                           else i + k * g.a.ld)
+                ib = base_s + ob + l * g.b.batch_stride + (j * g.b.ld + k if g.b.major == "k"
+                                                           else j + k * g.b.ld)
                 reads_f.add(ia)
                 reads_s.add(ib)
                 acc += flat_f[ia] * flat_s[ib]
@@ -214,7 +218,8 @@ def test_split_launches_match_numpy_model(p, piece):
 def test_self_overlap_matches_enumeration(dims):
     shape = tuple(n for n, _ in dims)
     strides = tuple(s for _, s in dims)
-    offsets = [sum(i * s for i, s in zip(idx, strides)) for idx in itertools.product(*(range(n) for n in shape))]
+    offsets = [sum(i * s for i, s in zip(idx, strides))
+               for idx in itertools.product(*(range(n) for n in shape))]
     overlapping = len(offsets) != len(set(offsets))
     assert (validate.self_overlap(shape, strides) is not None) == overlapping
 

@@ -174,7 +174,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--arch", default="sm_90a", choices=("sm_90a", "sm_80"))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--all", action="store_true", help="print every kernel, not only flagged ones")
+    parser.add_argument("--all", action="store_true",
+                        help="print every kernel, not only flagged ones")
     args = parser.parse_args(argv)
     if not (shutil.which("ptxas") or find_nvdisasm()):
         print("codegen_audit: needs ptxas or nvdisasm on PATH (pip install nvidia-cuda-nvdisasm)",

@@ -1,16 +1,16 @@
 """The workload compute-sanitizer runs: every kernel family on the shapes that stress addressing.
 
 Each family (simt fp32, sm80 and sm90 fp16/bf16, and "tf32": the sm90 kernel in the TF32 and
-3xTF32 modes with the operand prep of ``kernels/operand_prep.py``) runs tails in M, N and K, all four operand
-layouts (each twice: the repeat takes the device route's fast path), unaligned and strided
-views (which go through staging), broadcast batches, 1-D operands,
+3xTF32 modes with the operand prep of ``kernels/operand_prep.py``) runs tails in M, N and K,
+all four operand layouts (each twice: the repeat takes the device route's fast path),
+unaligned and strided views (which go through staging), broadcast batches, 1-D operands,
 the sm90 tiles of widths that are no power of two (128 x 160 and 224; 80, 96 and 112 in every
 layout, split and swapped too), 16-bit operands TMA cannot address (copied
 by the operand prep in their own major), the sm90 pingpong schedule (forced: two
 warpgroups on alternate tiles, an order barrier between them) in every layout, skinny products
 the sm90 kernel computes swapped (C^T = B^T A^T, C stored through its transpose, data-parallel
-and stream-K), products in 2x2 clusters and the 64 x 64 tile in 2x1 ones, every SIMT tile, the SIMT row-streaming
-kernel (untransposed and transposed) and the one-pass TF32
+and stream-K), products in 2x2 clusters and the 64 x 64 tile in 2x1 ones, every SIMT tile, the
+SIMT row-streaming kernel (untransposed and transposed) and the one-pass TF32
 schedules with a register operand in every layout (forced),
 split-K products (fp32 partials and the reduction kernel) and a column-major ``out``; "streamk"
 is the sm90 kernel's stream-K schedule (forced), whose CTAs exchange partial tiles; "cupy" runs
@@ -18,8 +18,8 @@ CuPy arrays whose staging goes through the adapter's pitched ``cudaMemcpy2DAsync
 pitches, stacked matrices, an unaligned ``out``) with CuPy's memory pool off; "jax" runs jitted
 products (the XLA route: split, C^T, SIMT and sm80 kernels over operands XLA pads) with XLA's
 "platform" allocator, each buffer its own allocation.  Every result is
-checked against float64, so a run that "passes" the sanitizer with wrong numbers still fails.  Run through ``tools/sanitize.sh``; by itself it is a
-plain correctness check.
+checked against float64, so a run that "passes" the sanitizer with wrong numbers still fails.
+Run through ``tools/sanitize.sh``; by itself it is a plain correctness check.
 
     python tools/sanitize_cases.py [--families simt,sm80,sm90,tf32,streamk,cupy,jax] [--quick]
     python tools/sanitize_cases.py --families sm90 --list            # its groups
@@ -55,7 +55,8 @@ SHAPES = [(1, 1, 1), (7, 5, 3), (33, 17, 65), (129, 67, 31), (64, 128, 64), (200
 
 
 def _randn(shape, dtype, gen):
-    return torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32).to(getattr(torch, dtype))
+    return torch.randn(shape, generator=gen, device="cuda",
+                       dtype=torch.float32).to(getattr(torch, dtype))
 
 
 def _check(res, a, b, mode, what):
@@ -178,9 +179,12 @@ def _as_dispatched(gen, m: int, n: int, k: int, dtype: str, layout: str, poison:
 
 #: Products the dispatcher runs in 2x2 clusters (``configs.sm90._QUAD``: A and B multicast),
 #: and the 64 x 64 tile of N <= 64 in 2x1 clusters; odd tile rows, tails, every layout.
-CLUSTER_CASES = [(200, 1000, 999, "float16", "nn", (2, 2)), (1537, 1531, 1000, "bfloat16", "tn", (2, 2)),
-                 (2816, 256, 2496, "float16", "nt", (2, 2)), (648, 968, 2784, "float16", "tt", (2, 2)),
-                 (4097, 64, 1000, "float16", "nn", (2, 1)), (3000, 57, 2000, "bfloat16", "nt", (2, 1))]
+CLUSTER_CASES = [(200, 1000, 999, "float16", "nn", (2, 2)),
+                 (1537, 1531, 1000, "bfloat16", "tn", (2, 2)),
+                 (2816, 256, 2496, "float16", "nt", (2, 2)),
+                 (648, 968, 2784, "float16", "tt", (2, 2)),
+                 (4097, 64, 1000, "float16", "nn", (2, 1)),
+                 (3000, 57, 2000, "bfloat16", "nt", (2, 1))]
 
 
 def _clusters(gen, quick: bool, poison: bool) -> int:
@@ -229,7 +233,8 @@ def _streamk(gen, quick: bool, poison: bool) -> int:
     from cutematmul.configs.sm90 import Config, epilogue_width
 
     count = 0
-    for m, n, k, dtype, precision, (tm, tn), cluster in STREAMK_CASES[:2] if quick else STREAMK_CASES:
+    for m, n, k, dtype, precision, (tm, tn), cluster in (STREAMK_CASES[:2] if quick
+                                                         else STREAMK_CASES):
         a, b = _operands(m, n, k, "nn", dtype, gen)
         # TF32 tiles; the kernel swaps (C^T = B^T A^T) as B is N-major here ("nn").
         extra = {"tile_k": 32, "epi_stages": 2, "swap": True} if dtype == "float32" else {}
@@ -346,7 +351,8 @@ def _jax(quick: bool) -> int:
 #: 256 x 192 tiles (built, not offered), an odd count of tile rows in 2x1 clusters, one split.
 WIDE_CASES = [(296, 400, 104, "float16", (128, 160), 1), (200, 248, 304, "bfloat16", (128, 224), 1),
               (152, 168, 704, "float16", (128, 224), 2),
-              (600, 328, 520, "float16", (256, 160), 1), (520, 400, 1032, "bfloat16", (256, 192), 2)]
+              (600, 328, 520, "float16", (256, 160), 1),
+              (520, 400, 1032, "bfloat16", (256, 192), 2)]
 
 
 def _wide(gen, quick: bool, poison: bool) -> int:
@@ -410,7 +416,8 @@ def _pingpong(gen, quick: bool, poison: bool) -> int:
     from cutematmul.configs.sm90 import Config
 
     count = 0
-    for m, n, k, dtype, (tm, tn), cluster, splits in PINGPONG_CASES[:2] if quick else PINGPONG_CASES:
+    for m, n, k, dtype, (tm, tn), cluster, splits in (PINGPONG_CASES[:2] if quick
+                                                      else PINGPONG_CASES):
         config = Config(tile_m=tm, tile_n=tn, cluster_m=cluster, pingpong=True, pdl=True,
                         partials=splits > 1)
         for layout in ("nn", "tn", "nt", "tt"):
@@ -422,10 +429,13 @@ def _pingpong(gen, quick: bool, poison: bool) -> int:
 
 #: One-pass TF32 schedules forced in every layout (an M-major A, or an N-major B through
 #: C^T = B^T A^T, is the wgmma register operand): (M, N, K, Config fields, splits, transposed).
-TF32_CASES = [(300, 520, 1000, {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "pdl": True}, 1, False),
-              (200, 264, 3000, {"tile_m": 128, "tile_n": 128, "partials": True, "pdl": True}, 3, False),
+TF32_CASES = [(300, 520, 1000, {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "pdl": True},
+               1, False),
+              (200, 264, 3000, {"tile_m": 128, "tile_n": 128, "partials": True, "pdl": True},
+               3, False),
               (300, 200, 3000, {"tile_m": 128, "tile_n": 128, "streamk": True}, 1, False),
-              (24, 1032, 2000, {"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True}, 2, True)]
+              (24, 1032, 2000, {"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True},
+               2, True)]
 
 
 def tf32_forced_config(m: int, n: int, k: int, layout: str, fields: dict, transposed: bool):
@@ -612,7 +622,8 @@ def _sm90_copies(gen, quick: bool, poison: bool) -> int:
             a, b = _operands(m, n, k, layout, dtype, gen, batch)
             what = f"sm90 copies {dtype} {batch}{m}x{n}x{k} {layout}"
             work = launch.planned_launch(adapter_for(a), a, b)
-            want = ((m if layout[0] == "t" else k) % 8 != 0, (k if layout[1] == "t" else n) % 8 != 0)
+            want = ((m if layout[0] == "t" else k) % 8 != 0,
+                    (k if layout[1] == "t" else n) % 8 != 0)
             if work is None or tuple(p is not None for p in work.prep or (None, None)) != want:
                 raise AssertionError(f"{what}: the launch does not copy {want}: {work}")
             out = _out(torch.matmul(a.to("meta"), b.to("meta")).shape, a.dtype, poison)

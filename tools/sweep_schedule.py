@@ -14,9 +14,9 @@ the median).  With ``--cold`` consecutive products
 rotate over copies of the operands that together exceed twice the L2 cache (at least three, at
 most ``ROTATION_MOST``: the benchmark's rule, ``bench.shapes.rotation_sets``), so each product
 reads A and B from DRAM, as a layer's weights are read in a real workload (the autotuner's
-condition); without it a product whose operands fit in L2 is timed L2-warm.  The candidates are a fixed menu
-(``CANDIDATES``: tile x split, transposed for small M; ``--clusters`` adds 2x1 and 1x2), or with
-``--tuner`` every schedule ``cutematmul.tune`` may time for the product
+condition); without it a product whose operands fit in L2 is timed L2-warm.  The candidates are
+a fixed menu (``CANDIDATES``: tile x split, transposed for small M; ``--clusters`` adds 2x1 and
+1x2), or with ``--tuner`` every schedule ``cutematmul.tune`` may time for the product
 (``dispatch.tunable``: the wave model's ranking, swapped skinny tiles in both heights and
 cluster shapes, stream-K, 2x2 clusters; with ``--max-splits 1`` only the unsplit ones), or
 with ``--occupancy`` (fp32 "highest") the SIMT pick
@@ -106,7 +106,8 @@ def _config(module, tm: int, tn: int, transposed: bool, splits: int, cluster=(1,
             pingpong: bool = False, gemv: bool = False):
     if module is sm90:
         return sm90.Config(tile_m=tm, tile_n=tn, epi_n=sm90.epilogue_width(tn),
-                           cluster_m=cluster[0], cluster_n=cluster[1], partials=splits > 1 or transposed or tn < 64,
+                           cluster_m=cluster[0], cluster_n=cluster[1],
+                           partials=splits > 1 or transposed or tn < 64,
                            pingpong=pingpong)
     workspace = splits > 1 or transposed  # fp32 partials (``Config.partials``)
     if gemv:  # the row-streaming kernel (transposed: on C^T)
@@ -260,7 +261,8 @@ def ring_candidates(problem: dispatch.Problem):
     pick, splits, transposed = dispatch.tunable(problem, 1)[0]
     parts = 2 if problem.math == "tf32x3" else 1  # 3xTF32 stages hold both split parts
     fit = pick.fitting_stages(128 // pick.tile_k, parts)
-    depths = sorted({d for d in RING_DEPTHS if d <= fit} | {pick.ab_stages(128 // pick.tile_k, parts)})
+    depths = sorted({d for d in RING_DEPTHS if d <= fit}
+                    | {pick.ab_stages(128 // pick.tile_k, parts)})
     return [(replace(pick, stages=d), splits, transposed,
              f"{pick.tile_m}x{pick.tile_n}/s{splits}{'T' if transposed else ''}/ring{d}")
             for d in depths]
