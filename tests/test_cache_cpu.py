@@ -564,7 +564,7 @@ def test_precompiled_jax_objects_are_embedded_by_a_new_process_without_compiling
     _run(["-m", "cutematmul", "precompile", "--arch", "sm_90a", "--dtypes", "float16",
           "--layouts", "kn", "--shapes", "256x384x512,128x96x4096x3", "--jax", "--jobs", "2",
           "--quiet"], cache_dir, tmp_path)
-    lower = (r"""
+    lower = r"""
 import json, sys
 import jax, jax.numpy as jnp
 from cutematmul import cache, device
@@ -576,10 +576,10 @@ for sa, sb in (((256, 512), (512, 384)), ((3, 128, 4096), (3, 4096, 96)),
     f.trace(jax.ShapeDtypeStruct(sa, jnp.float16),
             jax.ShapeDtypeStruct(sb, jnp.float16)).lower(lowering_platforms=("cuda",))
 info = cache.cache_info()
-print("RESULT=" + json.dumps({"compiles": info["jax"]["compiles"],"""
-      r""" "entries": info["jax"]["entries"],
+print("RESULT=" + json.dumps({"compiles": info["jax"]["compiles"],
+                              "entries": info["jax"]["entries"],
                               "disk_hits": info["disk"]["hits"]}))
-""")
+"""
     env = _child_env(cache_dir)
     env["CUTE_DSL_ARCH"] = "sm_90a"
     proc = subprocess.run([sys.executable, "-c", lower], cwd=tmp_path, env=env,

@@ -259,7 +259,7 @@ def test_simt_gemv_compiles_for_16_bit_inputs(tmp_path):
         assert (c["st32"] > 0, c["st16"] > 0) == (partials, not partials), (name, c)
 
 
-_CHILD_GEMV_MMA = (r"""
+_CHILD_GEMV_MMA = r"""
 import dataclasses, json, re, sys
 from cutematmul.configs import simt
 from cutematmul.kernels.compile import compile_gemm
@@ -270,8 +270,8 @@ PATTERNS = {
     "mma": r"\bmma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.(f16|bf16)\.(f16|bf16)\.f32\b",
     "wgmma": r"\bwgmma\.", "fma": r"\bfma\.rn\.f32\b", "cp_async": r"\bcp\.async\b",
     "ld_shared": r"\bld\.shared\.", "local": r"\.local\b",
-    "ld16": r"\bld\.global(\.[a-z0-9]+)*\.[bu]16\b","""
-    r""" "ld_wide": r"\bld\.global(\.[a-z0-9]+)*\.(v[24]|[bu](32|64))\b",
+    "ld16": r"\bld\.global(\.[a-z0-9]+)*\.[bu]16\b",
+    "ld_wide": r"\bld\.global(\.[a-z0-9]+)*\.(v[24]|[bu](32|64))\b",
     "ldmatrix": r"\bldmatrix\.sync\.aligned\.m8n8\.x[24](\.trans)?\.shared\.b16\b",
     "ldmatrix_trans": r"\bldmatrix\.sync\.aligned\.m8n8\.x[24]\.trans\b",
     "st_shared32": r"\bst\.shared\.(b32|v2\.b16)\b", "bar": r"\bbar(rier)?\.sync\b",
@@ -290,7 +290,7 @@ for arch_rows, dtype, a_major, b_major, pdl, partials in json.loads(sys.argv[1])
         f.write(ptx)
     out.append({k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()})
 print("COUNTS=" + json.dumps(out))
-""")
+"""
 
 
 def test_simt_gemv_on_tensor_cores_compiles_with_mma_sync_and_2_byte_loads(tmp_path):

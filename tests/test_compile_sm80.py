@@ -87,14 +87,14 @@ def test_sm80_kernel_compiles_for_sm90a(tmp_path):
         _check(name, c)
 
 
-_CHILD_CONFIGS = (r"""
+_CHILD_CONFIGS = r"""
 import json
 from cutematmul.kernels.sm80_hgemm import Sm80Config, choose_config, supports
 
 bad = [
     dict(tile_k=16), dict(tile_m=96), dict(stages=1), dict(warps_m=3),
-    dict(tile_m=256, tile_n=256), dict(tile_m=32, warps_m=4), """
-    r"""dict(tile_k=64, stages=8, tile_n=256, warps_n=4),
+    dict(tile_m=256, tile_n=256), dict(tile_m=32, warps_m=4),
+    dict(tile_k=64, stages=8, tile_n=256, warps_n=4),
 ]
 errors = []
 for kw in bad:
@@ -104,8 +104,8 @@ for kw in bad:
     except ValueError as e:
         errors.append(str(e))
 chosen = {}
-for m, n, k, l in [(1, 1, 1, 1), (8192, 8192, 8192, 1), """
-                   r"""(4096, 4096, 4096, 1), (128, 4096, 64, 1), (33, 17, 5, 3)]:
+for m, n, k, l in [(1, 1, 1, 1), (8192, 8192, 8192, 1), (4096, 4096, 4096, 1), (128, 4096, 64, 1),
+                   (33, 17, 5, 3)]:
     cfg = choose_config(m, n, k, l, 132)
     cfg.validate()
     chosen[f"{m}x{n}x{k}x{l}"] = cfg.name
@@ -118,7 +118,7 @@ print("RESULT=" + json.dumps({
     "supports_dtype": supports(5, 7, 3, 1, "float32", "k", "k", 8, 8, 8),
     "supports_align": supports(5, 7, 3, 1, "float16", "k", "k", 8, 4, 8),
 }))
-""")
+"""
 
 
 def test_sm80_config_rules(tmp_path):

@@ -352,7 +352,7 @@ _PDL = [
 
 # The launch attribute, read from the host code's IR (``CUTE_DSL_KEEP=ir``, set before the DSL
 # is imported): programmatic stream serialization allowed (1) or not (0).
-_LAUNCH_CHILD = (r"""
+_LAUNCH_CHILD = r"""
 import json, os, pathlib, re, sys
 os.environ["CUTE_DSL_KEEP"] = "ir"
 from cutematmul.kernels.compile import compile_gemm
@@ -364,10 +364,10 @@ for pdl in (False, True):
     compile_gemm(Sm90Hgemm(Sm90Config(tile_m=128, tile_n=128, pdl=pdl), "float16", "k", "n",
                            8, 8, 8, 132))
     ir = "".join(f.read_text() for f in pathlib.Path(".").glob("*.mlir"))
-    out[str(pdl)] = re.findall("""
-    r"""r"programmatic_stream_serialization_allowed\[[^\]]*\] %c(\d)_i32", ir)
+    out[str(pdl)] = re.findall(
+        r"programmatic_stream_serialization_allowed\[[^\]]*\] %c(\d)_i32", ir)
 print("COUNTS=" + json.dumps(out))
-""")
+"""
 
 
 def test_sm90_programmatic_dependent_launch(tmp_path):

@@ -16,7 +16,7 @@ from helpers import compile_in_child, needs_dsl
 
 pytestmark = needs_dsl()
 
-_GEMM = (r"""
+_GEMM = r"""
 import json, re, sys
 from cutematmul.kernels.compile import compile_gemm
 from cutematmul.kernels.sm90_hgemm import Sm90Config, Sm90Hgemm
@@ -38,10 +38,10 @@ out = {}
 for math, cfg, majors in json.loads(sys.argv[1]):
     kernel = Sm90Hgemm(Sm90Config(**cfg), math, *majors, 4, 4, 4, 132)
     ptx = compile_gemm(kernel, keep_ptx=True).__ptx__
-    out[f"{math}-{''.join(majors)}-{kernel.config.name}"] = """
-    r"""{k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
+    out[f"{math}-{''.join(majors)}-{kernel.config.name}"] = {
+        k: len(re.findall(p, ptx)) for k, p in PATTERNS.items()}
 print("COUNTS=" + json.dumps(out))
-""")
+"""
 
 _PREP = r"""
 import json, re, sys

@@ -140,7 +140,7 @@ LOWERED = [
     ("bfloat16", "highest", (4097, 4), (4097, 3001), True, False),  # split, odd K and N
 ]
 
-_LOWER = (r"""
+_LOWER = r"""
 import json, sys
 import jax, jax.numpy as jnp
 from cutematmul import cache, device, xla
@@ -156,15 +156,15 @@ for dtype, precision, a_shape, b_shape, ta, tb in json.loads(sys.argv[1]):
         lowering_platforms=("cuda",))
     m, k = (a_shape[-1], a_shape[-2]) if ta else (a_shape[-2], a_shape[-1])
     n = b_shape[-2] if tb else b_shape[-1]
-    batch = (a_shape if len(a_shape) > 2 else b_shape)[0] """
-    r"""if max(len(a_shape), len(b_shape)) > 2 else 1
+    batch = ((a_shape if len(a_shape) > 2 else b_shape)[0]
+             if max(len(a_shape), len(b_shape)) > 2 else 1)
     bcast = (len(a_shape) == 2, len(b_shape) == 2)
     plan = xla.xla_plan((9, 0), 132, dtype, precision, "auto", m, n, k, batch, ta, tb, *bcast)
     made = set(cache.cache_info()["jax"]["keys"]) - before
     results.append([made == {(plan.key, *plan.bcast)} or repr(made), plan.key.family,
                     plan.splits, plan.transposed, plan.partials])
 print("RESULT=" + json.dumps(results))
-""")
+"""
 
 
 def test_lowering_for_cuda_makes_what_the_plan_assumed(tmp_path):
