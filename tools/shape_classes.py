@@ -21,11 +21,11 @@ product reads its operands from device memory (L2-cold), and ``torch.matmul`` on
 arrays is the reference: cuBLAS SGEMM for "highest" and "high" (TF32 off), cuBLAS TF32 for
 "tf32".  Every result is checked against a float64 product in an output poisoned with NaN
 first.  Prints one line per product (time, TFLOP/s, ratio, the planned schedule, the relative
-error) and per class the geometric mean and the least ratio with its product.  ``docs/performance.md`` quotes
-its output.  ``--precompile DIR`` needs no GPU: it builds the kernels the selected products'
-plans name for an sm_90a GPU of 132 SMs (``aot.plan_keys``) into DIR, so a GPU run with
-``CUTEMATMUL_CACHE_DIR=DIR`` spends its time timing, not compiling.  Imports: ``cutematmul``,
-``torch`` (to time), ``sweep_schedule`` (beside it).
+error) and per class the geometric mean and the least ratio with its product.
+``docs/performance.md`` quotes its output.  ``--precompile DIR`` needs no GPU: it builds the
+kernels the selected products' plans name for an sm_90a GPU of 132 SMs (``aot.plan_keys``)
+into DIR, so a GPU run with ``CUTEMATMUL_CACHE_DIR=DIR`` spends its time timing, not
+compiling.  Imports: ``cutematmul``, ``torch`` (to time), ``sweep_schedule`` (beside it).
 """
 
 from __future__ import annotations

@@ -198,8 +198,8 @@ class Config:
         if self.streamk and self.partials:
             raise ValueError("Config.streamk sums its own partials: it cannot also write partials.")
         if self.pingpong and (self.streamk or self.tile_m * self.tile_n > 128 * 128):
-            raise ValueError("Config.pingpong is built for data-parallel and split-K tiles of at most "
-                             f"128 x 128 elements; got {self.tile_m}x{self.tile_n}"
+            raise ValueError("Config.pingpong is built for data-parallel and split-K tiles of at "
+                             f"most 128 x 128 elements; got {self.tile_m}x{self.tile_n}"
                              + (", stream-K" if self.streamk else "") + ".")
         if self.swap and (self.tile_m > 128 or self.pingpong
                           or (self.tile_n < 64 and not self.partials and self.tile_k != 64)):
@@ -960,10 +960,10 @@ _SWAP_ONE_ROW = 128
 #: one wave, whether or not A's rows are whole sectors (tn 47x5960x5960 35.0 against 30.3).
 #: Then on a fresh draw (13 products of M 33-60, N and K 4096-16384; rule set before it ran),
 #: geometric mean x cuBLAS, previous picks / this rule: nn 0.866x / 0.957x (least 0.68 / 0.82),
-#: tn 1.507x / 1.791x (53x15240x7080 nn 81.2 / 58.1 us, 37x5712x8792 42.9 / 35.9, 51x7320x8664 52.3 / 41.2; where
-#: it lost, 60x12288x12288 nn 76.7 / 81.8 and 56x4096x14336 nn 34.4 / 36.3, tn won both).  At
-#: M = 64 (no padded rows) it lost by 1-3% (64x8192x8192 nn 34.1 / 34.7, 64x4096x4096 11.9 /
-#: 12.2): M = 64 stays untransposed, as M = 128 does.
+#: tn 1.507x / 1.791x (53x15240x7080 nn 81.2 / 58.1 us, 37x5712x8792 42.9 / 35.9, 51x7320x8664
+#: 52.3 / 41.2; where it lost, 60x12288x12288 nn 76.7 / 81.8 and 56x4096x14336 nn 34.4 / 36.3,
+#: tn won both).  At M = 64 (no padded rows) it lost by 1-3% (64x8192x8192 nn 34.1 / 34.7,
+#: 64x4096x4096 11.9 / 12.2): M = 64 stays untransposed, as M = 128 does.
 _SWAP_NARROW = 64
 #: With A stored M-major, M of 17-32 runs swapped on the same 64-wide tiles (64 or 128 rows
 #: by the same fill, 2x1), not transposed through the workspace on 16- or 32-wide tiles: the A
@@ -1309,8 +1309,8 @@ def candidates(m: int, n: int, k: int, batch: int, num_sms: int,
     clusters where they are whole (``_quad_shape``) but span several waves; for a skinny
     product that runs swapped (``_swapped_skinny``), its 64- and 128-row tiles in 1x1 and 2x1
     clusters (64-row narrow ones with either ring, ``_NARROW_RING_STAGES``) and stream-K as
-    well, the tall 256-row tiles where the pick is unsplit (``_tall_options``), and for a 16-bit M of
-    17-32 the swapped 64-wide tiles of
+    well, the tall 256-row tiles where the pick is unsplit (``_tall_options``), and for a 16-bit M
+    of 17-32 the swapped 64-wide tiles of
     M 33-63 (a small M swapped on 16- or 32-wide tiles, ``_swapped_small_m``, comes with the
     skinny swapped tiles); ``choose_schedule``'s pick first; ``swapped``, ``majors``
     and ``c_aligned`` as there.
