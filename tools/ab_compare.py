@@ -77,15 +77,16 @@ def report(out: Path) -> str:
         raise RuntimeError(f"{out / 'logs'}: expected as many base-N.log as head-N.log, found "
                            f"{len(runs['base'])} and {len(runs['head'])}")
     cases = [case for case in runs["base"][0] if all(case in r for s in SIDES for r in runs[s])]
-    turns = range(len(runs["base"]))
+    # Each product's gain in each round (base then head ran back to back).
+    round_gains = {case: [base[case][1] / head[case][1]
+                          for base, head in zip(runs["base"], runs["head"])] for case in cases}
     lines, gains = [], []
     for case in cases:
         typical = {side: median(r[case][1] for r in runs[side]) for side in SIDES}
         cublas = median(r[case][0] for s in SIDES for r in runs[s])
         gain = typical["base"] / typical["head"]
         gains.append(gain)
-        per_round = "/".join(f"{runs['base'][t][case][1] / runs['head'][t][case][1]:.2f}"
-                             for t in turns)
+        per_round = "/".join(f"{g:.2f}" for g in round_gains[case])
         cls, dtype, precision, layout, m, n, k, batch = case
         lines.append(f"{cls} {dtype} {precision} {layout} {batch}x{m}x{n}x{k}: base "
                      f"{typical['base']:.1f} us, head {typical['head']:.1f} us, cuBLAS "
@@ -96,8 +97,7 @@ def report(out: Path) -> str:
     lines.append(f"gain (base / head time) geometric mean {geometric_mean(gains):.3f}x over "
                  f"{len(cases)} products, least {min(gains):.3f}x, most {max(gains):.3f}x")
     lines.append("gain per round: " + ", ".join(
-        f"{geometric_mean(runs['base'][t][c][1] / runs['head'][t][c][1] for c in cases):.3f}x"
-        for t in turns))
+        f"{geometric_mean(gains_of_round):.3f}x" for gains_of_round in zip(*round_gains.values())))
     for side in SIDES:
         for turn, timed in enumerate(runs[side], 1):
             ratios = [timed[case][0] / timed[case][1] for case in cases]
