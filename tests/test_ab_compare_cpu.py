@@ -105,3 +105,31 @@ def test_prepare_exports_both_trees_and_builds_their_kernels(tmp_path, capsys):
     printed = capsys.readouterr().out.splitlines()
     assert [p.split(":")[0] for p in printed] == ["base (HEAD)", "head (HEAD)"]
     assert all("0 failed" in p for p in printed)
+
+
+@needs_git_clone()
+def test_prepare_without_build_leaves_the_kernels_to_build(tmp_path, monkeypatch, capsys):
+    """``--no-build`` exports the trees only; ``build`` then compiles each tree's kernels into
+    its own cache from the trees alone (as on the GPU machine, which has no git)."""
+    tool = _tool()
+    cases = tmp_path / "chosen.cases"
+    cases.write_text(" ".join(map(str, CASES[0])) + "\n")
+    out = tmp_path / "ab"
+    calls = []
+
+    def fake(tree, argv, **env):
+        calls.append((tree, argv, env))
+        return subprocess.CompletedProcess(argv, 0, "3 kernels: 3 built, 0 failed\n", "")
+
+    monkeypatch.setattr(tool, "shape_classes", fake)
+    tool.main(["prepare", "HEAD", "HEAD", "--cases", str(cases), "--out", str(out),
+               "--no-build"])
+    assert calls == [] and (out / "head" / "cutematmul" / "__init__.py").exists()
+    tool.main(["build", str(out), "--jobs", "3"])
+    assert [tree for tree, _, _ in calls] == [out / "base", out / "head"]
+    for tree, argv, env in calls:
+        assert argv == ["--cases", str(out / "cases"), "--precompile", str(tree / "cache"),
+                        "--jobs", "3"]
+        assert env == {"CUTE_DSL_ARCH": "sm_90a", "CUDA_VISIBLE_DEVICES": ""}
+    assert capsys.readouterr().out.splitlines() == [
+        "base (HEAD): 3 kernels: 3 built, 0 failed", "head (HEAD): 3 kernels: 3 built, 0 failed"]

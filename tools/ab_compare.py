@@ -1,6 +1,8 @@
 """Time a set of products under two revisions, alternating, beside cuBLAS: a schedule's A/B.
 
     python tools/ab_compare.py prepare BASE HEAD --cases FILE --out DIR [--jobs N]  # no GPU
+                               [--no-build]
+    python tools/ab_compare.py build DIR [--jobs N]                                 # no GPU
     python tools/ab_compare.py run DIR [--rounds 3]                                 # GPU
     python tools/ab_compare.py report DIR
 
@@ -8,6 +10,9 @@
 (``pick_changes.export``), copies the products (``--cases``: ``tools/shape_classes.py``'s
 format, e.g. what ``tools/pick_changes.py`` printed) to ``DIR/cases`` and builds each tree's
 kernels for them into ``DIR/<side>/cache`` (sm_90a, 132 SMs), so the GPU run compiles nothing.
+With ``--no-build`` it leaves the kernels to ``build``, which builds them from the trees alone
+(no git): on the GPU machine's many cores, so only the trees' sources travel there, not their
+kernel caches (a device call carries at most 64 MiB).
 ``run`` times the products with ``tools/shape_classes.py --cases`` (L2-cold, cuBLAS on the same
 arrays, each result checked against float64 in a NaN-poisoned output), base then head, for
 ``--rounds`` rounds (default 3) in one call, each tree in a process of its own with its own
@@ -36,17 +41,28 @@ from shape_classes import parse_result
 SIDES = ("base", "head")
 
 
-def prepare(base: str, head: str, cases: Path, out: Path, jobs: int | None) -> None:
-    """The two trees, the products and each tree's kernels under ``out`` (no GPU)."""
+def prepare(base: str, head: str, cases: Path, out: Path, jobs: int | None,
+            kernels: bool = True) -> None:
+    """The two trees, the products and, with ``kernels``, each tree's kernels under ``out``
+    (no GPU)."""
     out.mkdir(parents=True, exist_ok=False)
     shutil.copyfile(cases, out / "cases")
     for side, revision in zip(SIDES, (base, head)):
         tree = export(revision, out / side)
         (tree / "revision").write_text(revision + "\n")
+    if kernels:
+        build(out, jobs)
+
+
+def build(out: Path, jobs: int | None) -> None:
+    """Each prepared tree's kernels for the products, into its own cache (no GPU, no git)."""
+    for side in SIDES:
+        tree = out / side
         built = shape_classes(tree, ["--cases", str(out / "cases"), "--precompile",
                                      str(tree / "cache"), *(["--jobs", str(jobs)] if jobs else [])],
                               CUTE_DSL_ARCH="sm_90a", CUDA_VISIBLE_DEVICES="")
-        print(f"{side} ({revision}): {built.stdout.strip().splitlines()[-1]}")
+        revision = (tree / "revision").read_text().strip()
+        print(f"{side} ({revision}): {built.stdout.strip().splitlines()[-1]}", flush=True)
 
 
 def run(out: Path, rounds: int) -> None:
@@ -115,6 +131,11 @@ def main(argv=None) -> None:
     ready.add_argument("--cases", type=Path, required=True, help="the products (FILE)")
     ready.add_argument("--out", type=Path, required=True, help="a new directory")
     ready.add_argument("--jobs", type=int, help="compile worker processes")
+    ready.add_argument("--no-build", dest="kernels", action="store_false",
+                       help="leave the kernels to 'build' (on the GPU machine's cores)")
+    making = verbs.add_parser("build", help="build a prepared DIR's kernels (no GPU, no git)")
+    making.add_argument("dir", type=Path)
+    making.add_argument("--jobs", type=int, help="compile worker processes")
     timing = verbs.add_parser("run", help="time both trees, alternating (GPU), then report")
     timing.add_argument("dir", type=Path)
     timing.add_argument("--rounds", type=int, default=3)
@@ -122,7 +143,9 @@ def main(argv=None) -> None:
     table.add_argument("dir", type=Path)
     args = parser.parse_args(argv)
     if args.verb == "prepare":
-        prepare(args.base, args.head, args.cases, args.out.resolve(), args.jobs)
+        prepare(args.base, args.head, args.cases, args.out.resolve(), args.jobs, args.kernels)
+    elif args.verb == "build":
+        build(args.dir.resolve(), args.jobs)
     elif args.verb == "run":
         if args.rounds < 1:
             parser.error(f"--rounds: expected at least 1, got {args.rounds}")
