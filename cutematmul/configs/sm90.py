@@ -355,6 +355,18 @@ _CLUSTERED_EFFICIENCY = {(128, 256): 1.0, (128, 192): 0.98, (128, 128): 0.95, (6
 #: (54.4); 3328^3 101.2 / 107.6 (107.5); 5120^3 360.7 / 392.1 (354.1); 1536x1536x4096 32.3 /
 #: 35.0 (33.0); 2048x5120x2048 62.0 / 62.4 (60.7).  The other wide tile was slower each time.
 _WIDE_EFFICIENCY = {(128, 224): 0.99, (128, 160): 0.965}
+#: Unsplit, in either orientation, the 128 x 160 tile is priced lower (``waves.Rate``'s
+#: ``unsplit_efficiency``; split schedules keep the price above).  H100, 2026-12-06, L2-cold,
+#: us, every width 128-256 in both orientations, 1x1 and 2x1, on 9 mid and large fp16 products
+#: picking it (the pick / the fastest (cuBLAS)): nt 3184x3104x2648 101.5 / 88.3 on 128 x 224
+#: (79.5), nn 2088x2136x2832 57.8 / 51.4 swapped 128 x 192 (47.7), nn 6016x3840x3776 258.2 /
+#: 243.9 swapped 128 x 176 (239.2); a round of 128 x 160 tiles took 0.87 of a 128 x 224 round
+#: for 0.71 of its width.  The pick's time over the fastest measured: 1.061 at 0.965, 1.035
+#: here.  A/B (``tools/ab_compare.py``, three rounds), the 120 products of seeds 1200-1399
+#: whose pick 0.94 at every split changed: 1.037x faster, mid (16) 1.086x, large (65) 1.033x,
+#: odd (19) 1.056x, but the split ones lost (skinnyN 2456x157x4664 nt 21.1 -> 26.4 us, one
+#: 160-wide column, to 64 x 128), hence unsplit only.
+_WIDE_UNSPLIT_EFFICIENCY = {(128, 160): 0.94}
 #: With A M-major and B N-major ("tn": both operands stored along the tile's edges) the
 #: 128 x 160 tile is not offered: its B tile is 64-byte swizzled (``kernels/sm90_hgemm.py``)
 #: and per round of tiles it ran 1.13-1.20 times as long as 128 x 192, not 0.83.  H100,
@@ -775,7 +787,7 @@ def _model_pick(m: int, n: int, batch: int, num_sms: int, max_splits: int, math:
 #: moves (fp16 nn, batches 4-62): 1.101x faster (geometric mean; least 0.966x, most 1.31x),
 #: x cuBLAS 0.963x / 0.953x -> 1.045x / 1.062x.
 _SWAPPED_WIDE_TILES = {**{(128, w): _CLUSTERED_EFFICIENCY[(128, w)] for w in (128, 192, 256)},
-                       **_WIDE_EFFICIENCY}
+                       **_WIDE_EFFICIENCY, **_WIDE_UNSPLIT_EFFICIENCY}
 #: The ``_FINE_N`` widths as wide swapped tiles: the mean of their neighbours' efficiencies, less
 #: 2% for the 16-wide epilogue sub-tiles (``epilogue_width``).  Fitted to the measurements
 #: above (0.96-1.0 alike).
@@ -1493,7 +1505,9 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
                 unclustered[(*tile, _UNCLUSTERED)] = (alone.get(tile, eff),
                                                       rate._replace(max_splits=1))
     if math in _CLUSTERED_MATH and _cluster_m(math, (128, 256), m, 1) > 1:
-        tiles.update((tile, (eff, in_clusters)) for tile, eff in _WIDE_EFFICIENCY.items()
+        tiles.update((tile, (eff, in_clusters._replace(
+            unsplit_efficiency=_WIDE_UNSPLIT_EFFICIENCY.get(tile, 0.0))))
+                     for tile, eff in _WIDE_EFFICIENCY.items()
                      if majors != _ACROSS_BOTH or tile not in _ACROSS_SLOW)
     odd = _odd_width(math, n, majors[1])
     if odd is not None:

@@ -94,6 +94,7 @@ class Rate(NamedTuple):
     unsplit_saturation: float = 0.0
     cluster_rows: int = 1
     deep_ctas_per_sm: int = 0
+    unsplit_efficiency: float = 0.0
 
 
 def launched_tiles(m: int, n: int, batch: int, tile_m: int, tile_n: int, rate: Rate) -> int:
@@ -115,6 +116,8 @@ def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile
     waves = full + (rest > 0)
     k_tiles = -(-k // tile_k)
     per_split = -(-k_tiles // splits)
+    if splits == 1 and rate.unsplit_efficiency:
+        efficiency = rate.unsplit_efficiency
     unit_seconds = 2.0 * tile_m * tile_n * per_split * tile_k * rate.slots / (
         rate.flops_per_sm * efficiency)
     compute = full * (unit_seconds + rate.wave_seconds)
