@@ -600,12 +600,19 @@ _TRANSPOSED_SATURATION = 1.2
 # A deep split (``waves.DEEP_SPLITS``) keeps at least 8 K-tiles: at 4 the pipeline's fill and
 # the persistent CTA's set-up outweighed the added CTAs (fp16 64x8x8192 nt 5.4 us at 30 splits
 # against 4.5 at 16).
+# The fp32 products (one-pass TF32 and 3xTF32) go through the same workspace and reduction, at
+# the same fixed cost: priced at the default 2.5 us, small TF32 products split where unsplit ran
+# faster.  H100, 2026-12-06, L2-cold tuner sweeps, us, the 2.5 us pick / unsplit (cuBLAS TF32):
+# tt 60x5980x1464 64 x 128 in 2 splits 23.1 / 19.6 (21.4), tt 156x2780x1332 20.7 / 17.9 (18.8),
+# tt 56x7432x6464 80.4 / 73.5 (79.4), tn 64x2236x1064 (A copied) 15.7 / 13.7 (12.8); where the
+# split won it still does at 6 us (tt 104x1240x1756 12.9 at 5 splits against 18.0 unsplit, tt
+# 192x1040x1836 14.6 at 4 against 17.0).
 _RATES = {
     16: (64, waves.Rate(flops_per_sm=5.0e12, slots=1, in_bytes=2, out_bytes=2, min_k_tiles=4,
                         reduce_seconds=6e-6, deep_k_tiles=8)),
     32: (TF32_TILE_K,
          waves.Rate(flops_per_sm=2.5e12, slots=1, in_bytes=4, out_bytes=4, min_k_tiles=4,
-                    deep_k_tiles=8)),
+                    reduce_seconds=6e-6, deep_k_tiles=8)),
 }
 #: Tiles of the promoting kernel (3xTF32), whose wgmma and register accumulators share the
 #: consumer threads' 232 registers (so at most 192 wide).  H200, 2026-12-01, stages of both
