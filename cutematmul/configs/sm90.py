@@ -660,6 +660,7 @@ _TF32_UNCLUSTERED = 0.82
 #: gain 1.12x, tf32T (28) 1.04x (tt 668x6124x4236 308.5 -> 167.3 us, cuBLAS 191.0); it lost on
 #: tiny split products whose split count moved (tt 196x1240x3172 21.9 -> 26.4 us).
 _TF32_SQUARE = ((128, 128), 0.9)
+_TF32_L2_BANDWIDTH = 6e12
 
 
 def promoted_fits(k: int) -> bool:
@@ -1459,6 +1460,8 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
            c_aligned: bool = True, swapped: bool = False) -> _Space:
     tf32 = math in TF32
     tile_k, rate = _RATES[32 if tf32 else 16]
+    if math == "tf32":
+        rate = rate._replace(l2_bandwidth=_TF32_L2_BANDWIDTH)
     walked = gemm_k(k, math)
     # 3xTF32 keeps a second accumulator in registers (the kernel's promotion): at most 192 wide;
     # its promoted sums run in sequence over a split's K-tiles, so long K is split for accuracy.

@@ -94,6 +94,7 @@ class Rate(NamedTuple):
     unsplit_saturation: float = 0.0
     cluster_rows: int = 1
     deep_ctas_per_sm: int = 0
+    l2_bandwidth: float = 0.0
 
 
 def launched_tiles(m: int, n: int, batch: int, tile_m: int, tile_n: int, rate: Rate) -> int:
@@ -126,6 +127,10 @@ def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile
     # more always draws the whole bandwidth).
     saturation = rate.unsplit_saturation if splits == 1 and rate.unsplit_saturation else None
     memory = _memory_seconds(m, n, k, batch, rate, units / waves, slots, saturation)
+    if rate.l2_bandwidth:
+        # Every CTA's reads of A and B tiles through L2 (B multicast to a cluster's rows).
+        reads = units * (tile_m + tile_n / rate.cluster_rows) * per_split * tile_k * rate.in_bytes
+        memory = max(memory, reads / rate.l2_bandwidth)
     reduce = 0.0
     if splits > 1 or workspace:
         reduce = m * n * batch * (8 * splits + rate.out_bytes) / BANDWIDTH + rate.reduce_seconds
