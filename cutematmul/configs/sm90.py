@@ -660,6 +660,15 @@ _TF32_UNCLUSTERED = 0.82
 #: gain 1.12x, tf32T (28) 1.04x (tt 668x6124x4236 308.5 -> 167.3 us, cuBLAS 191.0); it lost on
 #: tiny split products whose split count moved (tt 196x1240x3172 21.9 -> 26.4 us).
 _TF32_SQUARE = ((128, 128), 0.9)
+#: One-pass TF32 products are also bounded by their tiles' reads through L2
+#: (``waves.Rate.l2_bandwidth``): a 64 x 128 tile reads 24 KB per 32-wide K-tile for 0.5
+#: MFLOP, so many of them over a long K outrun L2, not the SMs.  H100, 2026-12-06, L2-cold,
+#: us: tt 196x3572x3788 on 112 unsplit 64 x 128 tiles 66.2 (326 MB read, 4.9 TB/s), on 128 x
+#: 192 tiles in 3 splits 49.2 (cuBLAS TF32 40.1); tt 236x3700x3612 66.2 / 51.5; but tt
+#: 60x5980x1464 on 47 unsplit 64 x 128 tiles 19.6, split in 2 23.1.  Fitted to the A/B of the
+#: reduction's price (81 tf32T and high products of seeds 1200-1399, each timed on both
+#: picks): the pick's time over the faster of the two 1.030 without the bound, 1.013 with it
+#: (1.018 at 7e12, 1.013 at 5e12 where 9 picks left the measured pair).
 _TF32_L2_BANDWIDTH = 6e12
 
 
