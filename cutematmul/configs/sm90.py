@@ -612,12 +612,19 @@ _TRANSPOSED_SATURATION = 1.2
 # A deep split (``waves.DEEP_SPLITS``) keeps at least 8 K-tiles: at 4 the pipeline's fill and
 # the persistent CTA's set-up outweighed the added CTAs (fp16 64x8x8192 nt 5.4 us at 30 splits
 # against 4.5 at 16).
+# The fp32 products (one-pass TF32 and 3xTF32) go through the same workspace and reduction, at
+# the same fixed cost: priced at the default 2.5 us, small TF32 products split where unsplit ran
+# faster.  H100, 2026-12-06, L2-cold tuner sweeps, us, the 2.5 us pick / unsplit (cuBLAS TF32):
+# tt 60x5980x1464 64 x 128 in 2 splits 23.1 / 19.6 (21.4), tt 156x2780x1332 20.7 / 17.9 (18.8),
+# tt 56x7432x6464 80.4 / 73.5 (79.4), tn 64x2236x1064 (A copied) 15.7 / 13.7 (12.8); where the
+# split won it still does at 6 us (tt 104x1240x1756 12.9 at 5 splits against 18.0 unsplit, tt
+# 192x1040x1836 14.6 at 4 against 17.0).
 _RATES = {
     16: (64, waves.Rate(flops_per_sm=5.0e12, slots=1, in_bytes=2, out_bytes=2, min_k_tiles=4,
                         reduce_seconds=6e-6, deep_k_tiles=8)),
     32: (TF32_TILE_K,
          waves.Rate(flops_per_sm=2.5e12, slots=1, in_bytes=4, out_bytes=4, min_k_tiles=4,
-                    deep_k_tiles=8)),
+                    reduce_seconds=6e-6, deep_k_tiles=8)),
 }
 #: Tiles of the promoting kernel (3xTF32), whose wgmma and register accumulators share the
 #: consumer threads' 232 registers (so at most 192 wide).  H200, 2026-12-01, stages of both
@@ -665,6 +672,16 @@ _TF32_UNCLUSTERED = 0.82
 #: gain 1.12x, tf32T (28) 1.04x (tt 668x6124x4236 308.5 -> 167.3 us, cuBLAS 191.0); it lost on
 #: tiny split products whose split count moved (tt 196x1240x3172 21.9 -> 26.4 us).
 _TF32_SQUARE = ((128, 128), 0.9)
+#: One-pass TF32 products are also bounded by their tiles' reads through L2
+#: (``waves.Rate.l2_bandwidth``): a 64 x 128 tile reads 24 KB per 32-wide K-tile for 0.5
+#: MFLOP, so many of them over a long K outrun L2, not the SMs.  H100, 2026-12-06, L2-cold,
+#: us: tt 196x3572x3788 on 112 unsplit 64 x 128 tiles 66.2 (326 MB read, 4.9 TB/s), on 128 x
+#: 192 tiles in 3 splits 49.2 (cuBLAS TF32 40.1); tt 236x3700x3612 66.2 / 51.5; but tt
+#: 60x5980x1464 on 47 unsplit 64 x 128 tiles 19.6, split in 2 23.1.  Fitted to the A/B of the
+#: reduction's price (81 tf32T and high products of seeds 1200-1399, each timed on both
+#: picks): the pick's time over the faster of the two 1.030 without the bound, 1.013 with it
+#: (1.018 at 7e12, 1.013 at 5e12 where 9 picks left the measured pair).
+_TF32_L2_BANDWIDTH = 6e12
 
 
 def promoted_fits(k: int) -> bool:
@@ -1464,6 +1481,8 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
            c_aligned: bool = True, swapped: bool = False) -> _Space:
     tf32 = math in TF32
     tile_k, rate = _RATES[32 if tf32 else 16]
+    if math == "tf32":
+        rate = rate._replace(l2_bandwidth=_TF32_L2_BANDWIDTH)
     walked = gemm_k(k, math)
     # 3xTF32 keeps a second accumulator in registers (the kernel's promotion): at most 192 wide;
     # its promoted sums run in sequence over a split's K-tiles, so long K is split for accuracy.

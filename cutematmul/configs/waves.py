@@ -77,8 +77,10 @@ class Rate(NamedTuple):
     offered with, the saturation of an unsplit product where it differs (0: the same; a
     kernel that runs unsplit products in another way, such as clustered), the tile rows a
     cluster spans: rows are launched in whole clusters, so an odd count of tile rows in 2x1
-    clusters leaves the last cluster's second CTA without work, yet it holds an SM, and the
-    CTAs per SM a deep split may reach past ``DEEP_SPLITS`` (0: none; ``DEEP_CTAS_PER_SM``)."""
+    clusters leaves the last cluster's second CTA without work, yet it holds an SM, the
+    CTAs per SM a deep split may reach past ``DEEP_SPLITS`` (0: none; ``DEEP_CTAS_PER_SM``),
+    and the bandwidth (bytes/s) at which L2 serves the CTAs' tile reads (A's and B's tiles for
+    each K-tile, B's shared by a cluster's rows; 0: not a bound)."""
 
     flops_per_sm: float
     slots: int
@@ -95,6 +97,7 @@ class Rate(NamedTuple):
     cluster_rows: int = 1
     deep_ctas_per_sm: int = 0
     unsplit_efficiency: float = 0.0
+    l2_bandwidth: float = 0.0
 
 
 def launched_tiles(m: int, n: int, batch: int, tile_m: int, tile_n: int, rate: Rate) -> int:
@@ -129,6 +132,10 @@ def estimate(m: int, n: int, k: int, batch: int, num_sms: int, tile_m: int, tile
     # more always draws the whole bandwidth).
     saturation = rate.unsplit_saturation if splits == 1 and rate.unsplit_saturation else None
     memory = _memory_seconds(m, n, k, batch, rate, units / waves, slots, saturation)
+    if rate.l2_bandwidth:
+        # Every CTA's reads of A and B tiles through L2 (B multicast to a cluster's rows).
+        reads = units * (tile_m + tile_n / rate.cluster_rows) * per_split * tile_k * rate.in_bytes
+        memory = max(memory, reads / rate.l2_bandwidth)
     reduce = 0.0
     if splits > 1 or workspace:
         reduce = m * n * batch * (8 * splits + rate.out_bytes) / BANDWIDTH + rate.reduce_seconds
