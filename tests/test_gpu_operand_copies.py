@@ -169,15 +169,16 @@ def test_an_unaligned_c_is_stored_by_the_kernel_itself(mk, dtype, layout, shape)
 def test_an_unaligned_c_with_a_broadcast_batch_and_in_fp32(mk):
     """A stack of 3 against one shared B of 77 columns (batch stride 0), fp16, stored by the
     kernel itself; and fp32 "tf32" (stored by the kernel too) and "high" (split: the fp32
-    reduction writes C) of 1001 columns on the TF32 kernels."""
+    reduction writes C) of 1001 columns on the TF32 kernels (a K of 2048: at 1024 "high" runs
+    unsplit since the reduction's 6 us price, ``configs.sm90._RATES``)."""
     a = mk.randn((3, 640, 1000), "float16")
     b = mk.randn((1000, 77), "float16")
     work = _planned(a, b)
     assert work is not None and work.reduce is None and work.key.align_c == 1, work
     check_matmul(cutematmul.matmul(a, b, out=mk.poisoned((3, 640, 77), "float16")), a, b,
                  "float16")
-    a = mk.randn((1000, 1024), "float32")
-    b = mk.randn((1024, 1001), "float32")
+    a = mk.randn((640, 2048), "float32")
+    b = mk.randn((2048, 1001), "float32")
     for precision in ("tf32", "high"):
         work = _planned(a, b, precision=precision, kernel="sm90")
         assert work is not None, precision
@@ -185,7 +186,7 @@ def test_an_unaligned_c_with_a_broadcast_batch_and_in_fp32(mk):
             assert work.splits == 1 and work.reduce is None and work.key.align_c == 1, work
         else:  # "high" splits K here: the fp32 reduction writes C
             assert work.reduce.w_dtype == "float32", work
-        result = cutematmul.matmul(a, b, out=mk.poisoned((1000, 1001), "float32"),
+        result = cutematmul.matmul(a, b, out=mk.poisoned((640, 1001), "float32"),
                                    precision=precision, kernel="sm90")
         # One TF32 pass keeps 10 mantissa bits: the fp16 bound.
         check_matmul(result, a, b, "float32" if precision == "high" else "float16")
