@@ -10,7 +10,8 @@ waves of ``num_sms * slots`` (CTAs resident per SM).  Estimated time is the larg
 * memory: the unique bytes of A, B and C over the bandwidth the active CTAs can draw: each
   about ``Rate.saturation`` / ``num_sms`` of it (on an H200, 64 CTAs streamed a 16 x 8192 x
   8192 product's 130 MB at 3.3 TB/s, 32 CTAs a 16 x 4096 x 4096 one's at 2 TB/s; the narrow
-  tiles of small-M products hold fewer bytes in flight and need most SMs),
+  tiles of small-M products hold fewer bytes in flight and need most SMs), or where a family
+  sets ``Rate.l2_bandwidth`` (one-pass TF32) the CTAs' tile reads through L2 if longer,
 
 plus, when K is split, the reduction: the fp32 partials written and read again, and one launch.
 Stream-K (``estimate_streamk``) has no partial wave: each CTA's share of the iterations, plus the
@@ -79,7 +80,7 @@ class Rate(NamedTuple):
     cluster spans: rows are launched in whole clusters, so an odd count of tile rows in 2x1
     clusters leaves the last cluster's second CTA without work, yet it holds an SM, the
     CTAs per SM a deep split may reach past ``DEEP_SPLITS`` (0: none; ``DEEP_CTAS_PER_SM``),
-    and the bandwidth (bytes/s) at which L2 serves the CTAs' tile reads (A's and B's tiles for
+    the tile's efficiency when unsplit where it differs (0: the same), and the bandwidth (bytes/s) at which L2 serves the CTAs' tile reads (A's and B's tiles for
     each K-tile, B's shared by a cluster's rows; 0: not a bound)."""
 
     flops_per_sm: float
