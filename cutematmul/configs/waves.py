@@ -80,8 +80,9 @@ class Rate(NamedTuple):
     cluster spans: rows are launched in whole clusters, so an odd count of tile rows in 2x1
     clusters leaves the last cluster's second CTA without work, yet it holds an SM, the
     CTAs per SM a deep split may reach past ``DEEP_SPLITS`` (0: none; ``DEEP_CTAS_PER_SM``),
-    the tile's efficiency when unsplit where it differs (0: the same), and the bandwidth (bytes/s) at which L2 serves the CTAs' tile reads (A's and B's tiles for
-    each K-tile, B's shared by a cluster's rows; 0: not a bound)."""
+    the tile's efficiency when unsplit where it differs (0: the same), and the bandwidth
+    (bytes/s) at which L2 serves the CTAs' tile reads (A's and B's tiles for each K-tile,
+    B's shared by a cluster's rows; 0: not a bound)."""
 
     flops_per_sm: float
     slots: int
