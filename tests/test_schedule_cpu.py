@@ -1009,7 +1009,8 @@ def test_simt_gemv_configs_refuse_what_the_kernel_cannot_run():
 
 
 def _half_plan(m, n, k, layout, dtype="float16", batch=1):
-    """The launch auto plans on an H200 for contiguous 16-bit operands in ``layout``."""
+    """The launch auto plans on an H200 for contiguous operands in ``layout``; ``dtype`` a math
+    type (16-bit by default, or "tf32" and the other fp32 modes)."""
     transposed = (layout[0] == "t", layout[1] == "t")
     return launch.contiguous_plan(("sm90", "sm80", "simt"), *H200, dtype, m, n, k, batch,
                                   transposed)
@@ -1886,19 +1887,13 @@ def test_swapped_wide_schedules_are_the_measured_kind_only():
         assert not sm90.choose_schedule(s, s, s, 1, 132)[0].swap
 
 
-def _sm90_contiguous(math: str, m: int, n: int, k: int, layout: str):
-    """(configuration, splits) of the sm90 launch of a contiguous product in ``layout``."""
-    work = launch.contiguous_plan(("sm90",), (9, 0), 132, math, m, n, k, 1,
-                                  (layout[0] == "t", layout[1] == "t"))
-    return work.key.config, work.splits
-
-
 @pytest.mark.parametrize("m, n, k, layout", [(60, 5980, 1464, "tt"), (156, 2780, 1332, "tt"),
                                              (40, 6540, 1060, "tt"), (84, 2928, 1244, "tn")])
 def test_small_tf32_products_run_unsplit_where_the_reduction_costs_more(m, n, k, layout):
     """One-pass TF32 pays the reduction's 6 us (``configs.sm90._RATES``, the 16-bit price): tt
     60x5980x1464 ran 19.6 us unsplit on 64 x 128 and 23.1 in 2 splits (H100, 62nd session)."""
-    config, splits = _sm90_contiguous("tf32", m, n, k, layout)
+    work = _half_plan(m, n, k, layout, "tf32")
+    config, splits = work.key.config, work.splits
     assert splits == 1 and (config.tile_m, config.tile_n) == (64, 128), config
 
 
@@ -1906,7 +1901,8 @@ def test_small_tf32_products_run_unsplit_where_the_reduction_costs_more(m, n, k,
 def test_many_narrow_tf32_tiles_over_a_long_k_are_bounded_by_l2(m, n, k):
     """Unsplit 64 x 128 TF32 tiles over a long K outrun L2 (``_TF32_L2_BANDWIDTH``): these take
     wide split tiles (tt 196x3572x3788 49.2 us on 128 x 192 in 3 splits, 66.2 on 64 x 128)."""
-    config, splits = _sm90_contiguous("tf32", m, n, k, "tt")
+    work = _half_plan(m, n, k, "tt", "tf32")
+    config, splits = work.key.config, work.splits
     assert config.tile_n >= 192 and splits > 1, config
     no_bound = waves.Rate(2.5e12, 1, 4, 4, 4)
     bound = no_bound._replace(l2_bandwidth=6e12)
@@ -1922,9 +1918,11 @@ def test_the_unsplit_128x160_tile_has_its_own_price():
     """``_WIDE_UNSPLIT_EFFICIENCY``: nt 3184x3104x2648 ran 101.5 us on 128 x 160 and 88.3 on
     128 x 224 (H100, 62nd session); split products keep the tile's price, so a skinny N that
     fits one 160-wide column stays on it (nt 2456x157x4664: 21.1 us there, 26.4 on 64 x 128)."""
-    config, splits = _sm90_contiguous("float16", 3184, 3104, 2648, "nt")
+    work = _half_plan(3184, 3104, 2648, "nt", "float16")
+    config, splits = work.key.config, work.splits
     assert (config.tile_n, splits) == (224, 1), config
-    config, splits = _sm90_contiguous("float16", 2456, 157, 4664, "nt")
+    work = _half_plan(2456, 157, 4664, "nt", "float16")
+    config, splits = work.key.config, work.splits
     assert config.tile_n == 160 and splits > 1, config
     rate = waves.Rate(5e12, 1, 2, 2, 4, unsplit_efficiency=0.5)
     args = (1024, 1024, 4096, 1, 132, 128, 160, 64)

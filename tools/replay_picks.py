@@ -32,6 +32,8 @@ from pathlib import Path
 from statistics import geometric_mean
 from typing import NamedTuple
 
+from sweep_schedule import contiguous_launch, schedule_label
+
 #: Regret above which a product is printed without ``--all``.
 SHOWN = 1.01
 
@@ -53,17 +55,13 @@ class Timed(NamedTuple):
     times: dict
 
 
-def label(name: str, splits: int, transposed: bool) -> str:
-    """A schedule as the sweep names it: ``config.name/sN``, ``T`` when transposed."""
-    return f"{name}/s{splits}{'T' if transposed else ''}"
-
-
 def _scheduled(text: str) -> str:
-    """``shape_classes``'s schedule (``name sN[ transposed][, X copied]``) as a ``label``."""
+    """``shape_classes``'s schedule (``name sN[ transposed][, X copied]``) as the sweep's
+    label (``sweep_schedule.schedule_label``)."""
     found = _SCHEDULE.match(text.strip())
     if found is None:
         raise ValueError(f"not a schedule: {text!r}")
-    return label(found[1], int(found[2]), bool(found[3]))
+    return schedule_label(found[1], int(found[2]), bool(found[3]))
 
 
 def parse(lines) -> list[Timed]:
@@ -87,8 +85,9 @@ def parse(lines) -> list[Timed]:
         elif ab is not None:
             dtype, precision, layout, *dims = ab.groups()[:7]
             base, head, cublas = map(float, ab.groups()[7:10])
-            times = {_scheduled(ab[11]): base}
-            times[_scheduled(ab[12])] = min(head, times.get(_scheduled(ab[12]), head))
+            base_label, head_label = _scheduled(ab[11]), _scheduled(ab[12])
+            times = {base_label: base}
+            times[head_label] = min(head, times.get(head_label, head))  # one name: the faster
             found.append(Timed(math_type(dtype, precision, (9, 0)), layout,
                                tuple(map(int, dims)), cublas, times))
     return found
@@ -114,14 +113,12 @@ def set_constant(assignment: str) -> None:
 
 
 def pick(timed: Timed) -> str:
-    """The wave model's schedule for the product, as a ``label``."""
-    from sweep_schedule import contiguous_launch
-
+    """The wave model's schedule for the product, as the sweep labels it."""
     batch, m, n, k = timed.shape
     work = contiguous_launch(timed.math, m, n, k, timed.layout, batch=batch)
     if not hasattr(work, "key"):
         return type(work).__name__
-    return label(work.key.config.name, work.splits, work.transposed)
+    return schedule_label(work.key.config.name, work.splits, work.transposed)
 
 
 def replay(products: list[Timed], every: bool = False) -> list[str]:

@@ -201,11 +201,17 @@ def _shape_name(shape: tuple[int, int, int, int]) -> str:
     return Shape(m, n, k, batch if batch > 1 else None).label
 
 
+def schedule_label(name: str, splits: int, transposed: bool = False) -> str:
+    """A named schedule as the sweep prints it: ``config.name/sN``, ``T`` when transposed
+    (``tools/replay_picks.py`` reads it back)."""
+    return f"{name}/s{splits}{'T' if transposed else ''}"
+
+
 def tuner_candidates(problem: dispatch.Problem, max_splits: int | None = None):
     """(config, splits, transposed, label) of every schedule ``cutematmul.tune`` may time; with
     ``max_splits``, those that split K at most that many ways (1: the unsplit tiles and
     clusters of a large product, without its long tail of splits)."""
-    return [(config, splits, transposed, f"{config.name}/s{splits}{'T' if transposed else ''}")
+    return [(config, splits, transposed, schedule_label(config.name, splits, transposed))
             for config, splits, transposed in dispatch.tunable(problem, dispatch.EVERY_CANDIDATE)
             if max_splits is None or splits <= max_splits]
 
@@ -223,7 +229,7 @@ def occupancy_candidates(problem: dispatch.Problem):
     for blocks in range(pick.min_blocks, 0, -1):
         config = replace(pick, min_blocks=blocks)
         found.append((config, splits, transposed,
-                      f"{config.name}/s{splits}{'T' if transposed else ''}"))
+                      schedule_label(config.name, splits, transposed)))
         if simt._REGISTER_FILE // (config.threads * blocks) >= 255:
             break
     return found
@@ -248,7 +254,7 @@ def streaming_candidates(problem: dispatch.Problem):
         return []
     rows = next((r for r in simt.GEMV_ROWS if r >= problem.m), simt.GEMV_ROWS[-1])
     configs = [replace(simt.gemv_config(rows), partials=s > 1) for s in STREAMING_SPLITS]
-    return [(config, s, False, f"{config.name}/s{s}")
+    return [(config, s, False, schedule_label(config.name, s))
             for config, s in zip(configs, STREAMING_SPLITS)]
 
 
@@ -286,7 +292,7 @@ def width_candidates(problem: dispatch.Problem, widths: list):
             config.validate()
         except ValueError:
             continue  # a width this orientation does not build
-        found.append((config, 1, False, f"{config.name}/s1"))
+        found.append((config, 1, False, schedule_label(config.name, 1)))
     return found
 
 
