@@ -380,7 +380,11 @@ _WIDE_UNSPLIT_EFFICIENCY = {(128, 160): 0.94}
 #: to 128 x 192.  Held out (seeds 104-179: the 89 tn products of the mid, large, odd and
 #: batched classes whose pick this changes, two runs each), geometric mean x cuBLAS 0.92x ->
 #: 0.97x: to 128 x 192 on 74 (gain 1.057x, 0.82-1.29), 128 x 256 on 9 (1.079x), 128 x 224 on 3
-#: (1.030x), 128 x 128 on 3 (0.937x).
+#: (1.030x), 128 x 128 on 3 (0.937x).  The tn 128 x 224 tile, whose B tile is 64-byte
+#: swizzled too (448-byte rows), stays offered: left out (tn 1424x2296x1496: 26.2 us on it,
+#: 21.7 on 128 x 256), held out on the 201 products of seeds 1200-1299 whose pick that moves
+#: (A/B, two rounds, H100, 2026-12-06) it gained 1.005x only: large (124) 0.987x, mid (57)
+#: 1.02x, skinnyM and skinnyT over M 147-254 (19) 1.09x.
 _ACROSS_BOTH = ("m", "n")
 _ACROSS_SLOW = ((128, 160),)
 #: With both operands stored along the tile's edges (tn) the cooperative 128 x 128 tile (in
@@ -618,7 +622,11 @@ _TRANSPOSED_SATURATION = 1.2
 # tt 60x5980x1464 64 x 128 in 2 splits 23.1 / 19.6 (21.4), tt 156x2780x1332 20.7 / 17.9 (18.8),
 # tt 56x7432x6464 80.4 / 73.5 (79.4), tn 64x2236x1064 (A copied) 15.7 / 13.7 (12.8); where the
 # split won it still does at 6 us (tt 104x1240x1756 12.9 at 5 splits against 18.0 unsplit, tt
-# 192x1040x1836 14.6 at 4 against 17.0).
+# 192x1040x1836 14.6 at 4 against 17.0).  A further 2.5 us on the splits of tn small-M
+# products (A copied, swapped: 64x2236x1064 15.7 us in 3 splits, 13.7 unsplit) lost held out
+# (A/B, H100, 2026-12-06, the 135 tf32T products of seeds 1800-2599 whose pick it moved:
+# 0.992x, 0.73x-1.29x): on these the model's times are off by -15% to +45% either way, split
+# or not (tn 132x3024x1748 unsplit on 96 64 x 128 tiles 31.3 us, priced 21.6).
 _RATES = {
     16: (64, waves.Rate(flops_per_sm=5.0e12, slots=1, in_bytes=2, out_bytes=2, min_k_tiles=4,
                         reduce_seconds=6e-6, deep_k_tiles=8)),
@@ -680,7 +688,10 @@ _TF32_SQUARE = ((128, 128), 0.9)
 #: 60x5980x1464 on 47 unsplit 64 x 128 tiles 19.6, split in 2 23.1.  Fitted to the A/B of the
 #: reduction's price (81 tf32T and high products of seeds 1200-1399, each timed on both
 #: picks): the pick's time over the faster of the two 1.030 without the bound, 1.013 with it
-#: (1.018 at 7e12, 1.013 at 5e12 where 9 picks left the measured pair).
+#: (1.018 at 7e12, 1.013 at 5e12 where 9 picks left the measured pair).  5e12, held out (A/B,
+#: three rounds, H100, 2026-12-06: 140 of the 270 TF32 class products of seeds 1800-1899 whose
+#: pick it moves), lost: 0.982x, tf32 nt (23, large, 128 x 192 -> 128 x 256 in clusters)
+#: 0.955x, nn (27) 0.985x, tf32T tt (42) 0.978x, tn (48) 0.999x.
 _TF32_L2_BANDWIDTH = 6e12
 
 
