@@ -38,6 +38,10 @@ def test_report_takes_the_rounds_median_and_sums_up_the_gain(tmp_path):
                                "10.5 us, cuBLAS 10.0 us, gain 2.000 (rounds 2.00/2.00) | "
                                "k0 s1 -> k0 s1")
     assert "gain 0.775 (rounds 0.75/0.80)" in lines[1]  # 31 / 40
+    # What tools/replay_picks.py reads back from each product's line.
+    assert tool.PRODUCT_LINE.match(lines[1]).groups() == (
+        "bfloat16", "highest", "tn", "8", "64", "256", "512", "31.0", "40.0", "30.0", "k1 s1",
+        "k1 s1")
     gain = math.sqrt(2.0 * 31 / 40)
     assert lines[2] == (f"gain (base / head time) geometric mean {gain:.3f}x over 2 products, "
                         f"least 0.775x, most 2.000x")

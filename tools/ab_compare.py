@@ -30,6 +30,7 @@ call's ``carry``).  Imports: ``pick_changes`` and ``shape_classes`` (beside it);
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -39,6 +40,11 @@ from pick_changes import export, shape_classes
 from shape_classes import parse_result
 
 SIDES = ("base", "head")
+#: A product's line of ``report`` (what ``tools/replay_picks.py`` reads back): class, dtype,
+#: precision, layout, batch, M, N, K, base / head / cuBLAS us, and base and head schedules.
+PRODUCT_LINE = re.compile(r"\S+ (\S+) (\S+) (nn|nt|tn|tt) (\d+)x(\d+)x(\d+)x(\d+): base "
+                          r"([0-9.]+) us, head ([0-9.]+) us, cuBLAS ([0-9.]+) us, .*\| (.*) -> "
+                          r"(.*)$")
 
 
 def prepare(base: str, head: str, cases: Path, out: Path, jobs: int | None,

@@ -17,8 +17,8 @@ the model: ``configs.sm90._TF32_L2_BANDWIDTH=5e12`` or, for an entry of a dict,
 ``configs.sm90._WIDE_UNSPLIT_EFFICIENCY[(128, 160)]=0.93`` (module paths under
 ``cutematmul``; Python literals).  A constant computed from another at import keeps its
 value: set it too.  This is how a price is fitted to sweeps and A/B runs before the held-out
-A/B (``docs/performance.md``, sixty-second session).  Imports: ``cutematmul`` and
-``sweep_schedule`` (beside it).
+A/B (``docs/performance.md``, sixty-second session).  Imports: ``cutematmul``,
+``sweep_schedule`` and ``ab_compare`` (beside it).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from pathlib import Path
 from statistics import geometric_mean
 from typing import NamedTuple
 
+from ab_compare import PRODUCT_LINE
 from sweep_schedule import contiguous_launch, schedule_label
 
 #: Regret above which a product is printed without ``--all``.
@@ -39,8 +40,6 @@ SHOWN = 1.01
 
 _SWEEP = re.compile(r"(\S+) (nn|nt|tn|tt) (\S+?)(?: cold)?: cuBLAS ([0-9.]+)us "
                     r"\| pick .*?\| (.*)$")
-_AB = re.compile(r"\S+ (\S+) (\S+) (nn|nt|tn|tt) (\d+)x(\d+)x(\d+)x(\d+): base ([0-9.]+) us, "
-                 r"head ([0-9.]+) us, cuBLAS ([0-9.]+) us, .*\| (.*) -> (.*)$")
 _SCHEDULE = re.compile(r"(\S+) s(\d+)( transposed)?")
 
 
@@ -72,7 +71,7 @@ def parse(lines) -> list[Timed]:
     found = []
     for line in lines:
         line = line.strip()
-        sweep, ab = _SWEEP.match(line), _AB.match(line)
+        sweep, ab = _SWEEP.match(line), PRODUCT_LINE.match(line)
         if sweep is not None:
             math_name, layout, shape_text, cublas, rest = sweep.groups()
             shape = parse_shape(shape_text)
