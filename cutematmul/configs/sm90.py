@@ -386,7 +386,7 @@ _WIDE_UNSPLIT_EFFICIENCY = {(128, 160): 0.94}
 #: (A/B, two rounds, H100, 2026-12-06) it gained 1.005x only: large (124) 0.987x, mid (57)
 #: 1.02x, skinnyM and skinnyT over M 147-254 (19) 1.09x.
 _ACROSS_BOTH = ("m", "n")
-_ACROSS_SLOW = ((128, 160),)
+_ACROSS_SLOW = ((128, 160), (128, 224))
 #: With both operands stored along the tile's edges (tn) the cooperative 128 x 128 tile (in
 #: clusters or alone) is priced at this fraction of its efficiency.  Over the 42 tuner sweeps
 #: (55th session) tn 128 x 128 in clusters implied 0.85 of the model's level where 128 x 256
