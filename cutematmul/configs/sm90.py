@@ -386,7 +386,10 @@ _WIDE_UNSPLIT_EFFICIENCY = {(128, 160): 0.94}
 #: (A/B, two rounds, H100, 2026-12-06) it gained 1.005x only: large (124) 0.987x, mid (57)
 #: 1.02x, skinnyM and skinnyT over M 147-254 (19) 1.09x.
 _ACROSS_BOTH = ("m", "n")
-_ACROSS_SLOW = ((128, 160), (128, 224))
+_ACROSS_SLOW = ((128, 160),)
+#: Below this many rows (two 128-row tiles), tn also leaves the 128 x 224 tile out (unmeasured
+#: branch: the skinny products of the held-out A/B above).
+_ACROSS_SLOW_SKINNY = ((128, 224), 256)
 #: With both operands stored along the tile's edges (tn) the cooperative 128 x 128 tile (in
 #: clusters or alone) is priced at this fraction of its efficiency.  Over the 42 tuner sweeps
 #: (55th session) tn 128 x 128 in clusters implied 0.85 of the model's level where 128 x 256
@@ -549,6 +552,12 @@ def copies_across(a_major: str, m: int, n: int, k: int, batch: int, num_sms: int
     return (a_major == "m" and m <= SMALL_M and m * in_bytes % 16 == 0
             and not _whole_sectors(m, in_bytes) and k >= _COPY_ACROSS_MIN_K
             and _SWAP_SMALL_FILL * num_sms <= _row_tiles(n, batch) <= num_sms)
+
+
+def _across_slow(tile: tuple, m: int) -> bool:
+    """Whether tn (``_ACROSS_BOTH``) leaves this wide tile out for an M of ``m`` rows."""
+    skinny_tile, most_rows = _ACROSS_SLOW_SKINNY
+    return tile in _ACROSS_SLOW or (tile == skinny_tile and m <= most_rows)
 
 
 def _whole_sectors(m: int, in_bytes: int) -> bool:
@@ -1538,7 +1547,7 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         tiles.update((tile, (eff, in_clusters._replace(
             unsplit_efficiency=_WIDE_UNSPLIT_EFFICIENCY.get(tile, 0.0))))
                      for tile, eff in _WIDE_EFFICIENCY.items()
-                     if majors != _ACROSS_BOTH or tile not in _ACROSS_SLOW)
+                     if majors != _ACROSS_BOTH or not _across_slow(tile, m))
     odd = _odd_width(math, n, majors[1])
     if odd is not None:
         # Priced as the 128-wide tiles of as many rows: the narrower tile costs less math for
