@@ -1930,3 +1930,14 @@ def test_the_unsplit_128x160_tile_has_its_own_price():
         unsplit_efficiency=0.0))
     assert waves.estimate(*args, 2, 1.0, rate) == waves.estimate(*args, 2, 1.0, rate._replace(
         unsplit_efficiency=0.0))
+
+
+def test_tn_skinny_products_leave_the_128x224_tile():
+    """``_ACROSS_SLOW_SKINNY`` (branch): tn products of at most 256 rows leave 128 x 224, whose
+    B tile is 64-byte swizzled (tn 214x13680x8416: 114.6 us on it, 99.2 on 128 x 256 in 2x2
+    clusters; H100, 63rd session), while larger tn products keep it (they lost 0.987x off it)."""
+    assert _half_plan(214, 13680, 8416, "tn").key.config.tile_n != 224
+    sizes = [(m, n, 8192) for m in range(129, 257, 17) for n in range(2048, 16385, 1792)]
+    assert all(_half_plan(m, n, k, "tn").key.config.tile_n != 224 for m, n, k in sizes)
+    kept = [_half_plan(m, 13680, 8416, "tn").key.config.tile_n for m in range(512, 4097, 384)]
+    assert 224 in kept, kept
