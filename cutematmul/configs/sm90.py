@@ -387,8 +387,11 @@ _WIDE_UNSPLIT_EFFICIENCY = {(128, 160): 0.94}
 #: 1.02x, skinnyM and skinnyT over M 147-254 (19) 1.09x.
 _ACROSS_BOTH = ("m", "n")
 _ACROSS_SLOW = ((128, 160),)
-#: Below this many rows (two 128-row tiles), tn also leaves the 128 x 224 tile out (unmeasured
-#: branch: the skinny products of the held-out A/B above).
+#: Up to this many rows (two 128-row tiles), tn also leaves the 128 x 224 tile out, where the
+#: A/B above found its skinny products 1.09x faster without it.  H100, 2026-12-06, held out:
+#: the 61 products of seeds 1300-1699 whose pick it moves, three rounds, 1.067x (0.92-1.51x;
+#: skinnyM (38) 1.059x, skinnyT (21) 1.085x; fp16 tn 213x7336x7288 76.7 -> 50.8 us on 128 x
+#: 128 in 2x2 clusters, 150x3488x13992 63.5 -> 69.0 on 64 x 128).
 _ACROSS_SLOW_SKINNY = ((128, 224), 256)
 #: With both operands stored along the tile's edges (tn) the cooperative 128 x 128 tile (in
 #: clusters or alone) is priced at this fraction of its efficiency.  Over the 42 tuner sweeps
