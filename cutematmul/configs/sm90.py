@@ -670,6 +670,17 @@ _TF32_EPI_STAGES = 2
 #: (1.03x) against 365 (0.94x).  TF32 reads twice the bytes of fp16 per flop, so L2 traffic
 #: matters more than in the fp16 kernel (which runs unclustered).
 _TF32_CLUSTER = (2, 1)
+#: The 64-row tiles whose unsplit one-pass TF32 products run in 2x1 clusters, as 128-row ones
+#: do, where the kernel does not swap (B K-major: the B tile multicast to two tile rows of M).
+#: H100, 2026-12-06, ``tools/ab_compare.py``, the 106 tf32T products of seeds 2600-2699 whose
+#: pick clustering every 64 x 128 tile moved, two calls of three rounds, gain (base / head):
+#: tt 64 x 128 1x1 -> 2x1 (23) 1.106x (0.99-1.28x), tt split -> unsplit 64 x 128 in 2x1 (26)
+#: 1.043x (0.86-1.29x); swapped (tn, the A tile multicast over two tile rows of N) 1x1 -> 2x1
+#: (26) 1.006-1.013x, split -> 2x1 (31) 0.952x, hence not swapped.  A sweep over M (tn, N 3072
+#: and 6144, K 1024 and 3072; ``docs/performance.md``, 64th session) found the swapped 64 x 128
+#: K-tile slowest where the last tile column over M is nearly empty (M = 40: 0.35 us per K-tile
+#: at 48 CTAs, M = 124: 0.23), which 2x1 helps at 48 CTAs (0.25) but not at 96 (0.45 -> 0.48).
+_TF32_CLUSTER_SHORT = ((64, 128),)
 #: One-pass TF32 schedules that run unclustered (split ones, 64-row tiles, one tile row, and
 #: the unsplit variant ``_UNCLUSTERED``) are priced at this fraction of the tile's efficiency,
 #: the level of 2x1 clusters.  H100, 2026-12-06, L2-cold tuner sweeps, us, 2x1 / 1x1:
@@ -1536,7 +1547,7 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     in_clusters = rate._replace(cluster_rows=2)
     alone = {**_UNCLUSTERED_EFFICIENCY, **(_UNCLUSTERED_SINGLE_EFFICIENCY if batch == 1 else {})}
     for tile, eff in efficiency.items():
-        if _cluster_m(math, tile, m, 1) < 2:
+        if _cluster_m(math, tile, m, 1, swapped) < 2:
             tiles[tile] = (eff * _TF32_UNCLUSTERED if math == "tf32" else eff, rate)
         elif math == "tf32":  # its split schedules run unclustered (``_cluster_m``)
             tiles[tile] = (eff, in_clusters._replace(max_splits=1))
@@ -1613,7 +1624,7 @@ def _config(space: _Space, math: str, m: int, tile: tuple, splits: int,
     (tm, tn), pingpong, alone = tile[:2], _is_pingpong(tile), tile[2:] == (_UNCLUSTERED,)
     tile = (tm, tn)
     pdl = _PDL and not streamk
-    cluster_m = 1 if alone else _cluster_m(math, tile, m, splits)
+    cluster_m = 1 if alone else _cluster_m(math, tile, m, splits, space.swapped)
     if space.workspace:
         return Config(tile_m=tm, tile_n=tn, raster_group=8, epi_n=epilogue_width(tn),
                       partials=True, cluster_m=1 if space.transposed else cluster_m,
@@ -1627,7 +1638,8 @@ def _config(space: _Space, math: str, m: int, tile: tuple, splits: int,
 _CLUSTERED_MATH = ("float16", "bfloat16")
 
 
-def _cluster_m(math: str, tile: tuple[int, int], m: int, splits: int) -> int:
+def _cluster_m(math: str, tile: tuple[int, int], m: int, splits: int,
+               swapped: bool = False) -> int:
     """2 when an (untransposed) product runs in 2x1 clusters, the B tile multicast to the CTAs
     of two adjacent tile rows, else 1.
 
@@ -1637,8 +1649,8 @@ def _cluster_m(math: str, tile: tuple[int, int], m: int, splits: int) -> int:
     on the unsplit narrow tiles of small-N products (``_NARROW_N_MATH``), on the unsplit tiles
     80-112 wide (``_odd_width``) and on the unsplit
     64 x 64 tile (``_ONE_ROW_TILE``: N of at most 64 there); the narrow 128 x 64 tile was
-    measured unclustered.  One-pass TF32: unsplit products of two 128-row tiles or more
-    (``_TF32_CLUSTER``).  3xTF32: never.
+    measured unclustered.  One-pass TF32: unsplit products of two tile rows or more on 128-row
+    tiles, and on ``_TF32_CLUSTER_SHORT`` unless ``swapped`` (``_TF32_CLUSTER``).  3xTF32: never.
     """
     tile_m, tile_n = tile
     m_tiles = -(-m // tile_m)
@@ -1646,7 +1658,8 @@ def _cluster_m(math: str, tile: tuple[int, int], m: int, splits: int) -> int:
         wide_enough = tile_n >= 128 or (splits == 1 and (tile_n < 64 or tile_n in _ODD_N
                                                           or tile == _ONE_ROW_TILE[0]))
         return 2 if m_tiles >= 2 and wide_enough else 1
-    if math == "tf32" and splits == 1 and tile_m == 128 and m_tiles >= 2:
+    if math == "tf32" and splits == 1 and m_tiles >= 2 and (
+            tile_m == 128 or (tile in _TF32_CLUSTER_SHORT and not swapped)):
         return _TF32_CLUSTER[0]
     return 1
 

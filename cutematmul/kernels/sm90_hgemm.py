@@ -50,10 +50,11 @@ How
     * 2-CTA clusters multicast the shared operand tile to both CTAs (halving its L2 reads): the
       dispatcher runs 16-bit products whose M spans two tiles or more in 2x1 clusters (one B tile
       for two adjacent tile rows; with an odd row count the last cluster's second CTA has no
-      rows: its loads are zero-filled and its stores clipped by TMA), and one-pass TF32
-      products of an even number of 128-row tiles (``configs/sm90._cluster_m``).  2x2
-      clusters multicast both: each A tile to the two CTAs of a cluster row, each B tile to
-      the two of a column (16-bit products whose clusters fit one wave, ``configs/sm90._QUAD``).
+      rows: its loads are zero-filled and its stores clipped by TMA), and unsplit one-pass
+      TF32 products of two 128-row tiles or more, or of two 64-row ones where the kernel does
+      not swap (``configs/sm90._cluster_m``).  2x2 clusters multicast both: each A tile to the
+      two CTAs of a cluster row, each B tile to the two of a column (16-bit products whose
+      clusters fit one wave, ``configs/sm90._QUAD``).
       The grid holds no more clusters than the GPU runs at once
       (``configs/sm90.resident_clusters``: a GPC may leave SMs idle under 4-CTA clusters).
     * Pingpong (``Config.pingpong``, 16-bit, tiles of at most 128 x 128): the two consumer
