@@ -85,6 +85,8 @@ CONFIGS = [
     # C stored by the kernel, 64 rows and 128 rows in 2x1 clusters.
     ("tf32", {"tile_m": 64, "tile_n": 16, "epi_n": 16, "pdl": True, **TF32}),
     ("tf32", {"tile_m": 128, "tile_n": 32, "cluster_m": 2, "pdl": True, **TF32}),
+    # Unsplit 64 x 128 in 2x1 clusters (``configs.sm90._TF32_CLUSTER_SHORT``).
+    ("tf32", {"tile_m": 64, "tile_n": 128, "cluster_m": 2, "pdl": True, **TF32}),
 ]
 
 
@@ -119,6 +121,8 @@ REGISTER_CONFIGS = [
     # A small-N product's unsplit narrow tile storing C (``configs.sm90.narrow_n``).
     ({"tile_m": 64, "tile_n": 16, "epi_n": 16, "pdl": True, **TF32}, "mk"),
     ({"tile_m": 128, "tile_n": 32, "cluster_m": 2, "pdl": True, **TF32}, "mk"),
+    # The unsplit 64 x 128 tile in 2x1 clusters (``configs.sm90._TF32_CLUSTER_SHORT``).
+    ({"tile_m": 64, "tile_n": 128, "cluster_m": 2, "pdl": True, **TF32}, "mk"),
 ]
 
 

@@ -125,8 +125,9 @@ def test_layouts_and_tails(torch, precision, layout, shape):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_clustered_tf32_with_tails(torch, layout):
-    """One-pass TF32 products of an even number of 128-row tiles run in 2x1 clusters (B
-    multicast); N and K tails included.  The dispatcher must still pick a cluster here."""
+    """Unsplit one-pass TF32 products of two 128-row tiles or more run in 2x1 clusters (the
+    shared tile multicast); N and K tails included.  The dispatcher must still pick a cluster
+    here.  (64 x 128 in 2x1: the forced ``cluster-64`` schedule below.)"""
     from cutematmul.configs import sm90
 
     m, n, k = 2048, 2000, 1000
@@ -145,6 +146,8 @@ TF32_SCHEDULES = [
     ("split", 200, 264, 3000, {"tile_m": 128, "tile_n": 128, "partials": True, "pdl": True}, 3,
      False),
     ("streamk", 300, 200, 3000, {"tile_m": 128, "tile_n": 128, "streamk": True}, 1, False),
+    ("cluster-64", 300, 1032, 1000, {"tile_m": 64, "tile_n": 128, "cluster_m": 2, "pdl": True},
+     1, False),
     ("transposed", 24, 1032, 2000, {"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True},
      2, True),
 ]

@@ -819,16 +819,20 @@ def test_odd_tile_rows_that_spill_a_wave_in_clusters_run_unclustered(layout):
     assert (config.tile_m, config.tile_n, config.cluster_m, splits) == (128, 128, 1, 1)
     for shape in [(768, 2912, 1368), (8192, 8192, 8192), (4096, 14336, 4096)]:
         assert sm90.choose_schedule(*shape, 1, 132, majors=majors)[0].cluster_m == 2, shape
-    for math in ("tf32", "tf32x3"):  # one-pass TF32 as 16-bit; 3xTF32 never clusters
-        assert sm90.choose_schedule(640, 2912, 1368, 1, 132, math=math)[0].cluster_m == 1
+    # One-pass TF32 takes 64-row tiles instead, whose 10 rows make whole 2x1 clusters
+    # (``_TF32_CLUSTER_SHORT``); 3xTF32 never clusters.
+    config = sm90.choose_schedule(640, 2912, 1368, 1, 132, math="tf32")[0]
+    assert (config.tile_m, config.cluster_m) == (64, 2), config
+    assert sm90.choose_schedule(640, 2912, 1368, 1, 132, math="tf32x3")[0].cluster_m == 1
     # Split products keep their clusters (not measured unclustered): 5 rows of 64 in 2x1.
     config, splits, _ = sm90.choose_schedule(257, 1032, 9001, 1, 132, majors=majors)
     assert splits > 1 and config.cluster_m == 2, (config, splits)
 
 
 def test_one_pass_tf32_clusters_odd_tile_rows_where_it_pays():
-    """Unsplit one-pass TF32 runs in 2x1 clusters from two 128-row tiles on, an odd count too;
-    what runs unclustered (splits, 64-row tiles, the unsplit variant for odd rows whose idle CTA
+    """Unsplit one-pass TF32 runs in 2x1 clusters from two tile rows on (128 rows, or 64 where
+    the kernel does not swap), an odd count too; what runs unclustered (splits, one tile row,
+    swapped 64-row tiles, the unsplit variant for odd rows whose idle CTA
     would cost a wave) is priced at ``configs.sm90._TF32_UNCLUSTERED``, and the 128 x 128 tile
     at ``_TF32_SQUARE``."""
     for majors in LAYOUT_MAJORS.values():
@@ -841,7 +845,17 @@ def test_one_pass_tf32_clusters_odd_tile_rows_where_it_pays():
         # Split schedules run unclustered: only the unclustered key prices them.
         assert tiles[(128, 256)][1].cluster_rows == 2 and tiles[(128, 256)][1].max_splits == 1
         assert alone[1].cluster_rows == 1 and alone[1].max_splits > 1
-        assert tiles[(64, 128)][0] == sm90._TILE_EFFICIENCY[(64, 128)] * sm90._TF32_UNCLUSTERED
+        # 64 x 128 as well (``_TF32_CLUSTER_SHORT``): clustered unsplit, else unclustered;
+        # always unclustered where the kernel swaps.
+        assert tiles[(64, 128)][0] == sm90._TILE_EFFICIENCY[(64, 128)]
+        assert tiles[(64, 128)][1].cluster_rows == 2
+        assert tiles[(64, 128, sm90._UNCLUSTERED)][0] == (
+            sm90._TILE_EFFICIENCY[(64, 128)] * sm90._TF32_UNCLUSTERED)
+        swapped = dict(sm90._space(6016, 8000, 5184, 1, 132, 16, "tf32", majors,
+                                   swapped=True).tiles)
+        assert swapped[(64, 128)][0] == (
+            sm90._TILE_EFFICIENCY[(64, 128)] * sm90._TF32_UNCLUSTERED)
+        assert swapped[(64, 128)][1].cluster_rows == 1
         square, factor = sm90._TF32_SQUARE
         if majors != sm90._ACROSS_BOTH:  # (TF32 reads no such pair: one operand is copied)
             assert tiles[square][0] == pytest.approx(sm90._TILE_EFFICIENCY[square] * factor)
@@ -1899,11 +1913,17 @@ def test_small_tf32_products_run_unsplit_where_the_reduction_costs_more(m, n, k,
 
 @pytest.mark.parametrize("m, n, k", [(196, 3572, 3788), (236, 3700, 3612), (132, 4500, 7972)])
 def test_many_narrow_tf32_tiles_over_a_long_k_are_bounded_by_l2(m, n, k):
-    """Unsplit 64 x 128 TF32 tiles over a long K outrun L2 (``_TF32_L2_BANDWIDTH``): these take
-    wide split tiles (tt 196x3572x3788 49.2 us on 128 x 192 in 3 splits, 66.2 on 64 x 128)."""
+    """Unsplit 64 x 128 TF32 tiles over a long K outrun L2 (``_TF32_L2_BANDWIDTH``) unclustered
+    (tt 196x3572x3788 49.2 us on 128 x 192 in 3 splits, 66.2 on 64 x 128).  In 2x1 clusters
+    (``_TF32_CLUSTER_SHORT``) they read half of B from L2 and take the first two (tt
+    208x3560x3376: 40.5 us on 128 x 192 in 3 splits, 39.9 on 64 x 128 in 2x1); the longest K
+    keeps a wide split tile."""
     work = _half_plan(m, n, k, "tt", "tf32")
     config, splits = work.key.config, work.splits
-    assert config.tile_n >= 192 and splits > 1, config
+    if k < 4096:
+        assert (config.tile_m, config.tile_n, config.cluster_m, splits) == (64, 128, 2, 1)
+    else:
+        assert config.tile_n >= 192 and splits > 1, config
     no_bound = waves.Rate(2.5e12, 1, 4, 4, 4)
     bound = no_bound._replace(l2_bandwidth=6e12)
     args = (m, n, k, 1, 132, 64, 128, 32, 1, 0.5)
