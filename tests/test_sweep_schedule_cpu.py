@@ -58,10 +58,11 @@ def test_max_splits_keeps_the_tuners_schedules_that_split_no_further(monkeypatch
     assert calls[0]["max_splits"] == 1 and calls[1][9] == 1 and calls[1][10] is None
 
 
-def test_widths_menu_is_the_tiles_each_orientation_builds():
+def test_widths_menu_is_the_tiles_each_orientation_builds(monkeypatch):
     """``--widths``: each width unswapped where built (not the fine 144, 176, 208) and swapped,
-    in 1x1 and 2x1 clusters, unsplit, on 128 rows or (``256x160``) on 256; nothing for TF32;
-    refused beside another menu."""
+    in 1x1 and 2x1 clusters, unsplit, on 128 rows or (``256x160``) on 256; one-pass TF32 in its
+    layout's orientation only, on 32-wide K-tiles; nothing for the fp32 SIMT kernel; refused
+    beside another menu."""
     tool = _tool()
     p = tool.problem_of("float16", 1376, 3208, 2912, "nn")
     found = tool.width_candidates(p, [144, 160])
@@ -72,6 +73,21 @@ def test_widths_menu_is_the_tiles_each_orientation_builds():
     assert all(s == 1 and not t and c.tile_m == 128 for c, s, t, _ in found)
     assert tool._choices("float16", p, False, False, widths=[144, 160]) == found
     assert tool.width_candidates(tool.problem_of("float32", 512, 512, 512, "nn"), [160]) == []
+    # TF32 tn (A copied K-major, B N-major): swapped, as the kernel must; 64-row tiles too.
+    tf32 = tool.width_candidates(tool.problem_of("tf32", 40, 6144, 3072, "tn"),
+                                 [(64, 64), 128])
+    assert [(c.tile_m, c.tile_n, c.swap, c.cluster_m, c.tile_k) for c, _, _, _ in tf32] == [
+        (64, 64, True, 1, 32), (64, 64, True, 2, 32), (128, 128, True, 1, 32),
+        (128, 128, True, 2, 32)]
+    nt = tool.width_candidates(tool.problem_of("tf32", 40, 6144, 3072, "nt"), [(64, 64)])
+    assert {c.swap for c, _, _, _ in nt} == {False}
+    calls = []
+    monkeypatch.setattr(tool, "precompile", lambda *a: calls.append(a) or tool.aot.Report("D"))
+    assert tool.main(["tf32", "--widths", "64x64", "--shapes", "40x6144x3072", "--layout",
+                      "tn", "--precompile", "D"]) == 0
+    assert calls[0][0] == ["tf32"] and calls[0][10] == [(64, 64)], calls
+    with pytest.raises(SystemExit):
+        tool.main(["high", "--widths", "64x64"])
     # 256-row tiles where built: unswapped, at most 192 wide.
     tall = tool.width_candidates(p, [(256, 160), (256, 224)])
     assert [(c.tile_m, c.tile_n, c.swap, c.cluster_m) for c, _, _, _ in tall] == [

@@ -30,11 +30,11 @@ block read B from L2), at every split from 1 to 16: what it is worth beside the 
 for products of a few dozen rows, or with ``--ring`` (sm90) the pick itself at each depth
 of its shared-memory ring in ``RING_DEPTHS`` that fits (the split, orientation, tile and
 cluster kept): a CTA's bytes in flight, which bound the few CTAs of a small-M product
-(``configs/sm90._NARROW_RING_STAGES``), or with ``--widths`` (sm90, 16-bit) unsplit
-cooperative 128-row tiles of those widths (or 256-row ones: ``256x160``) in both
-orientations (swapped: ``Config.swap``, the width along M; each where built so) in 1x1 and
-2x1 clusters: what a tile shape that fits the SMs' waves is worth beside the wave model's
-(``width_candidates``).  ``docs/performance.md`` quotes its output.  Each
+(``configs/sm90._NARROW_RING_STAGES``), or with ``--widths`` (sm90, 16-bit or "tf32")
+unsplit cooperative 128-row tiles of those widths (or 64- and 256-row ones: ``64x64``,
+``256x160``) in both orientations (swapped: ``Config.swap``, the width along M; each where
+built so; TF32 in its layout's) in 1x1 and 2x1 clusters: what a tile shape that fits the
+SMs' waves is worth beside the wave model's (``width_candidates``).  ``docs/performance.md`` quotes its output.  Each
 candidate is made the shape's schedule in the cache's tuned tier for its timing
 (``cache.trial_tuned``, which clears the plan caches around it), the mechanism
 ``cutematmul.tune`` uses, so it is a tool, not a library path.
@@ -275,19 +275,25 @@ def ring_candidates(problem: dispatch.Problem):
 
 
 def width_candidates(problem: dispatch.Problem, widths: list):
-    """(config, splits, transposed, label): an sm90 16-bit problem unsplit on cooperative tiles
-    of each of ``widths`` (a width: 128 rows; (rows, width): 256 rows too, the tall tiles), as
-    built (``Config.validate``: the ``_FINE_N`` widths swapped only, 256 rows unswapped and at
-    most 192 wide), unswapped and swapped (``Config.swap``: the rows over N, the width over
-    M), in 1x1 and 2x1 clusters; nothing for other families.  What a choice of tile shape to
-    fit the SMs' wave is worth beside the wave model's widths."""
-    if problem.family != "sm90" or problem.math not in ("float16", "bfloat16"):
+    """(config, splits, transposed, label): an sm90 16-bit or one-pass TF32 problem unsplit on
+    cooperative tiles of each of ``widths`` (a width: 128 rows; (rows, width): 64 or 256 rows,
+    the short and the tall tiles), as built (``Config.validate``: the ``_FINE_N`` widths
+    swapped only, 256 rows unswapped and at most 192 wide), unswapped and swapped
+    (``Config.swap``: the rows over N, the width over M; TF32 in its layout's orientation only,
+    ``configs.sm90.swaps``, on 32-wide K-tiles), in 1x1 and 2x1 clusters; nothing for other
+    families.  What a choice of tile shape to fit the SMs' wave, or a small M, is worth beside
+    the wave model's widths."""
+    if problem.family != "sm90" or problem.math not in ("float16", "bfloat16", "tf32"):
         return []
+    tf32 = problem.math == "tf32"
+    orientations = ((sm90.swaps(problem.math, problem.a_major, problem.b_major),) if tf32
+                    else (False, True))
+    extra = {"tile_k": 32, "epi_stages": sm90._TF32_EPI_STAGES} if tf32 else {}
     found = []
     tiles = [(128, w) if isinstance(w, int) else tuple(w) for w in widths]
-    for (tile_m, width), swap, cluster in itertools.product(tiles, (False, True), (1, 2)):
+    for (tile_m, width), swap, cluster in itertools.product(tiles, orientations, (1, 2)):
         config = replace(_config(sm90, tile_m, width, False, 1, (cluster, 1)), pdl=True,
-                         swap=swap)
+                         swap=swap, **extra)
         try:
             config.validate()
         except ValueError:
@@ -400,16 +406,18 @@ def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = Fa
 
 
 def _widths(text: str) -> list:
-    """``--widths``: comma-separated widths (128-row tiles) or ROWSxWIDTH (e.g. 256x160)."""
+    """``--widths``: comma-separated widths (128-row tiles) or ROWSxWIDTH (e.g. 256x160,
+    64x64)."""
     try:
         widths = [int(w) if "x" not in w else tuple(int(v) for v in w.split("x", 1))
                   for w in text.split(",")]
     except ValueError:
         widths = None
     if widths is None or not all(
-            w > 0 if isinstance(w, int) else w[0] in (128, 256) and w[1] > 0 for w in widths):
+            w > 0 if isinstance(w, int) else w[0] in (64, 128, 256) and w[1] > 0
+            for w in widths):
         raise argparse.ArgumentTypeError(
-            "--widths takes comma-separated widths or ROWSxWIDTH (rows 128 or 256), got "
+            "--widths takes comma-separated widths or ROWSxWIDTH (rows 64, 128 or 256), got "
             f"{text!r}")
     return widths
 
@@ -432,7 +440,8 @@ def main(argv=None) -> int:
     p.add_argument("--max-splits", type=int, metavar="N",
                    help="with --tuner: only schedules splitting K at most N ways")
     p.add_argument("--widths", type=_widths, metavar="W,RxW,...",
-                   help="sm90 16-bit: 128-row tiles of these widths (RxW: R rows, e.g. 256x160), "
+                   help="sm90 16-bit or tf32: 128-row tiles of these widths (RxW: R rows, e.g. "
+                        "256x160 or 64x64), "
                         "unswapped and swapped, 1x1 and 2x1, unsplit, instead of the menu")
     p.add_argument("--precompile", metavar="DIR",
                    help="build the kernels the sweep launches into DIR (no GPU), then exit")
@@ -453,8 +462,10 @@ def main(argv=None) -> int:
     if args.streaming and (args.which != "fp32" or args.tuner or args.occupancy or args.ring
                            or args.widths or args.clusters):
         p.error("--streaming is fp32's menu of its own: not with another dtype or menu")
-    if DTYPES.get(args.which) in _FP32_MODES and not (args.tuner or args.ring):
-        p.error(f"{args.which} sweeps the schedules of its own kernels: give --tuner or --ring")
+    if DTYPES.get(args.which) in _FP32_MODES and not (
+            args.tuner or args.ring or (args.widths and args.which == "tf32")):
+        p.error(f"{args.which} sweeps the schedules of its own kernels: give --tuner or --ring"
+                + (" (--widths: tf32 only)" if args.widths else ""))
     shapes = parse_shapes(args.shapes) if args.shapes else [(1, *s) for s in SHAPES]
     dtypes = [DTYPES[args.which]] if args.which in DTYPES else ["float16", "float32"]
     if args.precompile:
