@@ -123,6 +123,8 @@ REGISTER_CONFIGS = [
     ({"tile_m": 128, "tile_n": 32, "cluster_m": 2, "pdl": True, **TF32}, "mk"),
     # The unsplit 64 x 128 tile in 2x1 clusters (``configs.sm90._TF32_CLUSTER_SHORT``).
     ({"tile_m": 64, "tile_n": 128, "cluster_m": 2, "pdl": True, **TF32}, "mk"),
+    # A 64-wide swapped tile (measured by ``tools/sweep_schedule.py --widths``, not planned).
+    ({"tile_m": 64, "tile_n": 64, "pdl": True, "swap": True, **TF32}, "kn"),
 ]
 
 

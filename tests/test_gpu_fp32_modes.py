@@ -137,8 +137,9 @@ def test_clustered_tf32_with_tails(torch, layout):
 
 
 #: Forced one-pass TF32 schedules: (id, M, N, K, Config fields, splits, transposed).  Odd tile
-#: rows in a 2x1 cluster, split-K partials, stream-K, and the narrow tiles of a transposed
-#: small-M product; tails in M, N and K throughout (N a multiple of 4: an unaligned C would be
+#: rows in a 2x1 cluster (128 and 64 rows), split-K partials, stream-K, a 64-wide tile (the
+#: sweep's ``--widths``), and the narrow tiles of a transposed small-M product; tails in M, N
+#: and K throughout (N a multiple of 4: an unaligned C would be
 #: staged, and the forced launch would not be the planned one).
 TF32_SCHEDULES = [
     ("cluster", 300, 520, 1000, {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "pdl": True}, 1,
@@ -148,6 +149,7 @@ TF32_SCHEDULES = [
     ("streamk", 300, 200, 3000, {"tile_m": 128, "tile_n": 128, "streamk": True}, 1, False),
     ("cluster-64", 300, 1032, 1000, {"tile_m": 64, "tile_n": 128, "cluster_m": 2, "pdl": True},
      1, False),
+    ("narrow-64", 40, 1032, 1000, {"tile_m": 64, "tile_n": 64, "pdl": True}, 1, False),
     ("transposed", 24, 1032, 2000, {"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True},
      2, True),
 ]
