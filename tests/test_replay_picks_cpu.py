@@ -12,7 +12,8 @@ from cutematmul import launch
 from cutematmul.configs import sm90
 
 #: tt 196x3572x3788 (TF32): 128 x 192 in 3 splits under the L2 bound, 64 x 128 unsplit without
-#: it (the sixty-second session's A/B: 49.2 against 66.2 us).
+#: it (the sixty-second session's A/B: 49.2 against 66.2 us), with 64 x 128 unclustered as it
+#: was then (the fixture clears ``_TF32_CLUSTER_SHORT``: these tests are of the tool).
 PRODUCT = ("tf32", "tt", (1, 196, 3572, 3788))
 SPLIT = "sm90_128x192x32_c1x1_g8_s8_partials_pdl/s3"
 UNSPLIT = "sm90_64x128x32_c1x1_g8_s8_pdl/s1"
@@ -22,6 +23,7 @@ UNSPLIT = "sm90_64x128x32_c1x1_g8_s8_pdl/s1"
 def tool(monkeypatch):
     """The tool, with every constant a test sets restored and the plans forgotten after."""
     monkeypatch.setattr(sm90, "_TF32_L2_BANDWIDTH", sm90._TF32_L2_BANDWIDTH)
+    monkeypatch.setattr(sm90, "_TF32_CLUSTER_SHORT", ())
     monkeypatch.setitem(sm90._WIDE_UNSPLIT_EFFICIENCY, (128, 160),
                         sm90._WIDE_UNSPLIT_EFFICIENCY[(128, 160)])
     launch.clear_plans()
