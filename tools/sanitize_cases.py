@@ -230,14 +230,14 @@ def _forced_exactly(gen, m: int, n: int, k: int, layout: str, choice, mode, kern
 def _streamk(gen, quick: bool, poison: bool) -> int:
     """The sm90 kernel's stream-K schedule (partial tiles through a workspace, flags between
     CTAs) on products whose tiles straddle CTAs."""
-    from cutematmul.configs.sm90 import Config, epilogue_width
+    from cutematmul.configs.sm90 import Config, epilogue_width, tf32_fields
 
     count = 0
     for m, n, k, dtype, precision, (tm, tn), cluster in (STREAMK_CASES[:2] if quick
                                                          else STREAMK_CASES):
         a, b = _operands(m, n, k, "nn", dtype, gen)
         # TF32 tiles; the kernel swaps (C^T = B^T A^T) as B is N-major here ("nn").
-        extra = {"tile_k": 32, "epi_stages": 2, "swap": True} if dtype == "float32" else {}
+        extra = {**tf32_fields("tf32"), "swap": True} if dtype == "float32" else {}
         config = Config(tile_m=tm, tile_n=tn, cluster_m=cluster, epi_n=epilogue_width(tn),
                         streamk=True, **extra)
         what = f"streamk {dtype} {precision} {m}x{n}x{k}"
@@ -444,7 +444,7 @@ def tf32_forced_config(m: int, n: int, k: int, layout: str, fields: dict, transp
     K-major copy of one of an (m, n) pair (the smaller: ``dispatch.operand_copies``) and C^T's
     exchange where ``transposed``, are (k, n) (``configs.sm90.swaps``)."""
     from cutematmul import dispatch
-    from cutematmul.configs.sm90 import Config, swaps
+    from cutematmul.configs.sm90 import Config, swaps, tf32_fields
     from cutematmul.plan import transposed_majors
 
     stored = ("m" if layout[0] == "t" else "k", "k" if layout[1] == "t" else "n")
@@ -453,7 +453,7 @@ def tf32_forced_config(m: int, n: int, k: int, layout: str, fields: dict, transp
     majors = tuple(copy or major for copy, major in zip(copies, stored))
     if transposed:
         majors = transposed_majors(*majors)
-    return Config(tile_k=32, epi_stages=2, swap=swaps("tf32", *majors), **fields)
+    return Config(**tf32_fields("tf32"), swap=swaps("tf32", *majors), **fields)
 
 
 def _tf32_registers(gen, quick: bool, poison: bool) -> int:

@@ -34,9 +34,9 @@ cluster kept): a CTA's bytes in flight, which bound the few CTAs of a small-M pr
 unsplit cooperative 128-row tiles of those widths (or 64- and 256-row ones: ``64x64``,
 ``256x160``) in both orientations (swapped: ``Config.swap``, the width along M; each where
 built so; TF32 in its layout's) in 1x1 and 2x1 clusters: what a tile shape that fits the
-SMs' waves is worth beside the wave model's (``width_candidates``).  ``docs/performance.md`` quotes its output.  Each
-candidate is made the shape's schedule in the cache's tuned tier for its timing
-(``cache.trial_tuned``, which clears the plan caches around it), the mechanism
+SMs' waves is worth beside the wave model's (``width_candidates``).  ``docs/performance.md``
+quotes its output.  Each candidate is made the shape's schedule in the cache's tuned tier for
+its timing (``cache.trial_tuned``, which clears the plan caches around it), the mechanism
 ``cutematmul.tune`` uses, so it is a tool, not a library path.
 
 ``--precompile DIR`` needs no GPU: it builds the kernels of the picks and of every candidate the
@@ -288,7 +288,7 @@ def width_candidates(problem: dispatch.Problem, widths: list):
     tf32 = problem.math == "tf32"
     orientations = ((sm90.swaps(problem.math, problem.a_major, problem.b_major),) if tf32
                     else (False, True))
-    extra = {"tile_k": 32, "epi_stages": sm90._TF32_EPI_STAGES} if tf32 else {}
+    extra = sm90.tf32_fields(problem.math)
     found = []
     tiles = [(128, w) if isinstance(w, int) else tuple(w) for w in widths]
     for (tile_m, width), swap, cluster in itertools.product(tiles, orientations, (1, 2)):

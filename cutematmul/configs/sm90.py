@@ -303,6 +303,12 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
     return ("k" if copy_a else None), ("k" if copy_b else None)
 
 
+def tf32_fields(math: str) -> dict:
+    """The ``Config`` fields of every TF32 schedule (``math`` "tf32" or "tf32x3"): 32-wide
+    K-tiles of fp32 data and an epilogue ring ``_TF32_EPI_STAGES`` deep; none for 16-bit."""
+    return {"tile_k": _RATES[32][0], "epi_stages": _TF32_EPI_STAGES} if math in TF32 else {}
+
+
 def swaps(math: str, a_major: str, b_major: str) -> bool:
     """Whether the kernel computes C^T = B^T A^T itself (one-pass TF32 with an N-major B, the
     register operand): its tiles then cover (N, M), and ``choose_schedule``, ``candidates`` and
@@ -1527,7 +1533,7 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     if math == "tf32x3":
         efficiency = _PROMOTED_EFFICIENCY
         fewest = -(-promoted_sums(k) // _PROMOTED_CHAIN) if max_splits > 1 else 1
-    extra = {"tile_k": tile_k, "epi_stages": _TF32_EPI_STAGES} if tf32 else {}
+    extra = tf32_fields(math)
     # Not where the kernel would swap the transposed product back (one-pass TF32 with A
     # M-major and B K-major: C^T's majors are (k, n), ``swaps``), which gains nothing.
     if (transposable and transposes(m, n, batch, num_sms, max_splits)
