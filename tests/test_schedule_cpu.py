@@ -1953,7 +1953,7 @@ def test_the_unsplit_128x160_tile_has_its_own_price():
 
 
 def test_tn_skinny_products_leave_the_128x224_tile():
-    """``_ACROSS_SLOW_SKINNY`` (branch): tn products of at most 256 rows leave 128 x 224, whose
+    """``_ACROSS_SLOW_SKINNY``: tn products of at most 256 rows leave 128 x 224, whose
     B tile is 64-byte swizzled (tn 214x13680x8416: 114.6 us on it, 99.2 on 128 x 256 in 2x2
     clusters; H100, 63rd session), while larger tn products keep it (they lost 0.987x off it)."""
     assert _half_plan(214, 13680, 8416, "tn").key.config.tile_n != 224
