@@ -1022,7 +1022,7 @@ def test_simt_gemv_configs_refuse_what_the_kernel_cannot_run():
     assert mma.name == "simtm_16x128_t256_b2_pdl"
 
 
-def _half_plan(m, n, k, layout, dtype="float16", batch=1):
+def _auto_plan(m, n, k, layout, dtype="float16", batch=1):
     """The launch auto plans on an H200 for contiguous operands in ``layout``; ``dtype`` a math
     type (16-bit by default, or "tf32" and the other fp32 modes)."""
     transposed = (layout[0] == "t", layout[1] == "t")
@@ -1040,7 +1040,7 @@ def test_16_bit_few_rows_over_a_b_of_no_whole_vectors_stream_it_in_place(m, layo
     (``Config.mma``) past them, in the fewest rows of either that hold M, fp32 partials
     exactly where it splits (the reduction then writes C).  More rows stay on sm90."""
     n, k = (4099, 4096) if layout[1] == "n" else (4096, 4097)
-    work = _half_plan(m, n, k, layout)
+    work = _auto_plan(m, n, k, layout)
     major = "n" if layout[1] == "n" else "k"
     if m > simt.HALF_GEMV_MAX_M[major]:
         assert work.key.family == "sm90", work.key
@@ -1070,7 +1070,7 @@ def test_16_bit_products_of_65_to_128_rows_stream_where_their_grid_fills_the_mac
     (``configs.simt.STREAM_FILL``, ``STREAM_PARTIALS``) where those CTAs fill 85% of an
     H200's SMs and their fp32 partials stay within a quarter of B's bytes, else on sm90 over
     a copy of B."""
-    work = _half_plan(m, n, k, layout)
+    work = _auto_plan(m, n, k, layout)
     assert (work.key.family == "simt") == streams, (m, n, k, layout, work.key)
     if streams:
         config = work.key.config
@@ -1086,7 +1086,7 @@ def test_16_bit_products_that_tma_reads_or_of_more_rows_stay_on_tensor_cores():
     for m, n, k, layout in ((8, 4096, 4096, "nn"), (most["n"] + 1, 4099, 4096, "nn"),
                             (most["k"] + 1, 4096, 4097, "nt"),
                             (8, 4096, 4097, "tt"), (1, 4096, 4104, "nt")):
-        work = _half_plan(m, n, k, layout, "bfloat16")
+        work = _auto_plan(m, n, k, layout, "bfloat16")
         assert isinstance(work, launch.Launch) and work.key.family == "sm90", (m, n, k, work)
 
 
@@ -1097,10 +1097,10 @@ def test_16_bit_few_columns_over_an_a_of_no_whole_vectors_stream_c_transposed(la
     workspace, where the transposed majors read well; an N-major B under a K-major A ("nn")
     would make B^T M-major over a K-major A^T, so that stays on sm90."""
     m, k = (4097, 4096) if layout[0] == "t" else (4096, 4097)
-    work = _half_plan(m, 3, k, layout)
+    work = _auto_plan(m, 3, k, layout)
     assert work.key.family == "simt" and work.transposed and work.key.config.partials, work
     assert work.reduce is not None and work.prep is None
-    assert _half_plan(4096, 3, 4097, "nn").key.family == "sm90"
+    assert _auto_plan(4096, 3, 4097, "nn").key.family == "sm90"
 
 
 @pytest.mark.parametrize("case", ["rows", "columns"])
@@ -1144,7 +1144,7 @@ def test_the_xla_route_streams_16_bit_rows_in_place_as_the_pointer_route_does(dt
         (4097, 3, 4096, "tn"), (4096, 3, 4097, "nt"), (4096, 3, 4097, "nn"),
         (8, 4096, 4096, "nn"), (1, 4096, 4104, "nt")]
     for m, n, k, layout in shapes:
-        work = _half_plan(m, n, k, layout, dtype)
+        work = _auto_plan(m, n, k, layout, dtype)
         plan = xla.xla_plan((9, 0), 132, dtype, "highest", "auto", m, n, k, 1,
                             layout[0] == "t", layout[1] == "t", True, True)
         assert plan.family.name == work.key.family, (m, n, k, layout, plan, work.key)
@@ -1906,7 +1906,7 @@ def test_swapped_wide_schedules_are_the_measured_kind_only():
 def test_small_tf32_products_run_unsplit_where_the_reduction_costs_more(m, n, k, layout):
     """One-pass TF32 pays the reduction's 6 us (``configs.sm90._RATES``, the 16-bit price): tt
     60x5980x1464 ran 19.6 us unsplit on 64 x 128 and 23.1 in 2 splits (H100, 62nd session)."""
-    work = _half_plan(m, n, k, layout, "tf32")
+    work = _auto_plan(m, n, k, layout, "tf32")
     config, splits = work.key.config, work.splits
     assert splits == 1 and (config.tile_m, config.tile_n) == (64, 128), config
 
@@ -1918,7 +1918,7 @@ def test_many_narrow_tf32_tiles_over_a_long_k_are_bounded_by_l2(m, n, k):
     (``_TF32_CLUSTER_SHORT``) they read half of B from L2 and take the first two (tt
     208x3560x3376: 40.5 us on 128 x 192 in 3 splits, 39.9 on 64 x 128 in 2x1); the longest K
     keeps a wide split tile."""
-    work = _half_plan(m, n, k, "tt", "tf32")
+    work = _auto_plan(m, n, k, "tt", "tf32")
     config, splits = work.key.config, work.splits
     if k < 4096:
         assert (config.tile_m, config.tile_n, config.cluster_m, splits) == (64, 128, 2, 1)
@@ -1938,10 +1938,10 @@ def test_the_unsplit_128x160_tile_has_its_own_price():
     """``_WIDE_UNSPLIT_EFFICIENCY``: nt 3184x3104x2648 ran 101.5 us on 128 x 160 and 88.3 on
     128 x 224 (H100, 62nd session); split products keep the tile's price, so a skinny N that
     fits one 160-wide column stays on it (nt 2456x157x4664: 21.1 us there, 26.4 on 64 x 128)."""
-    work = _half_plan(3184, 3104, 2648, "nt", "float16")
+    work = _auto_plan(3184, 3104, 2648, "nt", "float16")
     config, splits = work.key.config, work.splits
     assert (config.tile_n, splits) == (224, 1), config
-    work = _half_plan(2456, 157, 4664, "nt", "float16")
+    work = _auto_plan(2456, 157, 4664, "nt", "float16")
     config, splits = work.key.config, work.splits
     assert config.tile_n == 160 and splits > 1, config
     rate = waves.Rate(5e12, 1, 2, 2, 4, unsplit_efficiency=0.5)
@@ -1956,8 +1956,8 @@ def test_tn_skinny_products_leave_the_128x224_tile():
     """``_ACROSS_SLOW_SKINNY``: tn products of at most 256 rows leave 128 x 224, whose
     B tile is 64-byte swizzled (tn 214x13680x8416: 114.6 us on it, 99.2 on 128 x 256 in 2x2
     clusters; H100, 63rd session), while larger tn products keep it (they lost 0.987x off it)."""
-    assert _half_plan(214, 13680, 8416, "tn").key.config.tile_n != 224
+    assert _auto_plan(214, 13680, 8416, "tn").key.config.tile_n != 224
     sizes = [(m, n, 8192) for m in range(129, 257, 17) for n in range(2048, 16385, 1792)]
-    assert all(_half_plan(m, n, k, "tn").key.config.tile_n != 224 for m, n, k in sizes)
-    kept = [_half_plan(m, 13680, 8416, "tn").key.config.tile_n for m in range(512, 4097, 384)]
+    assert all(_auto_plan(m, n, k, "tn").key.config.tile_n != 224 for m, n, k in sizes)
+    kept = [_auto_plan(m, 13680, 8416, "tn").key.config.tile_n for m in range(512, 4097, 384)]
     assert 224 in kept, kept
