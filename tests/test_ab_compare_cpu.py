@@ -85,7 +85,7 @@ def test_run_alternates_the_trees_each_on_its_own_kernel_cache(tmp_path, monkeyp
     tool.run(tmp_path, rounds=2)
     assert [name for name, _, _ in calls] == ["base", "head", "base", "head"]
     for name, argv, env in calls:
-        assert argv == ["--cases", str(tmp_path / "cases")]
+        assert argv == ["--cases", str(tmp_path / "cases"), "--recheck", "0"]
         assert env == {"CUTEMATMUL_CACHE_DIR": str(tmp_path / name / "cache")}
     assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [
         "base-1.log", "base-2.log", "head-1.log", "head-2.log"]

@@ -148,3 +148,35 @@ def test_a_class_line_names_its_least_product():
     assert line == (f"class mid: geometric mean {mean:.3f}x cuBLAS, least 0.78x (float16 nt "
                     f"1x3184x3104x2648), 3 products")
     assert tool.parse_result(line) is None
+
+
+def test_products_timed_slow_are_timed_twice_more_and_reported_at_the_medians(capsys):
+    """``run``: a product below ``--recheck`` x cuBLAS is measured three times, its line and
+    its class's figures carry each side's median, and a line after it all three timings; one
+    above it is measured once; ``--recheck 0`` measures each once."""
+    tool = _tool()
+    slow = ("decode", "float16", "highest", "nn", 1, 3272, 6304, 1)
+    fast = ("decode", "float16", "highest", "nn", 1, 3672, 6712, 1)
+    timings = {slow: [(19.5, 68.2), (19.6, 16.8), (19.4, 17.0)], fast: [(24.0, 20.6)]}
+    calls = []
+
+    def measure(case):
+        calls.append(case)
+        cublas, ours = timings[case][sum(c == case for c in calls) - 1]
+        return cublas, ours, 2e-4, "sm90_64x16x64_c2x1_g8_s12_pdl_swap s1"
+
+    tool.run([slow, fast], measure=measure)
+    assert calls == [slow, slow, slow, fast]
+    lines = capsys.readouterr().out.splitlines()
+    assert tool.parse_result(lines[0])[1:3] == (19.5, 17.0)
+    assert lines[1] == ("  re-timed below 0.90x: cuBLAS 19.5 / 19.6 / 19.4 us, cutematmul "
+                        "68.2 / 16.8 / 17.0 us (medians above)")
+    assert tool.parse_result(lines[2])[1:3] == (24.0, 20.6)
+    assert lines[3].startswith("class decode: geometric mean ")
+    assert f"least {19.5 / 17.0:.2f}x" in lines[3]
+
+    calls.clear()
+    timings[slow] = [(19.5, 68.2)]
+    tool.run([slow], recheck=0, measure=measure)
+    assert calls == [slow]
+    assert tool.parse_result(capsys.readouterr().out.splitlines()[0])[1:3] == (19.5, 68.2)
