@@ -186,6 +186,51 @@ def tf32_swap(layout: str, transposed: bool, m: int, n: int) -> bool:
     return layout[0] == "t" if transposed else layout == "nn"
 
 
+#: Forced one-pass TF32 schedules of ``test_gpu_fp32_modes.py`` (``test_tf32_cpu.py`` checks
+#: that each is the planned launch in every layout): (id, M, N, K, Config fields, splits,
+#: transposed).  Odd tile
+#: rows in a 2x1 cluster (128 and 64 rows), split-K partials, stream-K, a 64-wide tile (the
+#: sweep's ``--widths``), and the narrow tiles of a transposed small-M product; tails in M, N
+#: and K throughout (N a multiple of 4: an unaligned C would be
+#: staged, and the forced launch would not be the planned one).
+TF32_SCHEDULES = [
+    ("cluster", 300, 520, 1000, {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "pdl": True}, 1,
+     False),
+    ("split", 200, 264, 3000, {"tile_m": 128, "tile_n": 128, "partials": True, "pdl": True}, 3,
+     False),
+    ("streamk", 300, 200, 3000, {"tile_m": 128, "tile_n": 128, "streamk": True}, 1, False),
+    ("cluster-64", 300, 1032, 1000, {"tile_m": 64, "tile_n": 128, "cluster_m": 2, "pdl": True},
+     1, False),
+    ("narrow-64", 40, 1032, 1000, {"tile_m": 64, "tile_n": 64, "pdl": True}, 1, False),
+    ("transposed", 24, 1032, 2000, {"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True},
+     2, True),
+]
+
+
+#: Forced narrow-N one-pass TF32 schedules (untransposed, N <= 32: ``configs.sm90.narrow_n``):
+#: (id, M, N, K, Config fields, splits).  C stored by the kernel (64-row tiles, and 128-row ones
+#: in a 2x1 cluster with an odd count of tile rows), and split-K partials; tails in M and K.
+TF32_NARROW = [
+    ("store-64", 1000, 24, 2000, {"tile_m": 64, "tile_n": 32, "pdl": True}, 1),
+    ("store-128-2x1", 1400, 16, 1000, {"tile_m": 128, "tile_n": 16, "epi_n": 16,
+                                       "cluster_m": 2, "pdl": True}, 1),
+    ("split", 1500, 8, 4100, {"tile_m": 64, "tile_n": 16, "epi_n": 16, "partials": True,
+                              "pdl": True}, 3),
+]
+
+
+def tf32_forced_choice(schedule: tuple, layout: str) -> tuple:
+    """(config, splits, transposed) of a ``TF32_SCHEDULES`` or ``TF32_NARROW`` entry forced in
+    ``layout``: the TF32 Config fields (32-wide K-tiles, the epilogue ring), the entry's, and
+    the swap its layout implies (``tf32_swap``; narrow-N schedules never swap)."""
+    from cutematmul.configs.sm90 import Config, tf32_fields
+
+    _, m, n, _, fields, splits, *rest = schedule
+    transposed = bool(rest and rest[0])
+    swap = tf32_swap(layout, transposed, m, n) if rest else False
+    return Config(**tf32_fields("tf32"), swap=swap, **fields), splits, transposed
+
+
 def forced_runs(a, b, choose, holds, repeats: int = 1, **call) -> list:
     """``repeats`` products ``a @ b`` (torch arrays on the GPU), each into a fresh NaN-poisoned
     ``out``, with the schedule ``choose(planned launch)`` returns, (config, splits, transposed),

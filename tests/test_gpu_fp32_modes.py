@@ -21,7 +21,8 @@ import pytest
 import cutematmul
 from conftest import require_module
 from cutematmul.configs import simt
-from helpers import TOLERANCE, dispatched, relative_error, tf32_swap, to_numpy
+from helpers import (TF32_NARROW, TF32_SCHEDULES, TOLERANCE, dispatched, relative_error,
+                     tf32_forced_choice, to_numpy)
 
 pytestmark = pytest.mark.gpu
 
@@ -136,23 +137,6 @@ def test_clustered_tf32_with_tails(torch, layout):
     assert err <= TF32_BOUND
 
 
-#: Forced one-pass TF32 schedules: (id, M, N, K, Config fields, splits, transposed).  Odd tile
-#: rows in a 2x1 cluster (128 and 64 rows), split-K partials, stream-K, a 64-wide tile (the
-#: sweep's ``--widths``), and the narrow tiles of a transposed small-M product; tails in M, N
-#: and K throughout (N a multiple of 4: an unaligned C would be
-#: staged, and the forced launch would not be the planned one).
-TF32_SCHEDULES = [
-    ("cluster", 300, 520, 1000, {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "pdl": True}, 1,
-     False),
-    ("split", 200, 264, 3000, {"tile_m": 128, "tile_n": 128, "partials": True, "pdl": True}, 3,
-     False),
-    ("streamk", 300, 200, 3000, {"tile_m": 128, "tile_n": 128, "streamk": True}, 1, False),
-    ("cluster-64", 300, 1032, 1000, {"tile_m": 64, "tile_n": 128, "cluster_m": 2, "pdl": True},
-     1, False),
-    ("narrow-64", 40, 1032, 1000, {"tile_m": 64, "tile_n": 64, "pdl": True}, 1, False),
-    ("transposed", 24, 1032, 2000, {"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True},
-     2, True),
-]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -163,30 +147,15 @@ def test_tf32_reads_transposed_operands_in_place(torch, schedule, layout):
     the kernel has, forced through the tuned tier and checked to be the planned launch."""
     if not _tf32_capable():
         pytest.skip("the TF32 kernels need an sm_90 GPU")
-    from cutematmul.configs.sm90 import Config
-
-    _, m, n, k, fields, splits, transposed = schedule
-    config = Config(tile_k=32, epi_stages=2, swap=tf32_swap(layout, transposed, m, n), **fields)
+    _, m, n, k, *_ = schedule
     a, b = _operands(torch, m, n, k, layout, 17)
-    with _forced(a, b, (config, splits, transposed), "tf32", "sm90") as forced:
+    with _forced(a, b, tf32_forced_choice(schedule, layout), "tf32", "sm90") as forced:
         # nt reads both operands K-major from shared memory; the others have a register operand.
         registers = (forced.key.a_major, forced.key.b_major) != ("k", "k")
         assert registers == (layout != "nt"), forced.key
         assert (forced.prep is not None) == (layout == "tn"), forced.prep
         err, _ = _errors(torch, a, b, "tf32")
     assert err <= TF32_BOUND, f"{schedule[0]} {layout}: TF32 error {err:.3g}"
-
-
-#: Forced narrow-N one-pass TF32 schedules (untransposed, N <= 32: ``configs.sm90.narrow_n``):
-#: (id, M, N, K, Config fields, splits).  C stored by the kernel (64-row tiles, and 128-row ones
-#: in a 2x1 cluster with an odd count of tile rows), and split-K partials; tails in M and K.
-TF32_NARROW = [
-    ("store-64", 1000, 24, 2000, {"tile_m": 64, "tile_n": 32, "pdl": True}, 1),
-    ("store-128-2x1", 1400, 16, 1000, {"tile_m": 128, "tile_n": 16, "epi_n": 16,
-                                       "cluster_m": 2, "pdl": True}, 1),
-    ("split", 1500, 8, 4100, {"tile_m": 64, "tile_n": 16, "epi_n": 16, "partials": True,
-                              "pdl": True}, 3),
-]
 
 
 @pytest.mark.parametrize("layout", ["nt", "tt", "tn"])
@@ -199,15 +168,12 @@ def test_tf32_small_n_runs_on_the_narrow_tiles(torch, schedule, layout):
         pytest.skip("the TF32 kernels need an sm_90 GPU")
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
-    from cutematmul.configs.sm90 import Config
-
-    _, m, n, k, fields, splits = schedule
+    _, m, n, k, *_ = schedule
     a, b = _operands(torch, m, n, k, layout, 19)
     planned = launch.planned_launch(adapter_for(a), a, b, precision="tf32", kernel="sm90")
     assert planned.key.config.tile_n <= 32 and not planned.transposed, planned.key
     assert not planned.key.config.swap, planned.key
-    config = Config(tile_k=32, epi_stages=2, **fields)
-    with _forced(a, b, (config, splits, False), "tf32", "sm90") as forced:
+    with _forced(a, b, tf32_forced_choice(schedule, layout), "tf32", "sm90") as forced:
         assert (forced.prep is not None) == (layout == "tn"), forced.prep
         err, _ = _errors(torch, a, b, "tf32")
     assert err <= TF32_BOUND, f"{schedule[0]} {layout}: TF32 error {err:.3g}"
