@@ -188,11 +188,10 @@ def tf32_swap(layout: str, transposed: bool, m: int, n: int) -> bool:
 
 #: Forced one-pass TF32 schedules of ``test_gpu_fp32_modes.py`` (``test_tf32_cpu.py`` checks
 #: that each is the planned launch in every layout): (id, M, N, K, Config fields, splits,
-#: transposed).  Odd tile
-#: rows in a 2x1 cluster (128 and 64 rows), split-K partials, stream-K, a 64-wide tile (the
-#: sweep's ``--widths``), and the narrow tiles of a transposed small-M product; tails in M, N
-#: and K throughout (N a multiple of 4: an unaligned C would be
-#: staged, and the forced launch would not be the planned one).
+#: transposed).  Odd tile rows in a 2x1 cluster (128 and 64 rows), split-K partials, stream-K,
+#: a 64-wide tile (the sweep's ``--widths``), and the narrow tiles of a transposed small-M
+#: product; tails in M, N and K throughout (N a multiple of 4: an unaligned C would be staged,
+#: and the forced launch would not be the planned one).
 TF32_SCHEDULES = [
     ("cluster", 300, 520, 1000, {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "pdl": True}, 1,
      False),
@@ -229,6 +228,28 @@ def tf32_forced_choice(schedule: tuple, layout: str) -> tuple:
     transposed = bool(rest and rest[0])
     swap = tf32_swap(layout, transposed, m, n) if rest else False
     return Config(**tf32_fields("tf32"), swap=swap, **fields), splits, transposed
+
+
+def forced_tf32_plan(choice: tuple, m: int, n: int, k: int, layout: str):
+    """The launch planned on an H200 (sm_90, 132 SMs) for a one-pass TF32 product of
+    contiguous operands in ``layout`` with ``choice`` (config, splits, transposed) in the tuned
+    tier, asserted to be exactly that schedule, swapped as the kernel's own rule says
+    (``Sm90Hgemm`` refuses any other: C^T = B^T A^T exactly when the operands it reads are
+    (k, n)).  No GPU: a forced case that the planner would turn into another kernel fails
+    here, not on the device."""
+    from cutematmul import cache, launch
+    from cutematmul.configs.sm90 import swaps
+
+    transposed = (layout[0] == "t", layout[1] == "t")
+    planned = launch.contiguous_plan(("sm90",), (9, 0), 132, "tf32", m, n, k, 1, transposed)
+    with cache.trial_tuned(planned.problem, choice):
+        forced = launch.contiguous_plan(("sm90",), (9, 0), 132, "tf32", m, n, k, 1, transposed,
+                                        tuned=True)
+    key = forced.key
+    assert (key.config, forced.splits, forced.transposed) == choice, (
+        m, n, k, layout, key.config, forced.splits)
+    assert key.config.swap == swaps("tf32", key.a_major, key.b_major), (m, n, k, layout)
+    return forced
 
 
 def forced_runs(a, b, choose, holds, repeats: int = 1, **call) -> list:

@@ -137,8 +137,6 @@ def test_clustered_tf32_with_tails(torch, layout):
     assert err <= TF32_BOUND
 
 
-
-
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("schedule", TF32_SCHEDULES, ids=lambda s: s[0])
 def test_tf32_reads_transposed_operands_in_place(torch, schedule, layout):
@@ -168,6 +166,7 @@ def test_tf32_small_n_runs_on_the_narrow_tiles(torch, schedule, layout):
         pytest.skip("the TF32 kernels need an sm_90 GPU")
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
+
     _, m, n, k, *_ = schedule
     a, b = _operands(torch, m, n, k, layout, 19)
     planned = launch.planned_launch(adapter_for(a), a, b, precision="tf32", kernel="sm90")

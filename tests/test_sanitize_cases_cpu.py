@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from helpers import load_tool
+from helpers import forced_tf32_plan, load_tool
 
 _SOURCE = Path(__file__).resolve().parents[1] / "tools" / "sanitize_cases.py"
 #: What a 16-bit call on an H200 plans over: the automatic family order, capability, SM count.
@@ -154,27 +154,15 @@ def test_jax_cases_reach_what_they_are_meant_to():
 
 def test_forced_tf32_schedules_are_the_planned_ones(monkeypatch):
     """Each TF32 register case, forced in each layout (``tf32_forced_config``), is the launch's
-    plan: the swap follows which operand of an (m, n) pair the launch copies K-major (the
-    smaller one), so the kernel is never asked for (k, n) operands unswapped."""
-    from cutematmul import cache, launch
-    from cutematmul.configs import sm90
-
+    plan (``forced_tf32_plan``): the swap follows which operand of an (m, n) pair the launch
+    copies K-major (the smaller one), so the kernel is never asked for (k, n) operands
+    unswapped."""
     tool = _tool_without_torch(monkeypatch)
     for m, n, k, fields, splits, transposed in tool.TF32_CASES:
         for layout in ("nn", "tn", "nt", "tt"):
-            ta, tb = layout[0] == "t", layout[1] == "t"
             choice = (tool.tf32_forced_config(m, n, k, layout, fields, transposed), splits,
                       transposed)
-            problem = launch.contiguous_plan(("sm90",), (9, 0), 132, "tf32", m, n, k, 1,
-                                             (ta, tb)).problem
-            with cache.trial_tuned(problem, choice):
-                work = launch.contiguous_plan(("sm90",), (9, 0), 132, "tf32", m, n, k, 1,
-                                              (ta, tb), tuned=True)
-            assert (work.key.config, work.splits, work.transposed) == choice, (m, n, layout)
-            # The kernel's own rule (``Sm90Hgemm`` refuses any other): it swaps exactly when
-            # the operands it reads are (k, n).
-            key = work.key
-            assert key.config.swap == sm90.swaps("tf32", key.a_major, key.b_major), (m, n, layout)
+            forced_tf32_plan(choice, m, n, k, layout)
 
 
 def test_gemv16_cases_run_on_the_row_streaming_kernel():

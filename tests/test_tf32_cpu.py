@@ -15,6 +15,7 @@ import pytest
 from cutematmul import dispatch, launch
 from cutematmul.configs import simt, sm90
 from cutematmul.plan import plan_gemm
+from helpers import TF32_NARROW, TF32_SCHEDULES, forced_tf32_plan, tf32_forced_choice
 
 HOPPER, AMPERE = (9, 0), (8, 0)
 SM90, SIMT = dispatch.FAMILIES["sm90"], dispatch.FAMILIES["simt"]
@@ -431,29 +432,16 @@ def test_precompile_builds_the_fp32_copies_and_the_kernels_that_read_them():
 def test_forced_tf32_gpu_cases_are_the_planned_launches(layout):
     """Each forced one-pass TF32 schedule of ``test_gpu_fp32_modes.py`` (``TF32_SCHEDULES`` in
     every layout, ``TF32_NARROW`` in the three it runs) is exactly the launch planned on an
-    H200 with it in the tuned tier, so a GPU run never spends its time on a case the planner
-    would turn into another kernel; the narrow-N products are planned untransposed on a narrow
-    tile, unswapped, without it."""
-    from cutematmul import cache
-    from helpers import TF32_NARROW, TF32_SCHEDULES, tf32_forced_choice
-
+    H200 with it in the tuned tier (``forced_tf32_plan``), so a GPU run never spends its time
+    on a case the planner would turn into another kernel; the narrow-N products are planned
+    untransposed on a narrow tile, unswapped, without it."""
     narrow = [s for s in TF32_NARROW if layout != "nn"]
     for schedule in [*TF32_SCHEDULES, *narrow]:
         _, m, n, k, *_ = schedule
-        choice = tf32_forced_choice(schedule, layout)
-        transposed = (layout[0] == "t", layout[1] == "t")
-        planned = launch.contiguous_plan(("sm90",), (9, 0), 132, "tf32", m, n, k, 1, transposed)
         if schedule in narrow:
+            planned = launch.contiguous_plan(("sm90",), (9, 0), 132, "tf32", m, n, k, 1,
+                                             (layout[0] == "t", layout[1] == "t"))
             config = planned.key.config
             assert config.tile_n <= 32 and not config.swap and not planned.transposed, (
                 schedule[0], layout, config)
-        with cache.trial_tuned(planned.problem, choice):
-            forced = launch.contiguous_plan(("sm90",), (9, 0), 132, "tf32", m, n, k, 1,
-                                            transposed, tuned=True)
-        assert (forced.key.config, forced.splits, forced.transposed) == choice, (
-            schedule[0], layout, forced.key.config, forced.splits)
-        # The kernel's own rule (``Sm90Hgemm`` refuses any other): it swaps exactly when the
-        # operands it reads are (k, n).
-        key = forced.key
-        assert key.config.swap == sm90.swaps("tf32", key.a_major, key.b_major), (
-            schedule[0], layout)
+        forced_tf32_plan(tf32_forced_choice(schedule, layout), m, n, k, layout)
