@@ -201,6 +201,8 @@ TF32_SCHEDULES = [
     ("cluster-64", 300, 1032, 1000, {"tile_m": 64, "tile_n": 128, "cluster_m": 2, "pdl": True},
      1, False),
     ("narrow-64", 40, 1032, 1000, {"tile_m": 64, "tile_n": 64, "pdl": True}, 1, False),
+    ("narrow-64-split", 56, 1032, 3000, {"tile_m": 64, "tile_n": 64, "partials": True,
+                                         "pdl": True}, 2, False),
     ("transposed", 24, 1032, 2000, {"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True},
      2, True),
 ]

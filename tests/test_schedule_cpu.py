@@ -829,6 +829,24 @@ def test_odd_tile_rows_that_spill_a_wave_in_clusters_run_unclustered(layout):
     assert splits > 1 and config.cluster_m == 2, (config, splits)
 
 
+def test_swapped_tf32_products_of_one_tile_column_take_the_64_wide_tile():
+    """One-pass TF32 products of M <= 64 whose kernel swaps (nn, and tn through its K-major
+    copy of A) run on 64 x 64 tiles over (N, M) (``_TF32_ONE_ROW_EFFICIENCY``): the same CTAs
+    as 64 x 128, less of each empty.  M = 96 spans two such columns and keeps 64 x 128; the
+    unswapped layouts (nt, tt) are never offered the tile."""
+    for layout in ("nn", "tn", "nt", "tt"):
+        swapped = layout in ("nn", "tn")
+        for m, n, k in ((40, 6144, 3072), (64, 6144, 3072), (48, 3072, 1024), (96, 6144, 3072)):
+            work = launch.contiguous_plan(("sm90",), (9, 0), 132, "tf32", m, n, k, 1,
+                                          (layout[0] == "t", layout[1] == "t"))
+            config = work.key.config
+            assert config.swap == swapped and not work.transposed, (layout, m, config)
+            narrow = (config.tile_m, config.tile_n) == (64, 64)
+            assert narrow == (swapped and m <= 64), (layout, m, n, k, config, work.splits)
+            if narrow:
+                assert config.cluster_m == 1 and work.splits == 1, (layout, m, config)
+
+
 def test_one_pass_tf32_clusters_odd_tile_rows_where_it_pays():
     """Unsplit one-pass TF32 runs in 2x1 clusters from two tile rows on (128 rows, or 64 where
     the kernel does not swap), an odd count too; what runs unclustered (splits, one tile row,

@@ -437,6 +437,8 @@ TF32_CASES = [(300, 520, 1000, {"tile_m": 128, "tile_n": 256, "cluster_m": 2, "p
               (300, 1032, 1000, {"tile_m": 64, "tile_n": 128, "cluster_m": 2, "pdl": True},
                1, False),
               (40, 1032, 1000, {"tile_m": 64, "tile_n": 64, "pdl": True}, 1, False),
+              (56, 1032, 3000, {"tile_m": 64, "tile_n": 64, "partials": True, "pdl": True},
+               2, False),
               (24, 1032, 2000, {"tile_m": 64, "tile_n": 32, "partials": True, "pdl": True},
                2, True)]
 
@@ -462,7 +464,7 @@ def tf32_forced_config(m: int, n: int, k: int, layout: str, fields: dict, transp
 def _tf32_registers(gen, quick: bool, poison: bool) -> int:
     """The sm90 kernel's one-pass TF32 with A from registers: unsplit clustered products with
     odd tile rows (128 and 64 rows), split-K partials, stream-K (its workspace), the 64 x 64
-    tile and a transposed small-M product, each in all four layouts."""
+    tile unsplit and split, and a transposed small-M product, each in all four layouts."""
     count = 0
     for m, n, k, fields, splits, transposed in TF32_CASES[:1] if quick else TF32_CASES:
         for layout in ("nn", "tn", "nt", "tt"):

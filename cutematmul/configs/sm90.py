@@ -687,6 +687,17 @@ _TF32_CLUSTER = (2, 1)
 #: K-tile slowest where the last tile column over M is nearly empty (M = 40: 0.35 us per K-tile
 #: at 48 CTAs, M = 124: 0.23), which 2x1 helps at 48 CTAs (0.25) but not at 96 (0.45 -> 0.48).
 _TF32_CLUSTER_SHORT = ((64, 128),)
+#: The 64 x 64 tile (``_ONE_ROW_TILE``) offered to swapped one-pass TF32 products of M <= 64 at
+#: this efficiency (priced unclustered, at ``_ONE_ROW_SATURATION``): one tile column over M, as
+#: 64 x 128 has, with less of it empty, so the same CTAs at 0.6-0.7 of the time per K-tile.
+#: H100, 2026-12-07, tn, unsplit, L2-cold, us, 64 x 64 / 64 x 128 / 128 x 128 (the pick before;
+#: cuBLAS TF32): 40x3072x1024 12.4 / 14.8 / 16.5 (14.7; 13.1), 40x6144x1024 14.0 / 18.1 / 16.8
+#: (18.2; 18.7), 40x6144x3072 33.0 / 46.9 / 46.5 (128 x 128 in 5 splits 42.9; 37.2),
+#: 64x6144x3072 32.7 / 44.6 / 40.1 (45.0; 39.5), 40x3072x3072 25.8 / 37.2 / 36.5 (5 splits 25.4;
+#: 23.8); 2x1 clusters within 1-3% either way.  At M = 96 (two tile columns) it lost: 96x6144x3072
+#: 56.2 against 64 x 128's 40.8.  0.4 puts the model's 64 x 64 / 64 x 128 ratio at K = 3072 at
+#: 0.69-0.73 (measured 0.69-0.73).  Branch, unmeasured held out.
+_TF32_ONE_ROW_EFFICIENCY = 0.4
 #: One-pass TF32 schedules that run unclustered (split ones, 64-row tiles, one tile row, and
 #: the unsplit variant ``_UNCLUSTERED``) are priced at this fraction of the tile's efficiency,
 #: the level of 2x1 clusters.  H100, 2026-12-06, L2-cold tuner sweeps, us, 2x1 / 1x1:
@@ -1578,6 +1589,9 @@ def _space(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         # Priced unclustered: its split schedules run so, and unsplit over N <= 64 an odd count
         # of tile rows leaves one CTA idle in one tile column only.
         tiles[_ONE_ROW_TILE[0]] = (_ONE_ROW_TILE[1], rate._replace(saturation=_ONE_ROW_SATURATION))
+    if math == "tf32" and swapped and n <= one_row:  # M <= 64, along the tile's N here
+        tiles[_ONE_ROW_TILE[0]] = (_TF32_ONE_ROW_EFFICIENCY,
+                                   rate._replace(saturation=_ONE_ROW_SATURATION))
     if math in _CLUSTERED_MATH and walked <= _PINGPONG_MAX_K:
         pingpong = in_clusters if _cluster_m(math, _PINGPONG_TILE[0][:2], m, 1) > 1 else rate
         tiles[_PINGPONG_TILE[0]] = (_PINGPONG_TILE[1], pingpong._replace(
