@@ -696,7 +696,10 @@ _TF32_CLUSTER_SHORT = ((64, 128),)
 #: 64x6144x3072 32.7 / 44.6 / 40.1 (45.0; 39.5), 40x3072x3072 25.8 / 37.2 / 36.5 (5 splits 25.4;
 #: 23.8); 2x1 clusters within 1-3% either way.  At M = 96 (two tile columns) it lost: 96x6144x3072
 #: 56.2 against 64 x 128's 40.8.  0.4 puts the model's 64 x 64 / 64 x 128 ratio at K = 3072 at
-#: 0.69-0.73 (measured 0.69-0.73).  Branch, unmeasured held out.
+#: 0.69-0.73 (measured 0.69-0.73).  Held out (H100, 2026-12-07, ``tools/ab_compare.py``, two
+#: rounds): the 84 tf32T tn products of seeds 3200-3399 whose pick it moves (34 to it
+#: unsplit, 50 split) ran 1.158x faster, none slower (1.028-1.578x; 56x4492x1384 24.1 ->
+#: 15.3 us), x cuBLAS TF32 0.878x -> 1.02-1.04x.
 _TF32_ONE_ROW_EFFICIENCY = 0.4
 #: One-pass TF32 schedules that run unclustered (split ones, 64-row tiles, one tile row, and
 #: the unsplit variant ``_UNCLUSTERED``) are priced at this fraction of the tile's efficiency,
