@@ -65,6 +65,22 @@ _MMA_THREADS = {8: 256, 16: 256, 32: 256, 64: 256, 128: 512}
 #: 128-row CTAs of eight warps (one per SM, 233-255 registers) lost to the sm90 route's copy at
 #: M 65-128 (``HALF_GEMV_MAX_M``); those of sixteen warps fill an SM as two 64-row CTAs do.
 _MMA_BLOCKS = {8: 2, 16: 2, 32: 2, 64: 2, 128: 1}
+#: The staged row-streaming kernel (``Config.staged``: fp32 products of 9-32 rows over a K-major
+#: B, ``kernels/simt_gemv_staged.py``): its rows per CTA, its columns (each lane owns
+#: ``tile_n / 32``), its threads (eight warps, each over an eighth of every stage's K), the K of
+#: one shared stage, the padding (floats) of A's shared rows, and the most accumulators a
+#: thread may own (rows x its columns).
+STAGED_ROWS = (16, 32)
+STAGED_COLS = (64, 128, 256)
+_STAGED_THREADS = 256
+STAGED_K = 64
+STAGED_A_PAD = 4
+_STAGED_MAX_ACC = 128
+#: Sums per thread up to which a staged CTA fits 128 registers (two CTAs per SM): ptxas
+#: (CUDA 13.0, sm_90a) spilled 84 bytes at 64 sums (16 x 128) there, the copies' addresses
+#: taking the rest; none at 32 (16 x 64).  Above it, one CTA (up to 255 registers, 248 used
+#: at 32 x 128).
+_STAGED_TWO_BLOCKS_ACC = 32
 #: Bytes per element of each input dtype the family reads.
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -108,10 +124,17 @@ class Config:
     partials: bool = False
     #: The row-streaming kernel on tensor cores (with ``gemv``; see above).
     mma: bool = False
+    #: The row-streaming kernel that stages K-major tiles of both operands through shared
+    #: memory (with ``gemv``, fp32 only, B K-major: ``kernels/simt_gemv_staged.py``):
+    #: ``tile_m`` of ``STAGED_ROWS`` by ``tile_n`` of ``STAGED_COLS``, ``stages`` deep.
+    staged: bool = False
 
     @property
     def name(self) -> str:
         pdl = ("_p" if self.partials else "") + ("_pdl" if self.pdl else "")
+        if self.staged:
+            return (f"simts_{self.tile_m}x{self.tile_n}_s{self.stages}_t{self.threads}"
+                    f"_b{self.min_blocks}{pdl}")
         if self.gemv:
             kind = "simtm" if self.mma else "simtv"
             return f"{kind}_{self.tile_m}x{self.tile_n}_t{self.threads}_b{self.min_blocks}{pdl}"
@@ -148,7 +171,12 @@ class Config:
         return self.tile_m // (_LANES_M * wm), self.tile_n // (_LANES_N * wn)
 
     def smem_bytes(self) -> int:
-        """Shared memory of one CTA (upper bound: both operands padded)."""
+        """Shared memory of one CTA (upper bound: both operands padded).  A staged CTA's
+        stages, or its warps' sums, which reuse them at the end, whichever is larger."""
+        if self.staged:
+            ring = self.stages * (self.tile_m * (STAGED_K + STAGED_A_PAD)
+                                  + self.tile_n * STAGED_K)
+            return 4 * max(ring, self.threads // 32 * self.tile_m * self.tile_n)
         pad = _K_MAJOR_PAD
         return 4 * self.stages * self.tile_k * (self.tile_m + pad + self.tile_n + pad)
 
@@ -163,8 +191,11 @@ class Config:
                 f"min_blocks must be in [1, {_MAX_CTAS_PER_SM}] with min_blocks * threads <="
                 f" {_MAX_THREADS_PER_SM}, got {self.min_blocks} blocks of {t} threads."
             )
-        if self.mma and not self.gemv:
-            raise ValueError("mma is a variant of the row-streaming kernel: it needs gemv.")
+        if (self.mma or self.staged) and not self.gemv:
+            raise ValueError("mma and staged are variants of the row-streaming kernel: each"
+                             " needs gemv.")
+        if self.mma and self.staged:
+            raise ValueError("a row-streaming configuration is mma or staged, not both.")
         if self.gemv:
             self._validate_gemv()
             return
@@ -207,8 +238,26 @@ class Config:
                 " CTAs on one SM."
             )
 
+    def _validate_staged(self) -> None:
+        if (self.tile_m not in STAGED_ROWS or self.tile_n not in STAGED_COLS
+                or self.threads != _STAGED_THREADS
+                or self.tile_m * self.tile_n // 32 > _STAGED_MAX_ACC):
+            raise ValueError(
+                f"a staged gemv CTA computes one of {STAGED_ROWS} rows by one of {STAGED_COLS}"
+                f" columns on {_STAGED_THREADS} threads, at most {_STAGED_MAX_ACC} sums per"
+                f" thread, got {self.tile_m}x{self.tile_n} on {self.threads}.")
+        if self.stages < 2:
+            raise ValueError(f"stages must be at least 2, got {self.stages}.")
+        if self.smem_bytes() * self.min_blocks > _SMEM_PER_SM:
+            raise ValueError(
+                f"{self.smem_bytes()} bytes of shared memory per CTA do not fit {self.min_blocks}"
+                " CTAs on one SM.")
+
     def _validate_gemv(self) -> None:
         warps = self.threads // 32
+        if self.staged:
+            self._validate_staged()
+            return
         if self.mma:
             if (self.tile_m not in MMA_ROWS or self.tile_n != MMA_WARP_N * MMA_WARPS_N
                     or self.threads != _MMA_THREADS[self.tile_m]):
@@ -398,6 +447,17 @@ def gemv_config(rows: int) -> Config:
     blocks = _REGISTER_FILE // (_GEMV_THREADS * registers)
     cfg = Config(tile_m=rows, tile_n=_GEMV_TILE_N, threads=_GEMV_THREADS, min_blocks=blocks,
                  gemv=True)
+    return replace(cfg, pdl=_pdl(cfg))
+
+
+def staged_config(rows: int, tile_n: int = 128, stages: int = 3) -> Config:
+    """The staged row-streaming configuration (fp32 over a K-major B) for ``rows`` rows: the
+    fewest ``STAGED_ROWS`` that hold them (the most past them: several row tiles), and two
+    CTAs per SM where each thread's sums are at most ``_STAGED_TWO_BLOCKS_ACC``, else one."""
+    tile_m = next((r for r in STAGED_ROWS if r >= rows), STAGED_ROWS[-1])
+    blocks = 2 if tile_m * tile_n // 32 <= _STAGED_TWO_BLOCKS_ACC else 1
+    cfg = Config(tile_m=tile_m, tile_n=tile_n, stages=stages, threads=_STAGED_THREADS,
+                 min_blocks=blocks, gemv=True, staged=True)
     return replace(cfg, pdl=_pdl(cfg))
 
 
