@@ -1020,6 +1020,35 @@ def test_simt_gemv_configs_refuse_what_the_kernel_cannot_run():
         with pytest.raises(ValueError, match=r"mma"):
             bad.validate()
     assert mma.name == "simtm_16x128_t256_b2_pdl"
+    staged = simt.staged_config(32)
+    staged.validate()
+    for bad in (replace(staged, tile_m=8), replace(staged, tile_n=96),
+                replace(staged, threads=128), replace(staged, tile_n=256),
+                replace(staged, stages=1), replace(staged, min_blocks=2),
+                replace(staged, gemv=False), replace(staged, mma=True)):
+        with pytest.raises(ValueError, match=r"staged|stages|shared memory"):
+            bad.validate()
+    assert staged.name == "simts_32x128_s3_t256_b1_pdl"
+
+
+@pytest.mark.parametrize("layout", LAYOUT_MAJORS)
+@pytest.mark.parametrize("m", [9, 16, 17, 27, 32, 33])
+def test_fp32_rows_over_a_k_major_b_run_staged(m, layout):
+    """fp32 "highest" of 9 to ``STAGED_MAX_M`` rows over a K-major B (nt, tt): the staged
+    row-streaming kernel on the fewest ``STAGED_ROWS`` that hold M, untransposed, both
+    operands read as they are (no copy of A), its CTAs in one wave; over an N-major B, and past
+    ``STAGED_MAX_M`` rows, the ladder's tiles."""
+    majors = LAYOUT_MAJORS[layout]
+    n, k = 4096, 4096
+    config, splits, transposed = simt.choose_schedule(m, n, k, 1, 132, majors=majors)
+    config.validate()
+    if majors[1] == "k" and m <= simt.STAGED_MAX_M:
+        assert config.staged and not transposed, config
+        assert config.tile_m == next(r for r in simt.STAGED_ROWS if r >= m), config
+        assert -(-n // config.tile_n) * splits <= 132 * config.min_blocks, splits
+        assert simt.operand_copies("float32", *majors, m, n, k, 1, 132) == (None, None)
+    else:
+        assert not config.staged, config
 
 
 def _auto_plan(m, n, k, layout, dtype="float16", batch=1):

@@ -470,6 +470,19 @@ def mma_config(rows: int) -> Config:
     return replace(cfg, pdl=_pdl(cfg))
 
 
+#: fp32 products of more rows than the FMA row-streaming kernel's (``GEMV_ROWS``) and at most
+#: this many, over a K-major B, run on the staged row-streaming kernel (``staged_config``),
+#: whatever A's major.  Not yet timed on a GPU (the one-warp 32 x 32 tile, the ladder's
+#: fastest there, ran 0.72-0.86x cuBLAS SGEMM: ``_K_MAJOR_B_TILES``).
+STAGED_MAX_M = 32
+
+
+def staged_rows(m: int, b_major: str) -> bool:
+    """Whether an fp32 product of ``m`` rows over a B of ``b_major`` (kernel orientation) runs
+    on the staged row-streaming kernel (``STAGED_MAX_M``)."""
+    return b_major == "k" and GEMV_ROWS[-1] < m <= STAGED_MAX_M
+
+
 def _gemv_rows(extent: int) -> int | None:
     """The fewest ``GEMV_ROWS`` that hold ``extent`` rows; None past the most (fp32 takes the
     ladder's tiles)."""
@@ -648,7 +661,8 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
     if b_major == "k" and readable[1] and m >= COPY_B_MIN_M and n >= COPY_B_MIN_N:
         return None, "n"
     both_k = a_major == "k" and b_major == "k"
-    if both_k and readable[0] and m >= COPY_A_MIN_M and n >= COPY_A_MIN_N:
+    if (both_k and readable[0] and m >= COPY_A_MIN_M and n >= COPY_A_MIN_N
+            and not staged_rows(m, b_major)):
         return "m", None
     return None, None
 
@@ -670,8 +684,9 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     every family's schedule takes it (whether the route has stream-K's zeroed flags), and this
     family has no stream-K schedule.
 
-    Products of at most 8 rows run on the row-streaming kernel (``gemv_config``), products of at
-    most 8 columns on it as C^T = B^T A^T (``transposed``, through the workspace; not when
+    Products of at most 8 rows run on the row-streaming kernel (``gemv_config``), of 9 to
+    ``STAGED_MAX_M`` rows over a K-major B on its staged variant (``staged_config``), products
+    of at most 8 columns on it as C^T = B^T A^T (``transposed``, through the workspace; not when
     ``transposable`` is False), each where it reads the operands' ``majors`` well
     (``gemv_reads``); see ``_ranked``.  Other products take the ladder tile and split of least
     estimated time under the wave model (``waves``), each tile's efficiency lowered by a
@@ -707,8 +722,10 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     reads well (``gemv_reads``) runs on it (``_gemv_ranked``): it beat every ladder tile on 10
     of 11 such products (H200, 2026-12-02, fp32 nn and nt, best split of each; e.g.
     1x4096x4096 20.9 us against 27.5 on 16x64 tiles, 4x14336x4096 nt 72.8 against 132; the
-    exception 8x4096x14336 nn, 76.7 against 72.7).  Other products take the ladder tile and
-    split of least estimated time under the wave model, then the model's next candidates.
+    exception 8x4096x14336 nn, 76.7 against 72.7).  A product of 9 to ``STAGED_MAX_M`` rows
+    over a K-major B runs on the staged row-streaming kernel (``staged_rows``), its splits
+    chosen alike.  Other products take the ladder tile and split of least estimated time
+    under the wave model, then the model's next candidates.
     A 16-bit product runs on the row-streaming kernel whatever its size (``streams_in_place``
     says where it is asked to): along its shorter side of M and N (N: transposed, where
     ``transposable``), or along the other where only that side's majors read well."""
@@ -721,6 +738,8 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
         return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit, math, b_major)
     if _gemv_rows(m) and gemv_reads(a_major, b_major):
         return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit)
+    if staged_rows(m, b_major):
+        return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit, staged=True)
     if transposable and _gemv_rows(n) and gemv_reads(*flipped):
         return _gemv_ranked(n, m, k, batch, num_sms, max_splits, True, limit)
     configs, tiles = _space(m, n, b_major)
@@ -749,7 +768,7 @@ def _deep_splitting(rate: waves.Rate) -> waves.Rate:
 
 def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_splits: int,
                  transposed: bool, limit: int, math: str = "float32",
-                 b_major: str = "n") -> list[tuple[Config, int, bool]]:
+                 b_major: str = "n", staged: bool = False) -> list[tuple[Config, int, bool]]:
     """The row-streaming kernel on a ``rows`` x ``cols`` product: the most K-splits whose CTAs
     all fit one wave (each keeps only a few loads of B in flight, so device memory is saturated
     only when every CTA slot is busy, and a second wave costs more than its CTAs bring), then the
@@ -759,10 +778,14 @@ def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_spl
     1x14336x4096 4 (448) 56.8 against 58.5 at 8 and 61.0 at 16.  The exception, 1x4096x4096
     with a K-major B: 24.8 at 16 splits against 23.4 at 8.  A 16-bit product's CTA is the
     FMA or the tensor-core kernel's by its rows and ``b_major`` (the kernel's,
-    ``_half_gemv_config``); ``rows`` past the CTA's (16-bit products only) take several row
-    tiles."""
-    config = (gemv_config(_gemv_rows(rows)) if math == "float32"
-              else _half_gemv_config(rows, b_major))
+    ``_half_gemv_config``); with ``staged``, the staged kernel's (``staged_config``).
+    ``rows`` past the CTA's (16-bit products only) take several row tiles."""
+    if staged:
+        config = staged_config(rows)
+    elif math == "float32":
+        config = gemv_config(_gemv_rows(rows))
+    else:
+        config = _half_gemv_config(rows, b_major)
     tiles = -(-rows // config.tile_m) * -(-cols // config.tile_n) * batch
     # A deep product of a tile or a few splits past ``waves.DEEP_SPLITS``, up to the CTA
     # slots: H100, 2026-12-06, fp16, us at 64 splits (cuBLAS), tn 93x23x179080 80.1 (44.5),
