@@ -70,7 +70,7 @@ _MMA_BLOCKS = {8: 2, 16: 2, 32: 2, 64: 2, 128: 1}
 #: ``tile_n / 32``), its threads (eight warps, each over an eighth of every stage's K), the K of
 #: one shared stage, the padding (floats) of A's shared rows, and the most accumulators a
 #: thread may own (rows x its columns).
-STAGED_ROWS = (16, 32)
+STAGED_ROWS = (16, 32, 64)
 STAGED_COLS = (64, 128, 256)
 _STAGED_THREADS = 256
 STAGED_K = 64
@@ -450,11 +450,14 @@ def gemv_config(rows: int) -> Config:
     return replace(cfg, pdl=_pdl(cfg))
 
 
-def staged_config(rows: int, tile_n: int = 128, stages: int = 3) -> Config:
+def staged_config(rows: int, tile_n: int | None = None, stages: int = 3) -> Config:
     """The staged row-streaming configuration (fp32 over a K-major B) for ``rows`` rows: the
-    fewest ``STAGED_ROWS`` that hold them (the most past them: several row tiles), and two
+    fewest ``STAGED_ROWS`` that hold them (the most past them: several row tiles), ``tile_n``
+    columns (by default 128, or as many as ``_STAGED_MAX_ACC`` sums per thread allow), and two
     CTAs per SM where each thread's sums are at most ``_STAGED_TWO_BLOCKS_ACC``, else one."""
     tile_m = next((r for r in STAGED_ROWS if r >= rows), STAGED_ROWS[-1])
+    if tile_n is None:
+        tile_n = min(128, 32 * _STAGED_MAX_ACC // tile_m)
     blocks = 2 if tile_m * tile_n // 32 <= _STAGED_TWO_BLOCKS_ACC else 1
     cfg = Config(tile_m=tile_m, tile_n=tile_n, stages=stages, threads=_STAGED_THREADS,
                  min_blocks=blocks, gemv=True, staged=True)
