@@ -365,15 +365,17 @@ def test_simt_small_m_picks_sixteen_rows(torch, shape, layout):
 
 
 #: Forced staged row-streaming schedules (fp32 over a K-major B): (rows, columns, M, N, K,
-#: splits).  M below, at and past the CTA's rows (two row tiles), N of one column, N tails, K
-#: = 7 (one partial vector), K whole vectors (A and B read by 16-byte copies) and not (4-byte
-#: copies), stages that wrap the ring, splits whose runs are empty (K = 1 in 3 splits), every
-#: column count.
+#: splits).  M of one row, below, at and past the CTA's rows (two row tiles), N of two
+#: columns, N tails, K = 3 and 7 (one partial vector), K whole vectors (A and B read by
+#: 16-byte copies) and not (4-byte copies), stages that wrap the ring, splits whose runs are
+#: empty (K = 3 in 3 splits), every column count.  (K = 1 and N = 1 leave B's major to the
+#: dispatcher, which reads it N-major: the kernel is never planned there.)
 STAGED_CASES = [(16, 128, 9, 300, 1000, 1), (16, 128, 16, 129, 4099, 3),
                 (32, 128, 17, 777, 7, 1), (32, 128, 32, 130, 1001, 2),
-                (32, 128, 27, 2288, 3944, 7), (16, 128, 5, 64, 1, 3),
-                (32, 128, 40, 258, 2048, 1), (16, 128, 13, 1, 300, 2),
-                (32, 64, 20, 1030, 515, 2), (16, 256, 12, 600, 704, 1)]
+                (32, 128, 27, 2288, 3944, 7), (16, 128, 5, 64, 3, 3),
+                (32, 128, 40, 258, 2048, 1), (16, 128, 13, 2, 300, 2),
+                (32, 64, 20, 1030, 515, 2), (16, 256, 12, 600, 704, 1),
+                (16, 128, 1, 4100, 2000, 4)]
 
 
 @pytest.mark.parametrize("layout", ["nt", "tt"])
@@ -435,10 +437,10 @@ def test_simt_gemv_forced(torch, case, layout):
                          ids=lambda s: "x".join(map(str, s)))
 def test_simt_gemv_picked(torch, shape, layout):
     """The planned launch of an fp32 product of at most 8 rows, or 8 columns (computed as C^T),
-    is the row-streaming kernel wherever it reads the majors well (not an M-major A with a
-    K-major B, in the kernel's orientation); right in every layout, as a batch with a
-    broadcast operand, and with 1-D operands (a vector times a matrix, a matrix times a
-    vector)."""
+    is a row-streaming kernel: the FMA one wherever it reads the majors well (not an M-major A
+    with a K-major B, in the kernel's orientation), the staged one over a K-major B from 3 rows
+    (``configs.simt.staged_rows``); right in every layout, as a batch with a broadcast
+    operand, and with 1-D operands (a vector times a matrix, a matrix times a vector)."""
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
 
@@ -447,12 +449,14 @@ def test_simt_gemv_picked(torch, shape, layout):
     work = launch.planned_launch(adapter_for(a), a, b)
     # Where the layout fixes the majors (a 1-row A or 1-column B is either major, and N = 1 may
     # be planned as the row vector C^T): the kernel's majors are read well exactly when it runs.
-    if m <= 8 and m > 1 and layout != "tt":
+    if 1 < m <= 8 and n > 8:
         assert work.key.config.gemv and not work.transposed, (layout, work.key)
+        staged = layout[1] == "t" and (layout == "tt" or m >= simt.STAGED_MIN_K_MAJOR_M)
+        assert work.key.config.staged == staged, (layout, work.key)
     elif 8 < m and 1 < n <= 8:
         assert work.key.config.gemv == (layout != "nn"), (layout, work.key)
         assert work.transposed == work.key.config.gemv, (layout, work.transposed)
-    if work.key.config.gemv:
+    if work.key.config.gemv and not work.key.config.staged:
         assert simt.gemv_reads(work.key.a_major, work.key.b_major), work.key
     _check(*_errors(torch, a, b, "highest"), "highest")
     if layout == "nn":

@@ -514,12 +514,12 @@ def _simt_gemv(gen, quick: bool, poison: bool) -> int:
 
 
 #: The staged row-streaming kernel (fp32 over a K-major B, ``configs.simt.staged_config``),
-#: forced: (rows, columns, M, N, K, splits).  Tails in M (two row tiles past the CTA's), N and
-#: K, K whole 16-byte vectors (A's and B's 16-byte copies) and not, K = 1 (one partial
-#: vector), empty splits, stages that wrap the ring, every column count.
+#: forced: (rows, columns, M, N, K, splits).  Tails in M (two row tiles past the CTA's; one
+#: row), N and K, K whole 16-byte vectors (A's and B's 16-byte copies) and not, K = 3 (one
+#: partial vector), empty splits, stages that wrap the ring, every column count.
 STAGED_CASES = [(16, 128, 9, 130, 300, 1), (32, 128, 27, 260, 1001, 2),
-                (32, 64, 33, 77, 129, 3), (16, 256, 13, 300, 1, 1),
-                (32, 128, 32, 129, 512, 1)]
+                (32, 64, 33, 77, 129, 3), (16, 256, 13, 300, 3, 1),
+                (32, 128, 32, 129, 512, 1), (16, 128, 1, 200, 260, 2)]
 
 
 def _simt_staged(gen, quick: bool, poison: bool) -> int:

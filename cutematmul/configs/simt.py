@@ -70,7 +70,7 @@ _MMA_BLOCKS = {8: 2, 16: 2, 32: 2, 64: 2, 128: 1}
 #: ``tile_n / 32``), its threads (eight warps, each over an eighth of every stage's K), the K of
 #: one shared stage, the padding (floats) of A's shared rows, and the most accumulators a
 #: thread may own (rows x its columns).
-STAGED_ROWS = (16, 32, 64)
+STAGED_ROWS = (16, 32)
 STAGED_COLS = (64, 128, 256)
 _STAGED_THREADS = 256
 STAGED_K = 64
@@ -473,17 +473,30 @@ def mma_config(rows: int) -> Config:
     return replace(cfg, pdl=_pdl(cfg))
 
 
-#: fp32 products of more rows than the FMA row-streaming kernel's (``GEMV_ROWS``) and at most
-#: this many, over a K-major B, run on the staged row-streaming kernel (``staged_config``),
-#: whatever A's major.  Not yet timed on a GPU (the one-warp 32 x 32 tile, the ladder's
-#: fastest there, ran 0.72-0.86x cuBLAS SGEMM: ``_K_MAJOR_B_TILES``).
+#: fp32 products of at most ``STAGED_MAX_M`` rows over a K-major B run on the staged
+#: row-streaming kernel (``staged_config``): those of an M-major A from one row, those of a
+#: K-major A past ``STAGED_MIN_K_MAJOR_M`` (the FMA row-streaming kernel, whose lanes each
+#: load their own run of A, keeps 1-2 rows: measured from 4), except products of at most 8
+#: columns, which run on the FMA kernel as C^T (``_ranked``).  H100, 2026-12-07, L2-cold
+#: (``tools/sweep_schedule.py fp32 --staged --cold``, 25 products), us at the split the rule
+#: picks against the earlier pick (cuBLAS SGEMM): nt 27x2288x3944 30.2 against 45.5 on the
+#: one-warp 32 x 32 tile (32.8), 25x4760x5872 73.0 / 99.5 at its best split (73.2),
+#: 16x8192x8192 101.2 / 171.8 (148.6), 32x14336x4096 129.4 / 179.9 (195.3), 9x2164x11352
+#: 45.9 / 88.6 (67.7); nt of few rows against the FMA kernel 4x4096x4096 30.9 / 34.5 (34.8),
+#: 8x14336x4096 87.4 / 117.5 (136.2); tt 4x4096x4096 31.3 / 48.0 (65.4), 20x3000x4000 36.7 /
+#: 40.6 (38.1).  Its 64-row CTA (two row tiles' worth of sums per thread, spilling) lost to
+#: the ladder's 64 x 128 tile at M 39-64 (0.56-0.64x cuBLAS against 0.85-0.92x), so M past
+#: 32 keeps the ladder.
 STAGED_MAX_M = 32
+STAGED_MIN_K_MAJOR_M = 3
 
 
-def staged_rows(m: int, b_major: str) -> bool:
-    """Whether an fp32 product of ``m`` rows over a B of ``b_major`` (kernel orientation) runs
-    on the staged row-streaming kernel (``STAGED_MAX_M``)."""
-    return b_major == "k" and GEMV_ROWS[-1] < m <= STAGED_MAX_M
+def staged_rows(m: int, n: int, a_major: str, b_major: str) -> bool:
+    """Whether an fp32 ``m`` x ``n`` product of these majors (kernel orientation) runs on the
+    staged row-streaming kernel (``STAGED_MAX_M``)."""
+    if b_major != "k" or m > STAGED_MAX_M or n <= GEMV_ROWS[-1]:
+        return False
+    return a_major == "m" or m >= STAGED_MIN_K_MAJOR_M
 
 
 def _gemv_rows(extent: int) -> int | None:
@@ -665,7 +678,7 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
         return None, "n"
     both_k = a_major == "k" and b_major == "k"
     if (both_k and readable[0] and m >= COPY_A_MIN_M and n >= COPY_A_MIN_N
-            and not staged_rows(m, b_major)):
+            and not staged_rows(m, n, a_major, b_major)):
         return "m", None
     return None, None
 
@@ -687,9 +700,10 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     every family's schedule takes it (whether the route has stream-K's zeroed flags), and this
     family has no stream-K schedule.
 
-    Products of at most 8 rows run on the row-streaming kernel (``gemv_config``), of 9 to
-    ``STAGED_MAX_M`` rows over a K-major B on its staged variant (``staged_config``), products
-    of at most 8 columns on it as C^T = B^T A^T (``transposed``, through the workspace; not when
+    Products of at most ``STAGED_MAX_M`` rows over a K-major B run on the staged
+    row-streaming kernel (``staged_rows``, ``staged_config``), other products of at most 8 rows
+    on the FMA row-streaming kernel (``gemv_config``), products of at most 8 columns on it as
+    C^T = B^T A^T (``transposed``, through the workspace; not when
     ``transposable`` is False), each where it reads the operands' ``majors`` well
     (``gemv_reads``); see ``_ranked``.  Other products take the ladder tile and split of least
     estimated time under the wave model (``waves``), each tile's efficiency lowered by a
@@ -725,9 +739,9 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     reads well (``gemv_reads``) runs on it (``_gemv_ranked``): it beat every ladder tile on 10
     of 11 such products (H200, 2026-12-02, fp32 nn and nt, best split of each; e.g.
     1x4096x4096 20.9 us against 27.5 on 16x64 tiles, 4x14336x4096 nt 72.8 against 132; the
-    exception 8x4096x14336 nn, 76.7 against 72.7).  A product of 9 to ``STAGED_MAX_M`` rows
-    over a K-major B runs on the staged row-streaming kernel (``staged_rows``), its splits
-    chosen alike.  Other products take the ladder tile and split of least estimated time
+    exception 8x4096x14336 nn, 76.7 against 72.7).  A product of up to ``STAGED_MAX_M`` rows
+    over a K-major B runs on the staged row-streaming kernel instead (``staged_rows``), its
+    splits chosen alike.  Other products take the ladder tile and split of least estimated time
     under the wave model, then the model's next candidates.
     A 16-bit product runs on the row-streaming kernel whatever its size (``streams_in_place``
     says where it is asked to): along its shorter side of M and N (N: transposed, where
@@ -739,10 +753,10 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
             return _gemv_ranked(n, m, k, batch, num_sms, max_splits, True, limit, math,
                                 flipped[1])
         return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit, math, b_major)
+    if staged_rows(m, n, a_major, b_major):
+        return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit, staged=True)
     if _gemv_rows(m) and gemv_reads(a_major, b_major):
         return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit)
-    if staged_rows(m, b_major):
-        return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit, staged=True)
     if transposable and _gemv_rows(n) and gemv_reads(*flipped):
         return _gemv_ranked(n, m, k, batch, num_sms, max_splits, True, limit)
     configs, tiles = _space(m, n, b_major)
