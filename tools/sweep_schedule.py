@@ -29,10 +29,10 @@ row-streaming kernel (``configs/simt.gemv_config``) on the product's rows, in ti
 fewest ``GEMV_ROWS`` that hold them or, past 8 rows, of 8 (the later row tiles of a column
 block read B from L2), at every split from 1 to 16: what it is worth beside the ladder's tiles
 for products of a few dozen rows, or with ``--staged`` (fp32 "highest" over a K-major B) the
-staged row-streaming kernel at each of its column counts (128 also 4 stages deep) and every
-split of ``STAGED_SPLITS``, beside the one-warp 32 x 32 ladder tile, or with ``--ring`` (sm90) the pick itself at each depth
-of its shared-memory ring in ``RING_DEPTHS`` that fits (the split, orientation, tile and
-cluster kept): a CTA's bytes in flight, which bound the few CTAs of a small-M product
+staged row-streaming kernel at each of its column counts (128 also 4 stages deep) and every split of
+``STAGED_SPLITS``, beside the one-warp 32 x 32 ladder tile, or with ``--ring`` (sm90) the pick
+itself at each depth of its shared-memory ring in ``RING_DEPTHS`` that fits (the split, orientation,
+tile and cluster kept): a CTA's bytes in flight, which bound the few CTAs of a small-M product
 (``configs/sm90._NARROW_RING_STAGES``), or with ``--widths`` (sm90, 16-bit or "tf32")
 unsplit cooperative 128-row tiles of those widths (or 64- and 256-row ones: ``64x64``,
 ``256x160``) in both orientations (swapped: ``Config.swap``, the width along M; each where

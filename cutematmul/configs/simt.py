@@ -376,6 +376,8 @@ _K_MAJOR_B = {16: 0.3, 32: 0.45, 64: 0.9, 128: 1.0}
 #: seeds 900-919, 6 tt; same method, two runs): x cuBLAS SGEMM 0.688x -> 0.831x (least 0.46x ->
 #: 0.49x), the 31 held out 1.21x faster (least 0.81x: 9x2164x11352, which the 0.45 above
 #: moves to this tile), tt 1.17x (4x4096x4096 54.0 -> 48.1 us).
+#: Products of up to 32 rows over a K-major B now run on the staged row-streaming kernel
+#: (``staged_rows``); the tile keeps M 33-38 and the products of few columns.
 _K_MAJOR_B_TILES = {(32, 32): 1.0}
 # The 16-row tiles' are not fitted: below the 32-row tiles', with an N-major B they still win
 # at M <= 16 (the only products they are offered for), where they compute half the padding.

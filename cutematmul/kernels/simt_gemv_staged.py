@@ -1,6 +1,8 @@
-"""The staged row-streaming kernel: fp32 products of 9-32 rows over a K-major B (``x @ w.T``
-with a small batch of rows), true fp32 FMA, sm_80+.  A member of the SIMT family: its
-scheduler and interface are the row-streaming kernel's (``kernels/simt_gemv.py``).
+"""The staged row-streaming kernel: fp32 products of up to 32 rows over a K-major B (``x @
+w.T`` with a small batch of rows), true fp32 FMA, sm_80+.  A member of the SIMT family: its
+scheduler and interface are the row-streaming kernel's (``kernels/simt_gemv.py``); it takes
+such products from 3 rows of a K-major A and from 1 of an M-major one
+(``configs.simt.staged_rows``, with the H100 figures it was chosen on).
 
 What it computes
     C[m, n, l] = sum_k A[m, k, l] * B[n, k, l] in fp32 with ``fma.rn.f32`` for fp32 A and B,
@@ -11,7 +13,9 @@ What it computes
     shared memory for an outer product, and its one-warp 32 x 32 tile, the fastest of its tiles
     there, ran 0.72-0.86x cuBLAS SGEMM (``configs.simt._K_MAJOR_B_TILES``); the FMA
     row-streaming kernel keeps each lane on its own run of K, so every lane needs its own
-    values of A, and past 8 rows those loads bound it.
+    values of A, and from a few rows those loads bound it.  This kernel ran such products
+    1.1-1.9x faster than the 32 x 32 tile and 0.86-2.6x cuBLAS SGEMM (H100, 2026-12-07;
+    docs/performance.md, 66th section).
 
 How
     A CTA of eight warps computes ``tile_m`` (16 or 32) rows by ``tile_n`` (64-256) columns of C
