@@ -17,8 +17,9 @@ raises ``SimError`` on
   not model.
 
 What it models: the integer, predicate, conversion and memory instructions (scalar and
-vector loads and stores, global and shared) of the SIMT family's row-streaming kernels (on
-FMA, ``kernels/simt_gemv.py``, and on tensor cores, ``kernels/simt_gemv_mma.py``) and of the
+vector loads and stores, global and shared, and ``cp.async`` with its groups) of the SIMT
+family's row-streaming kernels (on FMA, ``kernels/simt_gemv.py``, on tensor cores,
+``kernels/simt_gemv_mma.py``, and staged, ``kernels/simt_gemv_staged.py``) and of the
 operand copy (``kernels/operand_prep.py``), the collectives above and a grid's x and y; fp32
 add, sub and mul (computed in float64, rounded once: exact where the fp32 result is) and
 ``fma.rn`` (the product exact in float64, the sum rounded to float64, then to fp32: exact
@@ -337,6 +338,42 @@ class Sim:
                 rds.update(tid if isinstance(tid, tuple) else (tid,))
                 self.epoch[b] = (w, rds)
 
+    def cp_async(self, t, R, parts, args):
+        """``cp.async`` of 4 to 16 bytes, ``commit_group`` and ``wait_group`` / ``wait_all``.
+        A copy reads global memory when it is issued (only its source byte count, the rest of
+        its shared bytes zero-filled; a count of 0 reads nothing, but its address must still
+        lie on an element) and lands in shared memory when a wait completes its group; its
+        shared bytes count as written by the thread at both points (a race with another
+        thread's access in either epoch is reported)."""
+        groups = self.cp_groups.setdefault(t, [[]])  # committed groups, then the open one
+        what = parts[2]
+        if what == "commit_group":
+            groups.append([])
+            return
+        if what in ("wait_group", "wait_all"):
+            keep = int(args[0]) if what == "wait_group" else 0
+            while len(groups) - 1 > keep:
+                for dst, data in groups.pop(0):
+                    self.sacc(dst, len(data), t, True)
+                    self.smem[dst:dst + len(data)] = data
+            return
+        dbase, doff = self.addr(R, args[0])
+        sbase, soff = self.addr(R, args[1])
+        dst, src = R[dbase] + doff, R[sbase] + soff
+        size = int(args[2], 0)
+        count = (R[args[3]] if args[3][0] == "%" else int(args[3], 0)) if len(args) > 3 else size
+        if size not in (4, 8, 16) or not 0 <= count <= size or count % 4:
+            raise SimError(f"cp.async of {size} bytes reading {count}")
+        if src % size:
+            raise SimError("misaligned cp.async source")
+        if count == 0:
+            self.region_of(src, 4, "cp.async")
+        data = bytearray(size)
+        for at in range(0, count, 4):
+            data[at:at + 4] = self.gload(src + at, 4).to_bytes(4, "little")
+        self.sacc(dst, size, t, True)
+        groups[-1].append((dst, bytes(data)))
+
     # ------------------------------------------------------------ run one CTA
     def run_cta(self, ctaid, ctaid_y=0, grid=(1, 1)):
         """CTA (``ctaid``, ``ctaid_y``) of a grid of ``grid`` (x, y) CTAs (the y and the grid
@@ -344,6 +381,7 @@ class Sim:
         self.ctaid = ctaid
         self.smem = bytearray(self.smem_bytes)
         self.epoch = {}
+        self.cp_groups = {}  # thread -> its cp.async groups (``cp_async``)
         T = self.threads
         regs = [dict() for _ in range(T)]
         pc = [0] * T
@@ -535,6 +573,8 @@ class Sim:
             for i, x in enumerate(vals):
                 self.sacc(a + n * i, n, t, True)
                 self.smem[a + n * i: a + n * i + n] = (V(x) & mask).to_bytes(n, "little")
+        elif name == "cp" and parts[1] == "async":
+            self.cp_async(t, R, parts, args)
         elif name == "prefetch":
             base, off = self.addr(R, args[0])
             r, _ = self.region_of(R[base] + off, 1, "prefetch")

@@ -350,16 +350,63 @@ def test_simt_sixteen_row_tiles(torch, tile, mnk_splits, layout):
                          ids=lambda s: "x".join(map(str, s)))
 def test_simt_small_m_picks_sixteen_rows(torch, shape, layout):
     """The scheduler's own pick for fp32 products of 8 < M <= 16 is a 16-row tile over an
-    N-major B, the one-warp 32 x 32 tile over a K-major one (``configs.simt._K_MAJOR_B_TILES``),
-    and it is right in every layout, also as a batch against one broadcast B."""
+    N-major B, the staged row-streaming kernel's 16-row CTA over a K-major one
+    (``configs.simt.staged_rows``), and it is right in every layout, also as a batch against
+    one broadcast B."""
     m, n, k = shape
     _, key, _, _ = dispatched("float32", m, n, k)
-    assert key.config.tile_m == 16, key.config
+    assert key.config.tile_m == 16 and not key.config.gemv, key.config
     _, key, _, _ = dispatched("float32", m, n, k, majors=("k", "k"))
-    assert (key.config.tile_m, key.config.tile_n) == (32, 32), key.config
+    assert key.config.staged and key.config.tile_m == 16, key.config
     a, b = _operands(torch, m, n, k, layout, 23)
     _check(*_errors(torch, a, b, "highest"), "highest")
     batch = torch.randn((3, m, k), device="cuda")
+    _check(*_errors(torch, batch, b, "highest"), "highest")
+
+
+#: Forced staged row-streaming schedules (fp32 over a K-major B): (rows, columns, M, N, K,
+#: splits).  M of one row, below, at and past the CTA's rows (two row tiles), N of two
+#: columns, N tails, K = 3 and 7 (one partial vector), K whole vectors (A and B read by
+#: 16-byte copies) and not (4-byte copies), stages that wrap the ring, splits whose runs are
+#: empty (K = 3 in 3 splits), every column count.  (K = 1 and N = 1 leave B's major to the
+#: dispatcher, which reads it N-major: the kernel is never planned there.)
+STAGED_CASES = [(16, 128, 9, 300, 1000, 1), (16, 128, 16, 129, 4099, 3),
+                (32, 128, 17, 777, 7, 1), (32, 128, 32, 130, 1001, 2),
+                (32, 128, 27, 2288, 3944, 7), (16, 128, 5, 64, 3, 3),
+                (32, 128, 40, 258, 2048, 1), (16, 128, 13, 2, 300, 2),
+                (32, 64, 20, 1030, 515, 2), (16, 256, 12, 600, 704, 1),
+                (16, 128, 1, 4100, 2000, 4)]
+
+
+@pytest.mark.parametrize("layout", ["nt", "tt"])
+@pytest.mark.parametrize("case", STAGED_CASES, ids=lambda c: "r{}x{}_{}x{}x{}_s{}".format(*c))
+def test_simt_staged_forced(torch, case, layout):
+    rows, cols, m, n, k, splits = case
+    a, b = _operands(torch, m, n, k, layout, 31)
+    config = replace(simt.staged_config(rows, cols), partials=splits > 1)
+    with _forced(a, b, (config, splits, False)):
+        err, _ = _errors(torch, a, b, "highest")
+    _check(err, None, "highest")
+
+
+@pytest.mark.parametrize("layout", ["nt", "tt"])
+@pytest.mark.parametrize("shape", [(27, 2288, 3944), (20, 3000, 4000), (32, 4096, 1023),
+                                   (11, 50, 9000)], ids=lambda s: "x".join(map(str, s)))
+def test_simt_staged_picked(torch, shape, layout):
+    """The planned launch of an fp32 product of 9-32 rows over a K-major B is the staged
+    row-streaming kernel, reading both operands as they are; right as it is and as a batch of
+    3 against one broadcast B."""
+    from cutematmul import launch
+    from cutematmul.adapters import adapter_for
+
+    m, n, k = shape
+    a, b = _operands(torch, m, n, k, layout, 37)
+    work = launch.planned_launch(adapter_for(a), a, b, precision="highest")
+    assert work.key.config.staged and work.prep is None, work
+    _check(*_errors(torch, a, b, "highest"), "highest")
+    batch = torch.randn((3, m, k), device="cuda")
+    if layout[0] == "t":
+        batch = batch.mT.contiguous().mT
     _check(*_errors(torch, batch, b, "highest"), "highest")
 
 
@@ -390,10 +437,10 @@ def test_simt_gemv_forced(torch, case, layout):
                          ids=lambda s: "x".join(map(str, s)))
 def test_simt_gemv_picked(torch, shape, layout):
     """The planned launch of an fp32 product of at most 8 rows, or 8 columns (computed as C^T),
-    is the row-streaming kernel wherever it reads the majors well (not an M-major A with a
-    K-major B, in the kernel's orientation); right in every layout, as a batch with a
-    broadcast operand, and with 1-D operands (a vector times a matrix, a matrix times a
-    vector)."""
+    is a row-streaming kernel: the FMA one wherever it reads the majors well (not an M-major A
+    with a K-major B, in the kernel's orientation), the staged one over a K-major B from 3 rows
+    (``configs.simt.staged_rows``); right in every layout, as a batch with a broadcast
+    operand, and with 1-D operands (a vector times a matrix, a matrix times a vector)."""
     from cutematmul import launch
     from cutematmul.adapters import adapter_for
 
@@ -402,12 +449,14 @@ def test_simt_gemv_picked(torch, shape, layout):
     work = launch.planned_launch(adapter_for(a), a, b)
     # Where the layout fixes the majors (a 1-row A or 1-column B is either major, and N = 1 may
     # be planned as the row vector C^T): the kernel's majors are read well exactly when it runs.
-    if m <= 8 and m > 1 and layout != "tt":
+    if 1 < m <= 8 and n > 8:
         assert work.key.config.gemv and not work.transposed, (layout, work.key)
+        staged = layout[1] == "t" and (layout == "tt" or m >= simt.STAGED_MIN_K_MAJOR_M)
+        assert work.key.config.staged == staged, (layout, work.key)
     elif 8 < m and 1 < n <= 8:
         assert work.key.config.gemv == (layout != "nn"), (layout, work.key)
         assert work.transposed == work.key.config.gemv, (layout, work.transposed)
-    if work.key.config.gemv:
+    if work.key.config.gemv and not work.key.config.staged:
         assert simt.gemv_reads(work.key.a_major, work.key.b_major), work.key
     _check(*_errors(torch, a, b, "highest"), "highest")
     if layout == "nn":

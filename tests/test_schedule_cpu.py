@@ -946,15 +946,17 @@ def test_2x2_clusters_are_built_for_data_parallel_cooperative_16bit_tiles_only()
 @pytest.mark.parametrize("layout", LAYOUT_MAJORS)
 @pytest.mark.parametrize("m", [1, 2, 3, 5, 8])
 def test_simt_products_of_at_most_8_rows_stream_rows_where_read_well(m, layout):
-    """M <= 8: the row-streaming kernel on the fewest rows that hold M, untransposed, except
-    for an M-major A with a K-major B (lanes along K would read A element by element): that
-    takes the one-warp 32 x 32 tile (``simt._K_MAJOR_B_TILES``)."""
+    """M <= 8: the FMA row-streaming kernel on the fewest rows that hold M, untransposed, over
+    an N-major B, and over a K-major B where A is K-major and M is at most 2; the other products
+    over a K-major B take the staged row-streaming kernel (``simt.staged_rows``: the FMA
+    kernel's lanes would each load their own run of A, and an M-major A element by
+    element)."""
     majors = LAYOUT_MAJORS[layout]
     config, splits, transposed = simt.choose_schedule(m, 4096, 4096, 1, 132, majors=majors)
-    if layout == "tt":
-        assert not config.gemv and (config.tile_m, config.tile_n) == (32, 32), config
-    else:
-        assert config.gemv and not transposed, config
+    assert config.gemv and not transposed, config
+    staged = layout == "tt" or (layout == "nt" and m >= simt.STAGED_MIN_K_MAJOR_M)
+    assert config.staged == staged, config
+    if not staged:
         assert config.tile_m == next(r for r in simt.GEMV_ROWS if r >= m)
     config.validate()
 
@@ -1038,6 +1040,38 @@ def test_simt_gemv_configs_refuse_what_the_kernel_cannot_run():
         with pytest.raises(ValueError, match=r"mma"):
             bad.validate()
     assert mma.name == "simtm_16x128_t256_b2_pdl"
+    staged = simt.staged_config(32)
+    staged.validate()
+    for bad in (replace(staged, tile_m=8), replace(staged, tile_n=96),
+                replace(staged, threads=128), replace(staged, tile_n=256),
+                replace(staged, stages=1), replace(staged, min_blocks=2),
+                replace(staged, gemv=False), replace(staged, mma=True)):
+        with pytest.raises(ValueError, match=r"staged|stages|shared memory"):
+            bad.validate()
+    assert staged.name == "simts_32x128_s3_t256_b1_pdl"
+
+
+@pytest.mark.parametrize("layout", LAYOUT_MAJORS)
+@pytest.mark.parametrize("n", [6, 4096])
+@pytest.mark.parametrize("m", [1, 2, 3, 8, 9, 16, 17, 27, 32, 33])
+def test_fp32_rows_over_a_k_major_b_run_staged(m, n, layout):
+    """fp32 "highest" of up to ``STAGED_MAX_M`` rows over a K-major B (nt from
+    ``STAGED_MIN_K_MAJOR_M`` rows, tt from one) and more than 8 columns: the staged
+    row-streaming kernel on the fewest ``STAGED_ROWS`` that hold M, untransposed, both
+    operands read as they are (no copy of A), its CTAs in one wave; over an N-major B, past
+    ``STAGED_MAX_M`` rows and at 8 columns or fewer, another kernel."""
+    majors = LAYOUT_MAJORS[layout]
+    k = 4096
+    config, splits, transposed = simt.choose_schedule(m, n, k, 1, 132, majors=majors)
+    config.validate()
+    if (majors[1] == "k" and m <= simt.STAGED_MAX_M and n > 8
+            and (majors[0] == "m" or m >= simt.STAGED_MIN_K_MAJOR_M)):
+        assert config.staged and not transposed, config
+        assert config.tile_m == next(r for r in simt.STAGED_ROWS if r >= m), config
+        assert -(-n // config.tile_n) * splits <= 132 * config.min_blocks, splits
+        assert simt.operand_copies("float32", *majors, m, n, k, 1, 132) == (None, None)
+    else:
+        assert not config.staged, config
 
 
 def _auto_plan(m, n, k, layout, dtype="float16", batch=1):

@@ -179,7 +179,9 @@ M_SMALL = simt.COPY_B_MIN_M - 1  # too few rows to copy B for
 
 @pytest.mark.parametrize("capability", [HOPPER, AMPERE])
 @pytest.mark.parametrize("m,n,a_major,b_major,copies", [
-    (simt.COPY_A_MIN_M, simt.COPY_A_MIN_N, "k", "k", ("m", None)),  # x @ w.T, few rows: A copied
+    (simt.STAGED_MAX_M + 1, simt.COPY_A_MIN_N, "k", "k", ("m", None)),  # x @ w.T: A copied
+    # ... but not where the staged row-streaming kernel reads both as they are.
+    (simt.STAGED_MAX_M, simt.COPY_A_MIN_N, "k", "k", (None, None)),
     (M_SMALL, simt.COPY_A_MIN_N, "k", "k", ("m", None)),
     (simt.COPY_A_MIN_M - 1, simt.COPY_A_MIN_N, "k", "k", (None, None)),
     (simt.COPY_B_MIN_M, simt.COPY_B_MIN_N, "k", "k", (None, "n")),  # many rows: B copied

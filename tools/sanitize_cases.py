@@ -10,7 +10,7 @@ by the operand prep in their own major), the sm90 pingpong schedule (forced: two
 warpgroups on alternate tiles, an order barrier between them) in every layout, skinny products
 the sm90 kernel computes swapped (C^T = B^T A^T, C stored through its transpose, data-parallel
 and stream-K), products in 2x2 clusters and the 64 x 64 tile in 2x1 ones, every SIMT tile, the
-SIMT row-streaming kernel (untransposed and transposed) and the one-pass TF32
+SIMT row-streaming kernels (untransposed and transposed, and staged) and the one-pass TF32
 schedules with a register operand in every layout (forced),
 split-K products (fp32 partials and the reduction kernel) and a column-major ``out``; "streamk"
 is the sm90 kernel's stream-K schedule (forced), whose CTAs exchange partial tiles; "cupy" runs
@@ -515,6 +515,30 @@ def _simt_gemv(gen, quick: bool, poison: bool) -> int:
     return count
 
 
+#: The staged row-streaming kernel (fp32 over a K-major B, ``configs.simt.staged_config``),
+#: forced: (rows, columns, M, N, K, splits).  Tails in M (two row tiles past the CTA's; one
+#: row), N and K, K whole 16-byte vectors (A's and B's 16-byte copies) and not, K = 3 (one
+#: partial vector), empty splits, stages that wrap the ring, every column count.
+STAGED_CASES = [(16, 128, 9, 130, 300, 1), (32, 128, 27, 260, 1001, 2),
+                (32, 64, 33, 77, 129, 3), (16, 256, 13, 300, 3, 1),
+                (32, 128, 32, 129, 512, 1), (16, 128, 1, 200, 260, 2)]
+
+
+def _simt_staged(gen, quick: bool, poison: bool) -> int:
+    """The SIMT family's staged row-streaming kernel (``STAGED_CASES``), forced in both
+    layouts whose B is K-major (nt, tt: A K- and M-major)."""
+    from cutematmul.configs import simt
+
+    count = 0
+    for rows, cols, m, n, k, splits in STAGED_CASES[:1] if quick else STAGED_CASES:
+        config = replace(simt.staged_config(rows, cols), partials=splits > 1)
+        for layout in ("nt", "tt"):
+            count += _forced_exactly(
+                gen, m, n, k, layout, (config, splits, False), ("float32", "highest"), "simt",
+                poison, f"simt staged {rows}x{cols} {m}x{n}x{k} {layout} s{splits}")
+    return count
+
+
 #: 16-bit products of few rows over a long operand of no whole 16-byte rows, which the
 #: dispatcher runs on the row-streaming kernel reading it as it is
 #: (``configs.simt.streams_in_place``): (M, N, K, dtype, layout).  Every CTA row count of
@@ -759,6 +783,7 @@ GROUPS = {("streamk", "streamk"): _streamk,
           ("sm90", "modes"): functools.partial(_modes, "sm90"),
           ("simt", "tiles"): _simt_tiles,
           ("simt", "gemv"): _simt_gemv,
+          ("simt", "staged"): _simt_staged,
           ("simt", "gemv16"): _simt_gemv16,
           ("simt", "copies"): _simt_copies,
           ("simt", "modes"): functools.partial(_modes, "simt"),

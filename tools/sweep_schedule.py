@@ -2,7 +2,8 @@
 
     python tools/sweep_schedule.py [fp16|bf16|fp32|tf32|high|both]
                                    [--clusters | --tuner [--max-splits N]
-                                   | --occupancy | --ring | --streaming | --widths W,RxW,...]
+                                   | --occupancy | --ring | --streaming | --staged
+                                   | --widths W,RxW,...]
                                    [--shapes MxNxK|LxMxNxK,...] [--cold]
                                    [--layout nt] [--precompile DIR [--jobs N]]
 
@@ -27,9 +28,11 @@ spilling (``tools/codegen_audit.py``), or with ``--streaming`` (fp32 "highest") 
 row-streaming kernel (``configs/simt.gemv_config``) on the product's rows, in tiles of the
 fewest ``GEMV_ROWS`` that hold them or, past 8 rows, of 8 (the later row tiles of a column
 block read B from L2), at every split from 1 to 16: what it is worth beside the ladder's tiles
-for products of a few dozen rows, or with ``--ring`` (sm90) the pick itself at each depth
-of its shared-memory ring in ``RING_DEPTHS`` that fits (the split, orientation, tile and
-cluster kept): a CTA's bytes in flight, which bound the few CTAs of a small-M product
+for products of a few dozen rows, or with ``--staged`` (fp32 "highest" over a K-major B) the
+staged row-streaming kernel at each of its column counts (128 also 4 stages deep) and every split of
+``STAGED_SPLITS``, beside the one-warp 32 x 32 ladder tile, or with ``--ring`` (sm90) the pick
+itself at each depth of its shared-memory ring in ``RING_DEPTHS`` that fits (the split, orientation,
+tile and cluster kept): a CTA's bytes in flight, which bound the few CTAs of a small-M product
 (``configs/sm90._NARROW_RING_STAGES``), or with ``--widths`` (sm90, 16-bit or "tf32")
 unsplit cooperative 128-row tiles of those widths (or 64- and 256-row ones: ``64x64``,
 ``256x160``) in both orientations (swapped: ``Config.swap``, the width along M; each where
@@ -258,6 +261,35 @@ def streaming_candidates(problem: dispatch.Problem):
             for config, s in zip(configs, STREAMING_SPLITS)]
 
 
+#: ``--staged``: the K-splits, and the ladder's one-warp 32 x 32 tile's, that it times.
+STAGED_SPLITS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16)
+STAGED_LADDER_SPLITS = (8, 12, 16)
+
+
+def staged_candidates(problem: dispatch.Problem):
+    """(config, splits, transposed, label): an fp32 problem over a K-major B on the staged
+    row-streaming kernel (``--staged``) in the fewest ``STAGED_ROWS`` that hold its rows, at
+    each of its column counts and ``STAGED_SPLITS``, 128 columns also 4 stages deep, beside
+    the one-warp 32 x 32 ladder tile (the pick before it) at ``STAGED_LADDER_SPLITS``;
+    nothing for other problems."""
+    if (problem.family != "simt" or problem.math != "float32" or problem.b_major != "k"):
+        return []
+    found = []
+    for cols, stages in ((64, 3), (128, 3), (128, 4), (256, 3)):
+        base = simt.staged_config(problem.m, cols, stages)
+        try:
+            base.validate()
+        except ValueError:
+            continue
+        for s in STAGED_SPLITS:
+            config = replace(base, partials=s > 1)
+            found.append((config, s, False, schedule_label(config.name, s)))
+    for s in STAGED_LADDER_SPLITS:
+        config = replace(simt._config(32, 32, 32), partials=s > 1)
+        found.append((config, s, False, schedule_label(config.name, s)))
+    return found
+
+
 def ring_candidates(problem: dispatch.Problem):
     """(config, splits, transposed, label): an sm90 problem's pick at each ring depth of
     ``RING_DEPTHS`` that fits beside its epilogue (``Config.fitting_stages``), the pick's own
@@ -304,7 +336,9 @@ def width_candidates(problem: dispatch.Problem, widths: list):
 
 def _choices(dtype: str, problem: dispatch.Problem, tuner: bool, clusters: bool,
              occupancy: bool = False, ring: bool = False, max_splits: int | None = None,
-             widths: list[int] | None = None, streaming: bool = False):
+             widths: list[int] | None = None, streaming: bool = False, staged: bool = False):
+    if staged:
+        return staged_candidates(problem)
     if streaming:
         return streaming_candidates(problem)
     if widths:
@@ -330,21 +364,23 @@ def kernel_keys(problem: dispatch.Problem, choices) -> list:
 def precompile(dtypes, shapes, layout: str, tuner: bool, clusters: bool, directory: str,
                jobs: int | None = None, occupancy: bool = False, ring: bool = False,
                max_splits: int | None = None, widths: list[int] | None = None,
-               streaming: bool = False):
+               streaming: bool = False, staged: bool = False):
     """Build every kernel the sweep would launch into ``directory`` (no GPU)."""
     keys = []
     for dtype in dtypes:
         for batch, m, n, k in shapes:
             problem = problem_of(dtype, m, n, k, layout, batch=batch)
             keys += kernel_keys(problem, _choices(dtype, problem, tuner, clusters, occupancy,
-                                                  ring, max_splits, widths, streaming))
+                                                  ring, max_splits, widths, streaming,
+                                                  staged))
     return aot.build_keys(keys, jobs=jobs, cache_dir=directory)
 
 
 def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = False,
           layout: str = "nn", tuner: bool = False, occupancy: bool = False, cold: bool = False,
           ring: bool = False, max_splits: int | None = None,
-          widths: list[int] | None = None, streaming: bool = False) -> None:
+          widths: list[int] | None = None, streaming: bool = False,
+          staged: bool = False) -> None:
     """Time the pick and each candidate of every (batch, M, N, K) of ``shapes``."""
     import torch
 
@@ -397,7 +433,7 @@ def sweep(dtype: str, shapes=tuple((1, *s) for s in SHAPES), clusters: bool = Fa
         row = [f"pick {label} "
                f"{picked:.1f}us ({cublas / picked:.2f}x)"]
         for config, s, tr, label in _choices(dtype, problem, tuner, clusters, occupancy, ring,
-                                             max_splits, widths, streaming):
+                                             max_splits, widths, streaming, staged):
             with cache.trial_tuned(problem, (config, s, tr)):  # clears the plans, then restores
                 seconds = time_us(rotated(ours))
                 row.append(f"{label} {seconds:.1f}")
@@ -437,6 +473,9 @@ def main(argv=None) -> int:
     p.add_argument("--streaming", action="store_true",
                    help="fp32: the row-streaming kernel on the product's rows (8-row tiles past "
                         "8 rows) at every split 1-16")
+    p.add_argument("--staged", action="store_true",
+                   help="fp32 over a K-major B: the staged row-streaming kernel at every column "
+                        "count and split of STAGED_SPLITS, beside the 32 x 32 ladder tile")
     p.add_argument("--max-splits", type=int, metavar="N",
                    help="with --tuner: only schedules splitting K at most N ways")
     p.add_argument("--widths", type=_widths, metavar="W,RxW,...",
@@ -462,6 +501,9 @@ def main(argv=None) -> int:
     if args.streaming and (args.which != "fp32" or args.tuner or args.occupancy or args.ring
                            or args.widths or args.clusters):
         p.error("--streaming is fp32's menu of its own: not with another dtype or menu")
+    if args.staged and (args.which != "fp32" or args.tuner or args.occupancy or args.ring
+                        or args.widths or args.clusters or args.streaming):
+        p.error("--staged is fp32's menu of its own: not with another dtype or menu")
     if DTYPES.get(args.which) in _FP32_MODES and not (
             args.tuner or args.ring or (args.widths and args.which == "tf32")):
         p.error(f"{args.which} sweeps the schedules of its own kernels: give --tuner or --ring"
@@ -471,7 +513,7 @@ def main(argv=None) -> int:
     if args.precompile:
         report = precompile(dtypes, shapes, args.layout, args.tuner, args.clusters,
                             args.precompile, args.jobs, args.occupancy, args.ring,
-                            args.max_splits, args.widths, args.streaming)
+                            args.max_splits, args.widths, args.streaming, args.staged)
         print(f"{report.keys} kernels: {report.built} built, {report.present} already there, "
               f"{len(report.failed)} failed")
         for key, error in report.failed:
@@ -480,7 +522,8 @@ def main(argv=None) -> int:
     for dtype in dtypes:
         sweep(dtype, shapes, clusters=args.clusters, layout=args.layout, tuner=args.tuner,
               occupancy=args.occupancy, cold=args.cold, ring=args.ring,
-              max_splits=args.max_splits, widths=args.widths, streaming=args.streaming)
+              max_splits=args.max_splits, widths=args.widths, streaming=args.streaming,
+              staged=args.staged)
     return 0
 
 

@@ -65,6 +65,22 @@ _MMA_THREADS = {8: 256, 16: 256, 32: 256, 64: 256, 128: 512}
 #: 128-row CTAs of eight warps (one per SM, 233-255 registers) lost to the sm90 route's copy at
 #: M 65-128 (``HALF_GEMV_MAX_M``); those of sixteen warps fill an SM as two 64-row CTAs do.
 _MMA_BLOCKS = {8: 2, 16: 2, 32: 2, 64: 2, 128: 1}
+#: The staged row-streaming kernel (``Config.staged``: fp32 products of 9-32 rows over a K-major
+#: B, ``kernels/simt_gemv_staged.py``): its rows per CTA, its columns (each lane owns
+#: ``tile_n / 32``), its threads (eight warps, each over an eighth of every stage's K), the K of
+#: one shared stage, the padding (floats) of A's shared rows, and the most accumulators a
+#: thread may own (rows x its columns).
+STAGED_ROWS = (16, 32)
+STAGED_COLS = (64, 128, 256)
+_STAGED_THREADS = 256
+STAGED_K = 64
+STAGED_A_PAD = 4
+_STAGED_MAX_ACC = 128
+#: Sums per thread up to which a staged CTA fits 128 registers (two CTAs per SM): ptxas
+#: (CUDA 13.0, sm_90a) spilled 84 bytes at 64 sums (16 x 128) there, the copies' addresses
+#: taking the rest; none at 32 (16 x 64).  Above it, one CTA (up to 255 registers, 248 used
+#: at 32 x 128).
+_STAGED_TWO_BLOCKS_ACC = 32
 #: Bytes per element of each input dtype the family reads.
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -108,10 +124,17 @@ class Config:
     partials: bool = False
     #: The row-streaming kernel on tensor cores (with ``gemv``; see above).
     mma: bool = False
+    #: The row-streaming kernel that stages K-major tiles of both operands through shared
+    #: memory (with ``gemv``, fp32 only, B K-major: ``kernels/simt_gemv_staged.py``):
+    #: ``tile_m`` of ``STAGED_ROWS`` by ``tile_n`` of ``STAGED_COLS``, ``stages`` deep.
+    staged: bool = False
 
     @property
     def name(self) -> str:
         pdl = ("_p" if self.partials else "") + ("_pdl" if self.pdl else "")
+        if self.staged:
+            return (f"simts_{self.tile_m}x{self.tile_n}_s{self.stages}_t{self.threads}"
+                    f"_b{self.min_blocks}{pdl}")
         if self.gemv:
             kind = "simtm" if self.mma else "simtv"
             return f"{kind}_{self.tile_m}x{self.tile_n}_t{self.threads}_b{self.min_blocks}{pdl}"
@@ -148,7 +171,12 @@ class Config:
         return self.tile_m // (_LANES_M * wm), self.tile_n // (_LANES_N * wn)
 
     def smem_bytes(self) -> int:
-        """Shared memory of one CTA (upper bound: both operands padded)."""
+        """Shared memory of one CTA (upper bound: both operands padded).  A staged CTA's
+        stages, or its warps' sums, which reuse them at the end, whichever is larger."""
+        if self.staged:
+            ring = self.stages * (self.tile_m * (STAGED_K + STAGED_A_PAD)
+                                  + self.tile_n * STAGED_K)
+            return 4 * max(ring, self.threads // 32 * self.tile_m * self.tile_n)
         pad = _K_MAJOR_PAD
         return 4 * self.stages * self.tile_k * (self.tile_m + pad + self.tile_n + pad)
 
@@ -163,8 +191,11 @@ class Config:
                 f"min_blocks must be in [1, {_MAX_CTAS_PER_SM}] with min_blocks * threads <="
                 f" {_MAX_THREADS_PER_SM}, got {self.min_blocks} blocks of {t} threads."
             )
-        if self.mma and not self.gemv:
-            raise ValueError("mma is a variant of the row-streaming kernel: it needs gemv.")
+        if (self.mma or self.staged) and not self.gemv:
+            raise ValueError("mma and staged are variants of the row-streaming kernel: each"
+                             " needs gemv.")
+        if self.mma and self.staged:
+            raise ValueError("a row-streaming configuration is mma or staged, not both.")
         if self.gemv:
             self._validate_gemv()
             return
@@ -207,8 +238,26 @@ class Config:
                 " CTAs on one SM."
             )
 
+    def _validate_staged(self) -> None:
+        if (self.tile_m not in STAGED_ROWS or self.tile_n not in STAGED_COLS
+                or self.threads != _STAGED_THREADS
+                or self.tile_m * self.tile_n // 32 > _STAGED_MAX_ACC):
+            raise ValueError(
+                f"a staged gemv CTA computes one of {STAGED_ROWS} rows by one of {STAGED_COLS}"
+                f" columns on {_STAGED_THREADS} threads, at most {_STAGED_MAX_ACC} sums per"
+                f" thread, got {self.tile_m}x{self.tile_n} on {self.threads}.")
+        if self.stages < 2:
+            raise ValueError(f"stages must be at least 2, got {self.stages}.")
+        if self.smem_bytes() * self.min_blocks > _SMEM_PER_SM:
+            raise ValueError(
+                f"{self.smem_bytes()} bytes of shared memory per CTA do not fit {self.min_blocks}"
+                " CTAs on one SM.")
+
     def _validate_gemv(self) -> None:
         warps = self.threads // 32
+        if self.staged:
+            self._validate_staged()
+            return
         if self.mma:
             if (self.tile_m not in MMA_ROWS or self.tile_n != MMA_WARP_N * MMA_WARPS_N
                     or self.threads != _MMA_THREADS[self.tile_m]):
@@ -327,6 +376,8 @@ _K_MAJOR_B = {16: 0.3, 32: 0.45, 64: 0.9, 128: 1.0}
 #: seeds 900-919, 6 tt; same method, two runs): x cuBLAS SGEMM 0.688x -> 0.831x (least 0.46x ->
 #: 0.49x), the 31 held out 1.21x faster (least 0.81x: 9x2164x11352, which the 0.45 above
 #: moves to this tile), tt 1.17x (4x4096x4096 54.0 -> 48.1 us).
+#: Products of up to 32 rows over a K-major B now run on the staged row-streaming kernel
+#: (``staged_rows``); the tile keeps M 33-38 and the products of few columns.
 _K_MAJOR_B_TILES = {(32, 32): 1.0}
 # The 16-row tiles' are not fitted: below the 32-row tiles', with an N-major B they still win
 # at M <= 16 (the only products they are offered for), where they compute half the padding.
@@ -401,6 +452,20 @@ def gemv_config(rows: int) -> Config:
     return replace(cfg, pdl=_pdl(cfg))
 
 
+def staged_config(rows: int, tile_n: int | None = None, stages: int = 3) -> Config:
+    """The staged row-streaming configuration (fp32 over a K-major B) for ``rows`` rows: the
+    fewest ``STAGED_ROWS`` that hold them (the most past them: several row tiles), ``tile_n``
+    columns (by default 128, or as many as ``_STAGED_MAX_ACC`` sums per thread allow), and two
+    CTAs per SM where each thread's sums are at most ``_STAGED_TWO_BLOCKS_ACC``, else one."""
+    tile_m = next((r for r in STAGED_ROWS if r >= rows), STAGED_ROWS[-1])
+    if tile_n is None:
+        tile_n = min(128, 32 * _STAGED_MAX_ACC // tile_m)
+    blocks = 2 if tile_m * tile_n // 32 <= _STAGED_TWO_BLOCKS_ACC else 1
+    cfg = Config(tile_m=tile_m, tile_n=tile_n, stages=stages, threads=_STAGED_THREADS,
+                 min_blocks=blocks, gemv=True, staged=True)
+    return replace(cfg, pdl=_pdl(cfg))
+
+
 def mma_config(rows: int) -> Config:
     """The row-streaming configuration on tensor cores for ``rows`` (``MMA_ROWS``) rows:
     ``_MMA_THREADS`` threads, and as many CTAs per SM as their registers allow
@@ -408,6 +473,32 @@ def mma_config(rows: int) -> Config:
     cfg = Config(tile_m=rows, tile_n=_GEMV_TILE_N, threads=_MMA_THREADS[rows],
                  min_blocks=_MMA_BLOCKS[rows], gemv=True, mma=True)
     return replace(cfg, pdl=_pdl(cfg))
+
+
+#: fp32 products of at most ``STAGED_MAX_M`` rows over a K-major B run on the staged
+#: row-streaming kernel (``staged_config``): those of an M-major A from one row, those of a
+#: K-major A past ``STAGED_MIN_K_MAJOR_M`` (the FMA row-streaming kernel, whose lanes each
+#: load their own run of A, keeps 1-2 rows: measured from 4), except products of at most 8
+#: columns, which run on the FMA kernel as C^T (``_ranked``).  H100, 2026-12-07, L2-cold
+#: (``tools/sweep_schedule.py fp32 --staged --cold``, 25 products), us at the split the rule
+#: picks against the earlier pick (cuBLAS SGEMM): nt 27x2288x3944 30.2 against 45.5 on the
+#: one-warp 32 x 32 tile (32.8), 25x4760x5872 73.0 / 99.5 at its best split (73.2),
+#: 16x8192x8192 101.2 / 171.8 (148.6), 32x14336x4096 129.4 / 179.9 (195.3), 9x2164x11352
+#: 45.9 / 88.6 (67.7); nt of few rows against the FMA kernel 4x4096x4096 30.9 / 34.5 (34.8),
+#: 8x14336x4096 87.4 / 117.5 (136.2); tt 4x4096x4096 31.3 / 48.0 (65.4), 20x3000x4000 36.7 /
+#: 40.6 (38.1).  Its 64-row CTA (two row tiles' worth of sums per thread, spilling) lost to
+#: the ladder's 64 x 128 tile at M 39-64 (0.56-0.64x cuBLAS against 0.85-0.92x), so M past
+#: 32 keeps the ladder.
+STAGED_MAX_M = 32
+STAGED_MIN_K_MAJOR_M = 3
+
+
+def staged_rows(m: int, n: int, a_major: str, b_major: str) -> bool:
+    """Whether an fp32 ``m`` x ``n`` product of these majors (kernel orientation) runs on the
+    staged row-streaming kernel (``STAGED_MAX_M``)."""
+    if b_major != "k" or m > STAGED_MAX_M or n <= GEMV_ROWS[-1]:
+        return False
+    return a_major == "m" or m >= STAGED_MIN_K_MAJOR_M
 
 
 def _gemv_rows(extent: int) -> int | None:
@@ -588,7 +679,8 @@ def operand_copies(math: str, a_major: str, b_major: str, m: int, n: int, k: int
     if b_major == "k" and readable[1] and m >= COPY_B_MIN_M and n >= COPY_B_MIN_N:
         return None, "n"
     both_k = a_major == "k" and b_major == "k"
-    if both_k and readable[0] and m >= COPY_A_MIN_M and n >= COPY_A_MIN_N:
+    if (both_k and readable[0] and m >= COPY_A_MIN_M and n >= COPY_A_MIN_N
+            and not staged_rows(m, n, a_major, b_major)):
         return "m", None
     return None, None
 
@@ -610,8 +702,10 @@ def choose_schedule(m: int, n: int, k: int, batch: int, num_sms: int,
     every family's schedule takes it (whether the route has stream-K's zeroed flags), and this
     family has no stream-K schedule.
 
-    Products of at most 8 rows run on the row-streaming kernel (``gemv_config``), products of at
-    most 8 columns on it as C^T = B^T A^T (``transposed``, through the workspace; not when
+    Products of at most ``STAGED_MAX_M`` rows over a K-major B run on the staged
+    row-streaming kernel (``staged_rows``, ``staged_config``), other products of at most 8 rows
+    on the FMA row-streaming kernel (``gemv_config``), products of at most 8 columns on it as
+    C^T = B^T A^T (``transposed``, through the workspace; not when
     ``transposable`` is False), each where it reads the operands' ``majors`` well
     (``gemv_reads``); see ``_ranked``.  Other products take the ladder tile and split of least
     estimated time under the wave model (``waves``), each tile's efficiency lowered by a
@@ -647,8 +741,10 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
     reads well (``gemv_reads``) runs on it (``_gemv_ranked``): it beat every ladder tile on 10
     of 11 such products (H200, 2026-12-02, fp32 nn and nt, best split of each; e.g.
     1x4096x4096 20.9 us against 27.5 on 16x64 tiles, 4x14336x4096 nt 72.8 against 132; the
-    exception 8x4096x14336 nn, 76.7 against 72.7).  Other products take the ladder tile and
-    split of least estimated time under the wave model, then the model's next candidates.
+    exception 8x4096x14336 nn, 76.7 against 72.7).  A product of up to ``STAGED_MAX_M`` rows
+    over a K-major B runs on the staged row-streaming kernel instead (``staged_rows``), its
+    splits chosen alike.  Other products take the ladder tile and split of least estimated time
+    under the wave model, then the model's next candidates.
     A 16-bit product runs on the row-streaming kernel whatever its size (``streams_in_place``
     says where it is asked to): along its shorter side of M and N (N: transposed, where
     ``transposable``), or along the other where only that side's majors read well."""
@@ -659,6 +755,8 @@ def _ranked(m: int, n: int, k: int, batch: int, num_sms: int, max_splits: int,
             return _gemv_ranked(n, m, k, batch, num_sms, max_splits, True, limit, math,
                                 flipped[1])
         return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit, math, b_major)
+    if staged_rows(m, n, a_major, b_major):
+        return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit, staged=True)
     if _gemv_rows(m) and gemv_reads(a_major, b_major):
         return _gemv_ranked(m, n, k, batch, num_sms, max_splits, False, limit)
     if transposable and _gemv_rows(n) and gemv_reads(*flipped):
@@ -689,7 +787,7 @@ def _deep_splitting(rate: waves.Rate) -> waves.Rate:
 
 def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_splits: int,
                  transposed: bool, limit: int, math: str = "float32",
-                 b_major: str = "n") -> list[tuple[Config, int, bool]]:
+                 b_major: str = "n", staged: bool = False) -> list[tuple[Config, int, bool]]:
     """The row-streaming kernel on a ``rows`` x ``cols`` product: the most K-splits whose CTAs
     all fit one wave (each keeps only a few loads of B in flight, so device memory is saturated
     only when every CTA slot is busy, and a second wave costs more than its CTAs bring), then the
@@ -699,10 +797,14 @@ def _gemv_ranked(rows: int, cols: int, k: int, batch: int, num_sms: int, max_spl
     1x14336x4096 4 (448) 56.8 against 58.5 at 8 and 61.0 at 16.  The exception, 1x4096x4096
     with a K-major B: 24.8 at 16 splits against 23.4 at 8.  A 16-bit product's CTA is the
     FMA or the tensor-core kernel's by its rows and ``b_major`` (the kernel's,
-    ``_half_gemv_config``); ``rows`` past the CTA's (16-bit products only) take several row
-    tiles."""
-    config = (gemv_config(_gemv_rows(rows)) if math == "float32"
-              else _half_gemv_config(rows, b_major))
+    ``_half_gemv_config``); with ``staged``, the staged kernel's (``staged_config``).
+    ``rows`` past the CTA's (16-bit products only) take several row tiles."""
+    if staged:
+        config = staged_config(rows)
+    elif math == "float32":
+        config = gemv_config(_gemv_rows(rows))
+    else:
+        config = _half_gemv_config(rows, b_major)
     tiles = -(-rows // config.tile_m) * -(-cols // config.tile_n) * batch
     # A deep product of a tile or a few splits past ``waves.DEEP_SPLITS``, up to the CTA
     # slots: H100, 2026-12-06, fp16, us at 64 splits (cuBLAS), tn 93x23x179080 80.1 (44.5),

@@ -12,11 +12,13 @@ What it computes
     cuBLAS's GEMV.  The scheduler
     (``configs/simt.py``) picks this kernel for M <= 8, and for N <= 8 as C^T = B^T A^T, except
     where A would be M-major and B K-major (``configs.simt.gemv_reads``): lanes along K would
-    then load A one element at a time, a row of A apart.  The dispatcher runs 16-bit products
-    here only where M (or N) is at most ``configs.simt.HALF_FMA_MAX_M`` (more rows, up to 32,
-    run on ``kernels/simt_gemv_mma.py``) and the long operand's rows are no whole 16-byte
-    vectors (``configs.simt.streams_in_place``): TMA cannot read those, and the tensor-core
-    route would copy the operand first, moving the bytes that bound such a product three
+    then load A one element at a time, a row of A apart.  Over a K-major B it keeps fp32
+    products of 1-2 rows; more (and an M-major A) run on ``kernels/simt_gemv_staged.py``
+    (``configs.simt.staged_rows``), whose lanes share A's loads.  The dispatcher runs 16-bit
+    products here only where M (or N) is at most ``configs.simt.HALF_FMA_MAX_M`` (more rows, up to
+    32, run on ``kernels/simt_gemv_mma.py``) and the long operand's rows are no whole 16-byte
+    vectors (``configs.simt.streams_in_place``): TMA cannot read those, and the tensor-core route
+    would copy the operand first, moving the bytes that bound such a product three
     times; this kernel reads them once, in place.
 
 How

@@ -72,8 +72,8 @@ Constraints
 Benchmark
     python -m cutematmul.bench --dtypes float32 --kernel simt
 
-Imports: ``configs.simt`` (its configuration), lazily ``simt_gemv`` and ``simt_gemv_mma``
-(the row-streaming configurations); the CuTe DSL and ``cuda.bindings``.
+Imports: ``configs.simt`` (its configuration), lazily ``simt_gemv``, ``simt_gemv_mma`` and
+``simt_gemv_staged`` (the row-streaming configurations); the CuTe DSL and ``cuda.bindings``.
 """
 
 from __future__ import annotations
@@ -429,7 +429,11 @@ class SimtSgemm:
 def Kernel(config: Config, *args):
     """The family's kernel for ``config`` (the name the registry, ``dispatch.FAMILIES``, looks
     up): the row-streaming kernel for a ``gemv`` configuration (on tensor cores for an ``mma``
-    one), else the tiled SGEMM."""
+    one, through shared memory for a ``staged`` one), else the tiled SGEMM."""
+    if config.gemv and config.staged:
+        from .simt_gemv_staged import SimtGemvStaged
+
+        return SimtGemvStaged(config, *args)
     if config.gemv and config.mma:
         from .simt_gemv_mma import SimtGemvMma
 
