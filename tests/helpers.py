@@ -176,6 +176,17 @@ def compile_in_child(arch: str, child_code: str, argument, tmp_path,
     return json.loads(line[len(prefix):])
 
 
+def compile_ptx(tmp_path_factory, child_code: str, variants) -> tuple[dict, dict]:
+    """(variant -> PTX text, the child's JSON) of ``variants`` compiled for sm_90a by
+    ``child_code`` (``compile_in_child``), which writes each variant's PTX to a file and prints
+    the files' names, in order, as ``NAMES={"names": [...], ...}``.  What the PTX-interpreter
+    tests (``tests/ptxsim.py``) run."""
+    tmp = tmp_path_factory.mktemp("ptx")
+    out = compile_in_child("sm_90a", child_code, [list(v) for v in variants], tmp,
+                           prefix="NAMES=")
+    return {v: (tmp / name).read_text() for v, name in zip(variants, out["names"])}, out
+
+
 def tf32_swap(layout: str, transposed: bool, m: int, n: int) -> bool:
     """``Config.swap`` of a forced one-pass TF32 schedule in ``layout``: the kernel swaps
     exactly when the B it reads is N-major (``configs.sm90.swaps``).  "tn" reads a K-major copy

@@ -30,7 +30,8 @@ result compares exactly with a float64 reference).  What it does not: CTAs runni
 (they run one after another), memory ordering beyond barriers, timing.
 
 It also lays out the tests' operands (``operand``: a Region of small integers with padded
-lines and batches, and where each element lies) and rounds to the 16-bit types (``to_16``,
+lines and batches, and where each element lies), runs a row-streaming kernel's product CTA by
+CTA (``row_streaming``) and rounds to the 16-bit types (``to_16``,
 ``from_16``) to compare a kernel's C with float64 products (``mismatches``).
 
 Imports: nothing of ours (NumPy only).
@@ -267,6 +268,37 @@ def operand(name, base, rows, k, batch, rows_major, pad, shared, rng, dtype, ali
     region.data[:] = raw.tobytes()
     full = np.repeat(values, batch, axis=2) if shared else values
     return region, full, (ld, batch_stride), offset
+
+
+def row_streaming(ptx, a, b, m, n, k, batch, splits, rows, cols, threads, smem, dtype,
+                  c_dtype, granule, align_c=1, pad_c=0):
+    """Every CTA of one product of a row-streaming kernel (``kernels/simt_gemv*.py``: one CTA
+    per ``rows`` x ``cols`` tile of C and matrix of C, the entry's (A, B, C, column tiles)
+    parameters) over ``operand``'s (region, values, strides) of A and B, ``threads`` threads and
+    ``smem`` bytes of shared memory per CTA; C of ``c_dtype`` laid out here, its lines of N plus
+    ``pad_c`` elements and its matrices (``splits`` per batch entry, K cut in whole
+    ``granule``s) rounded up to ``align_c`` elements.  Returns (the Sim, the number of outputs
+    wrong or missing)."""
+    (reg_a, full_a, st_a), (reg_b, full_b, st_b) = a, b
+    ldc = round_up(n + pad_c, align_c)
+    c_stride = round_up(m * ldc + 5, align_c)
+    size = ELEMENT_BYTES[c_dtype]
+    count = (batch * splits - 1) * c_stride + (m - 1) * ldc + n
+    reg_c = Region("C", 0x30000000, size * count, writable=True, element=size,
+                   valid={size * (e * c_stride + r * ldc + c) for e in range(batch * splits)
+                          for r in range(m) for c in range(n)})
+    tiles_n = -(-n // cols)
+    params = {0: tensor_param(reg_a.base, (m, k, batch), st_a),
+              1: tensor_param(reg_b.base, (n, k, batch), st_b),
+              2: tensor_param(reg_c.base, (m, n, batch * splits), (ldc, c_stride)),
+              3: tiles_n.to_bytes(4, "little")}
+    sim = Sim(ptx, params, [reg_a, reg_b, reg_c], smem, threads=threads,
+              dtype="bf16" if dtype == "bfloat16" else "f16")
+    for cta in range(-(-m // rows) * tiles_n * batch * splits):
+        sim.run_cta(cta)
+    got = np.frombuffer(bytes(reg_c.data), np.float32 if c_dtype == "float32" else np.uint16)
+    return sim, len(reg_c.valid) - len(reg_c.writes) + split_mismatches(
+        got, full_a, full_b, splits, granule, c_stride, ldc, c_dtype, dtype)
 
 
 class Sim:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import compile_in_child, needs_dsl
+from helpers import compile_ptx, needs_dsl
 
 pytestmark = needs_dsl()
 
@@ -56,30 +56,15 @@ def _run(ptxsim, ptx, row_bytes, variant, m, n, k, batch, splits, pad=(0, 0, 0),
     reg_b, full_b, st_b, _ = ptxsim.operand("B", 0x20000000, n, k, batch, b_major == "n",
                                             pad[1], shared[1], rng, dtype, at=at,
                                             poison=poison_b)
-    ldc = n + pad[2]
-    c_stride = m * ldc + 5
-    size = 4 if partials else 2
-    count = (batch * splits - 1) * c_stride + (m - 1) * ldc + n
-    reg_c = ptxsim.Region("C", 0x30000000, size * count, writable=True,
-                          valid={size * (e * c_stride + r * ldc + c) for e in range(batch * splits)
-                                 for r in range(m) for c in range(n)})
-    params = {0: ptxsim.tensor_param(reg_a.base, (m, k, batch), st_a),
-              1: ptxsim.tensor_param(reg_b.base, (n, k, batch), st_b),
-              2: ptxsim.tensor_param(reg_c.base, (m, n, batch * splits), (ldc, c_stride)),
-              3: (-(-n // 128)).to_bytes(4, "little")}
-    # Both operands' stages (the kernel's allocation): 128 columns of B^T and the rows of A.
-    smem = (128 + rows) * row_bytes
     from cutematmul.configs import simt
 
-    sim = ptxsim.Sim(ptx, params, [reg_a, reg_b, reg_c], smem,
-                     threads=simt.mma_config(rows).threads,
-                     dtype="f16" if dtype == "float16" else "bf16")
-    for cta in range(-(-m // rows) * -(-n // 128) * batch * splits):
-        sim.run_cta(cta)
+    # Both operands' stages (the kernel's allocation): 128 columns of B^T and the rows of A.
+    sim, wrong = ptxsim.row_streaming(
+        ptx, (reg_a, full_a, st_a), (reg_b, full_b, st_b), m, n, k, batch, splits, rows, 128,
+        simt.mma_config(rows).threads, (128 + rows) * row_bytes, dtype,
+        "float32" if partials else dtype, 128, pad_c=pad[2])
     assert set(sim.prefetches) <= {"B"}, sim.prefetches
-    got = np.frombuffer(bytes(reg_c.data), np.float32 if partials else np.uint16)
-    return len(reg_c.valid) - len(reg_c.writes) + ptxsim.split_mismatches(
-        got, full_a, full_b, splits, 128, c_stride, ldc, "float32" if partials else dtype, dtype)
+    return wrong
 
 
 def _products(ptxsim, rows):
@@ -99,10 +84,8 @@ def _products(ptxsim, rows):
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ptx")
-    out = compile_in_child("sm_90a", _CHILD, [list(v) for v in VARIANTS], tmp, prefix="NAMES=")
-    return ({v: (tmp / name).read_text() for v, name in zip(VARIANTS, out["names"])},
-            out["row_bytes"])
+    ptx, out = compile_ptx(tmp_path_factory, _CHILD, VARIANTS)
+    return ptx, out["row_bytes"]
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v[0]}{v[1][:2]}{v[2]}{v[3]}"

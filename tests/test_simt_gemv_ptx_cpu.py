@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import compile_in_child, needs_dsl
+from helpers import compile_ptx, needs_dsl
 
 pytestmark = needs_dsl()
 
@@ -73,32 +73,19 @@ def _run(ptxsim, ptx, variant, m, n, k, batch, splits, pad=(0, 0, 0), shared=(Fa
     # fp32 partials: in a workspace whose strides are whole vectors of the inputs' dtype
     # (what the compiled kernel assumes: ``_CHILD``).
     c_dtype, align_c = ("float32", 16 // ptxsim.ELEMENT_BYTES[dtype]) if partials else (dtype, 1)
-    ldc = ptxsim.round_up(n + pad[2], align_c)
-    c_stride = ptxsim.round_up(m * ldc + 5, align_c)
-    size = ptxsim.ELEMENT_BYTES[c_dtype]
-    count = (batch * splits - 1) * c_stride + (m - 1) * ldc + n
-    reg_c = ptxsim.Region("C", 0x30000000, size * count, writable=True, element=size,
-                          valid={size * (e * c_stride + r * ldc + c) for e in range(batch * splits)
-                                 for r in range(m) for c in range(n)})
-    tiles_n = -(-n // config.tile_n)
-    params = {0: ptxsim.tensor_param(reg_a.base, (m, k, batch), st_a),
-              1: ptxsim.tensor_param(reg_b.base, (n, k, batch), st_b),
-              2: ptxsim.tensor_param(reg_c.base, (m, n, batch * splits), (ldc, c_stride)),
-              3: tiles_n.to_bytes(4, "little")}
     # The N-major variant's allocation: every warp's (rows, tile_n) fp32 sums.
     smem = 4 * config.tile_n * rows * (config.threads // 32)
-    sim = ptxsim.Sim(ptx, params, [reg_a, reg_b, reg_c], smem, threads=config.threads)
-    for cta in range(-(-m // rows) * tiles_n * batch * splits):
-        sim.run_cta(cta)
+    _, wrong = ptxsim.row_streaming(
+        ptx, (reg_a, full_a, st_a), (reg_b, full_b, st_b), m, n, k, batch, splits, rows,
+        config.tile_n, config.threads, smem, dtype, c_dtype, simt._GEMV_GRANULE, align_c=align_c,
+        pad_c=pad[2])
     if b_major == "n" and align_b >= 4 and n % 4 == 0 and n % config.tile_n:
         # Lanes past N in the last column tile read N's last vector instead: more often than
         # the vector before it, which only its own lane reads.
         last, before = (reg_b.loads.get(ptxsim.ELEMENT_BYTES[dtype] * offset_b(n - d, 0, 0), 0)
                         for d in (4, 8))
         assert last > before > 0, ("the clamped vector reads did not run", last, before)
-    got = np.frombuffer(bytes(reg_c.data), np.float32 if c_dtype == "float32" else np.uint16)
-    return len(reg_c.valid) - len(reg_c.writes) + ptxsim.split_mismatches(
-        got, full_a, full_b, splits, simt._GEMV_GRANULE, c_stride, ldc, c_dtype, dtype)
+    return wrong
 
 
 def _products(ptxsim, variant):
@@ -129,9 +116,7 @@ def _products(ptxsim, variant):
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ptx")
-    out = compile_in_child("sm_90a", _CHILD, [list(v) for v in VARIANTS], tmp, prefix="NAMES=")
-    return {v: (tmp / name).read_text() for v, name in zip(VARIANTS, out["names"])}
+    return compile_ptx(tmp_path_factory, _CHILD, VARIANTS)[0]
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v[0]}{v[1][0]}{v[1][-2:]}"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import compile_in_child, needs_dsl
+from helpers import compile_ptx, needs_dsl
 
 pytestmark = needs_dsl()
 
@@ -62,25 +62,11 @@ def _run(ptxsim, ptx, variant, m, n, k, batch, splits, pad=(0, 0, 0), shared=(Fa
                                             poison=poison_a)
     reg_b, full_b, st_b, _ = ptxsim.operand("B", 0x20000000, n, k, batch, False, pad[1],
                                             shared[1], rng, "float32", align_b, at, poison_b)
-    align_c = 4 if partials else 1
-    ldc = ptxsim.round_up(n + pad[2], align_c)
-    c_stride = ptxsim.round_up(m * ldc + 5, align_c)
-    count = (batch * splits - 1) * c_stride + (m - 1) * ldc + n
-    reg_c = ptxsim.Region("C", 0x30000000, 4 * count, writable=True, element=4,
-                          valid={4 * (e * c_stride + r * ldc + c) for e in range(batch * splits)
-                                 for r in range(m) for c in range(n)})
-    tiles_n = -(-n // cols)
-    params = {0: ptxsim.tensor_param(reg_a.base, (m, k, batch), st_a),
-              1: ptxsim.tensor_param(reg_b.base, (n, k, batch), st_b),
-              2: ptxsim.tensor_param(reg_c.base, (m, n, batch * splits), (ldc, c_stride)),
-              3: tiles_n.to_bytes(4, "little")}
-    sim = ptxsim.Sim(ptx, params, [reg_a, reg_b, reg_c], config.smem_bytes(),
-                     threads=config.threads)
-    for cta in range(-(-m // rows) * tiles_n * batch * splits):
-        sim.run_cta(cta)
-    got = np.frombuffer(bytes(reg_c.data), np.float32)
-    return len(reg_c.valid) - len(reg_c.writes) + ptxsim.split_mismatches(
-        got, full_a, full_b, splits, simt._GEMV_GRANULE, c_stride, ldc, "float32", "float32")
+    _, wrong = ptxsim.row_streaming(
+        ptx, (reg_a, full_a, st_a), (reg_b, full_b, st_b), m, n, k, batch, splits, rows, cols,
+        config.threads, config.smem_bytes(), "float32", "float32", simt._GEMV_GRANULE,
+        align_c=4 if partials else 1, pad_c=pad[2])
+    return wrong
 
 
 def _products(ptxsim, variant):
@@ -107,9 +93,7 @@ def _products(ptxsim, variant):
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ptx")
-    out = compile_in_child("sm_90a", _CHILD, [list(v) for v in VARIANTS], tmp, prefix="NAMES=")
-    return {v: (tmp / name).read_text() for v, name in zip(VARIANTS, out["names"])}
+    return compile_ptx(tmp_path_factory, _CHILD, VARIANTS)[0]
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v[0]}x{v[1]}{v[2]}"
