@@ -65,8 +65,8 @@ _MMA_THREADS = {8: 256, 16: 256, 32: 256, 64: 256, 128: 512}
 #: 128-row CTAs of eight warps (one per SM, 233-255 registers) lost to the sm90 route's copy at
 #: M 65-128 (``HALF_GEMV_MAX_M``); those of sixteen warps fill an SM as two 64-row CTAs do.
 _MMA_BLOCKS = {8: 2, 16: 2, 32: 2, 64: 2, 128: 1}
-#: The staged row-streaming kernel (``Config.staged``: fp32 products of 9-32 rows over a K-major
-#: B, ``kernels/simt_gemv_staged.py``): its rows per CTA, its columns (each lane owns
+#: The staged row-streaming kernel (``Config.staged``: fp32 products of up to 32 rows over a
+#: K-major B, ``kernels/simt_gemv_staged.py``): its rows per CTA, its columns (each lane owns
 #: ``tile_n / 32``), its threads (eight warps, each over an eighth of every stage's K), the K of
 #: one shared stage, the padding (floats) of A's shared rows, and the most accumulators a
 #: thread may own (rows x its columns).
@@ -232,6 +232,11 @@ class Config:
                     f"{name}={tile} with {t} threads and tile_k={self.tile_k} does not tile the"
                     " 32-bit copy of an M/N-major operand."
                 )
+        self._validate_fits_sm()
+
+    def _validate_fits_sm(self) -> None:
+        """``min_blocks`` CTAs' shared memory (``smem_bytes``) on one SM: the tiled SGEMM's
+        ring, the staged kernel's."""
         if self.smem_bytes() * self.min_blocks > _SMEM_PER_SM:
             raise ValueError(
                 f"{self.smem_bytes()} bytes of shared memory per CTA do not fit {self.min_blocks}"
@@ -248,10 +253,7 @@ class Config:
                 f" thread, got {self.tile_m}x{self.tile_n} on {self.threads}.")
         if self.stages < 2:
             raise ValueError(f"stages must be at least 2, got {self.stages}.")
-        if self.smem_bytes() * self.min_blocks > _SMEM_PER_SM:
-            raise ValueError(
-                f"{self.smem_bytes()} bytes of shared memory per CTA do not fit {self.min_blocks}"
-                " CTAs on one SM.")
+        self._validate_fits_sm()
 
     def _validate_gemv(self) -> None:
         warps = self.threads // 32
@@ -477,7 +479,7 @@ def mma_config(rows: int) -> Config:
 
 #: fp32 products of at most ``STAGED_MAX_M`` rows over a K-major B run on the staged
 #: row-streaming kernel (``staged_config``): those of an M-major A from one row, those of a
-#: K-major A past ``STAGED_MIN_K_MAJOR_M`` (the FMA row-streaming kernel, whose lanes each
+#: K-major A from ``STAGED_MIN_K_MAJOR_M`` rows (the FMA row-streaming kernel, whose lanes each
 #: load their own run of A, keeps 1-2 rows: measured from 4), except products of at most 8
 #: columns, which run on the FMA kernel as C^T (``_ranked``).  H100, 2026-12-07, L2-cold
 #: (``tools/sweep_schedule.py fp32 --staged --cold``, 25 products), us at the split the rule

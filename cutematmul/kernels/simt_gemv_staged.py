@@ -99,6 +99,14 @@ class SimtGemvStaged(RowStreaming):
             return f"SimtGemvStaged computes float32, got {dtype}."
         return None
 
+    def _slot(self, stage):
+        """(A's, B's) first float of ring slot ``stage`` in the CTA's shared memory: every
+        slot's A (``tile_m`` rows of ``_A_ROW``), then every slot's B (``tile_n`` rows of
+        ``STAGED_K``)."""
+        cfg = self.config
+        a_ring = cfg.stages * cfg.tile_m * _A_ROW
+        return stage * (cfg.tile_m * _A_ROW), a_ring + stage * (cfg.tile_n * STAGED_K)
+
     # ---------------------------------------------------------------- device-side helpers
 
     @cute.jit
@@ -179,9 +187,8 @@ class SimtGemvStaged(RowStreaming):
         """This thread's copies of both operands' stage at ``k0`` into ring slot ``stage``
         (no commit)."""
         cfg = self.config
-        rows, cols, stages = cfg.tile_m, cfg.tile_n, cfg.stages
-        a_base = stage * (rows * _A_ROW)
-        b_base = stages * rows * _A_ROW + stage * (cols * STAGED_K)
+        rows, cols = cfg.tile_m, cfg.tile_n
+        a_base, b_base = self._slot(stage)
         self._copy_rows(gB, s, b_base, cols, STAGED_K, True, self._b_vec, n0, n_size, k0,
                         k_hi, tid)
         if cutlass.const_expr(self.a_major == "k"):
@@ -196,10 +203,9 @@ class SimtGemvStaged(RowStreaming):
         """acc[r, j] += this warp's vectors of K of ring slot ``stage``: A's row r against
         B's column lane + 32 j."""
         cfg = self.config
-        rows, cols, stages = cfg.tile_m, cfg.tile_n, cfg.stages
+        rows, cols = cfg.tile_m, cfg.tile_n
         warps = cfg.threads // 32
-        a_base = stage * (rows * _A_ROW)
-        b_base = stages * rows * _A_ROW + stage * (cols * STAGED_K)
+        a_base, b_base = self._slot(stage)
         # ``s`` as 128-bit vectors: (4 floats, vectors).
         v = cute.make_tensor(s.iterator, cute.make_layout((_VEC, cute.size(s) // _VEC),
                                                           stride=(1, _VEC)))
@@ -248,6 +254,8 @@ class SimtGemvStaged(RowStreaming):
                 self._issue(gA, gB, s, p, m0, n0, m_size, n_size, k_lo + p * STAGED_K, k_hi,
                             tid)
             cute.arch.cp_async_commit_group()
+        # The slots of stage t and t + stages - 1.  (The second as its own counter: derived
+        # from the first inside the loop, ptxas spilled 48 bytes at 32 x 128.)
         read = cutlass.Int32(0)
         write = cutlass.Int32(stages - 1)
         for t in range(tiles):
